@@ -1,0 +1,1 @@
+//! hydrofeed feeder: storage, format readers, split planning, coordinator and daemon.
