@@ -1,1 +1,14 @@
 //! hydrofeed feeder: storage, format readers, split planning, coordinator and daemon.
+//!
+//! Most users want [`format::plan`] to cut an input into [`split::Split`]s and
+//! [`format::open_split`] to read one split as Arrow `RecordBatch`es.
+
+pub mod cli;
+pub mod coord;
+pub mod error;
+pub mod format;
+pub mod serve;
+pub mod split;
+pub mod storage;
+
+pub use error::{Error, Result};

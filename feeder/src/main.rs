@@ -1,12 +1,14 @@
 //! The `hydrofeed` command line.
+
 use clap::Parser;
 
-/// hydrofeed: feed training data from HDFS or local disk into TensorFlow, PyTorch and JAX.
-#[derive(Parser)]
-#[command(name = "hydrofeed", version, about)]
-struct Cli {}
-
 fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HYDROFEED_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    hydrofeed_feeder::cli::run(hydrofeed_feeder::cli::Cli::parse())
 }

@@ -1,0 +1,56 @@
+# hydrofeed front door. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_BUILD_JOBS ?= 2
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+CARGO := cargo
+
+.PHONY: help venv build develop demo test test-rust test-python check bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.stamp: requirements-dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
+
+build: ## Build the Rust workspace and the hydrofeed binary
+	$(CARGO) build --release -p hydrofeed-feeder --bin hydrofeed
+
+develop: venv ## Build the Python extension into .venv (release)
+	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -m python/Cargo.toml
+
+demo: venv build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
+	PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
+
+test-rust: ## Rust tests (unit, conformance, multi-process, loom)
+	$(CARGO) test --workspace --exclude hydrofeed-python
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom $(CARGO) test -p hydrofeed-ipc --release --test loom_ring
+
+test-python: venv develop ## Python tests (pytest, strict)
+	PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+
+test: test-rust test-python ## All tests
+
+check: venv ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	$(MAKE) valgrind
+
+valgrind: ## ipc ring tests under valgrind memcheck
+	$(CARGO) test -p hydrofeed-ipc --no-run --message-format=json 2>/dev/null \
+	  | $(PY) -c 'import sys,json;[print(m["executable"]) for m in map(json.loads,sys.stdin) if m.get("executable") and m["target"]["name"] in ("conformance",)]' \
+	  | while read -r t; do valgrind --error-exitcode=1 --leak-check=full -q "$$t" --test-threads=1; done
+
+bench: venv build develop ## Benchmarks: ring, decode, feed (release build)
+	$(CARGO_TARGET_DIR)/release/hydrofeed bench ring --json
+
+clean: ## Remove build outputs
+	$(CARGO) clean

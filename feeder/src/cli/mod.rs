@@ -1,0 +1,53 @@
+//! The `hydrofeed` command line: one module per subcommand, each with `Args` and `run`.
+
+use clap::{Parser, Subcommand};
+
+pub mod bench;
+pub mod coordinator;
+pub mod feeder;
+pub mod gen;
+pub mod inspect;
+pub mod launch;
+pub mod serve;
+
+/// hydrofeed: feed training data from HDFS or local disk into TensorFlow, PyTorch and JAX
+/// through zero-copy shared-memory rings.
+#[derive(Debug, Parser)]
+#[command(name = "hydrofeed", version, about, propagate_version = true)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Throughput and latency benchmarks (ring, coordinator).
+    Bench(bench::Args),
+    /// Print schema, files, splits and row counts of an input.
+    Inspect(inspect::Args),
+    /// Write a synthetic MNIST-shaped dataset (784 float32 `image` + int64 `label`).
+    Gen(gen::Args),
+    /// Feed one node's trainers from an input, without a coordinator.
+    Serve(serve::Args),
+    /// Run a coordinator for a job.
+    Coordinator(coordinator::Args),
+    /// Run a feeder daemon that takes splits from a coordinator.
+    Feeder(feeder::Args),
+    /// Run coordinator, feeder and N trainers on this machine (the embedded default).
+    Launch(launch::Args),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Bench(a) => bench::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Gen(a) => gen::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Coordinator(a) => coordinator::run(a),
+        Command::Feeder(a) => feeder::run(a),
+        Command::Launch(a) => launch::run(a),
+    }
+}

@@ -1,0 +1,134 @@
+//! The feeder's one error type. Every variant that concerns input names the file, and where it
+//! applies the split and the byte offset (or row group / stripe / block).
+
+use std::fmt;
+
+/// Where in a file a problem was found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Location {
+    /// File path or URI.
+    pub path: String,
+    /// Split id in the plan, when reading a split.
+    pub split: Option<u32>,
+    /// Byte offset in the file, when known.
+    pub offset: Option<u64>,
+    /// Format-specific unit: "row group 3", "stripe 1", "block at 4096", "record 17".
+    pub unit: Option<String>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)?;
+        if let Some(s) = self.split {
+            write!(f, ", split {s}")?;
+        }
+        if let Some(u) = &self.unit {
+            write!(f, ", {u}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, ", byte offset {o}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors of the feeder.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file or directory does not exist.
+    #[error("{path}: no such file or directory")]
+    NotFound {
+        /// The path that was asked for.
+        path: String,
+    },
+    /// Access to a file was refused.
+    #[error("{path}: permission denied")]
+    PermissionDenied {
+        /// The path that was asked for.
+        path: String,
+    },
+    /// An I/O error while reading a file.
+    #[error("{loc}: I/O error: {source}")]
+    Io {
+        /// Where it happened.
+        loc: Location,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Corrupt, truncated or undecodable input.
+    #[error("{loc}: {format} data error: {detail}")]
+    Data {
+        /// Where it happened.
+        loc: Location,
+        /// "parquet", "orc", "avro", "tfrecord".
+        format: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A schema that does not match the expected one, or a projection naming a missing column.
+    #[error("{path}: schema error: {detail}")]
+    Schema {
+        /// The file whose schema is wrong.
+        path: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// HDFS (namenode or datanode) error.
+    #[error("hdfs {path}: {detail}")]
+    Hdfs {
+        /// The path being accessed.
+        path: String,
+        /// What went wrong.
+        detail: String,
+        /// Whether retrying may succeed (connection errors, standby namenode).
+        retryable: bool,
+    },
+    /// A wait exceeded its deadline.
+    #[error("timed out after {secs:.1}s waiting for {what}")]
+    Timeout {
+        /// What was awaited, naming peer and stage.
+        what: String,
+        /// The deadline in seconds.
+        secs: f64,
+    },
+    /// The peer process (trainer, feeder or coordinator) is gone.
+    #[error("peer lost: {0}")]
+    PeerLost(String),
+    /// Coordinator protocol or state error.
+    #[error("coordinator: {0}")]
+    Coordinator(String),
+    /// Bad argument or configuration.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An internal invariant broke: a bug, please report it.
+    #[error("internal error, please report: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Whether retrying the same operation may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Hdfs { retryable, .. } => *retryable,
+            Error::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::Interrupted
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+            ),
+            Error::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// A `Data` error at a location.
+    pub fn data(loc: Location, format: &'static str, detail: impl Into<String>) -> Self {
+        Error::Data { loc, format, detail: detail.into() }
+    }
+}
+
+/// Result with the feeder's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,65 @@
+//! Splits: the unit of work the coordinator hands to feeders.
+
+use serde::{Deserialize, Serialize};
+
+/// Input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Apache Parquet.
+    Parquet,
+    /// Apache ORC.
+    Orc,
+    /// Avro object container files.
+    Avro,
+    /// TFRecord files of `tf.train.Example`.
+    Tfrecord,
+}
+
+/// Which part of a file a split covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitUnit {
+    /// Parquet row groups `[first, first + count)`.
+    RowGroups {
+        /// First row group.
+        first: u32,
+        /// Number of row groups.
+        count: u32,
+    },
+    /// ORC stripes `[first, first + count)`.
+    Stripes {
+        /// First stripe.
+        first: u32,
+        /// Number of stripes.
+        count: u32,
+    },
+    /// Byte range `[start, end)`: records (Avro blocks, TFRecord records) that *start* in the
+    /// range belong to the split; readers resynchronise at `start`.
+    Bytes {
+        /// First byte.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+    },
+}
+
+/// One split of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Split {
+    /// Index in the plan (stable for a given input listing).
+    pub id: u32,
+    /// File path or URI.
+    pub path: String,
+    /// Format of the file.
+    pub format: Format,
+    /// Which part of the file.
+    pub unit: SplitUnit,
+    /// Rows in the split.
+    pub rows: u64,
+    /// Bytes of the file the split covers (compressed, approximate for row groups).
+    pub bytes: u64,
+    /// Hive-style partition values (`key=value` directories above the file).
+    #[serde(default)]
+    pub partition: Vec<(String, String)>,
+}
