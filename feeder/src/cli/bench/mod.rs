@@ -1,0 +1,31 @@
+//! `hydrofeed bench`: benchmarks that report ratios against baselines measured in the same run.
+
+use clap::Subcommand;
+
+pub mod coord;
+pub mod ring;
+
+/// Arguments of `hydrofeed bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which benchmark.
+    #[command(subcommand)]
+    pub which: Which,
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum Which {
+    /// Ring throughput against memcpy, and hand-off latency, across two processes.
+    Ring(ring::Args),
+    /// Coordinator simulation: many feeders, many splits, heartbeats.
+    Coord(coord::Args),
+}
+
+/// Runs `hydrofeed bench`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.which {
+        Which::Ring(a) => ring::run(a),
+        Which::Coord(a) => coord::run(a),
+    }
+}
