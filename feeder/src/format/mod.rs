@@ -12,6 +12,11 @@ use crate::split::{Format, Split};
 use crate::storage::Storage;
 use crate::Result;
 
+pub mod avro;
+pub mod orc;
+pub mod parquet;
+pub mod tfrecord;
+
 /// What to do with a corrupt record or block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {

@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 pub mod coord;
+pub mod decode;
 pub mod ring;
 
 /// Arguments of `hydrofeed bench`.
@@ -18,6 +19,8 @@ pub struct Args {
 pub enum Which {
     /// Ring throughput against memcpy, and hand-off latency, across two processes.
     Ring(ring::Args),
+    /// Decode throughput of the format readers against pyarrow, fastavro and tf.data.
+    Decode(decode::Args),
     /// Coordinator simulation: many feeders, many splits, heartbeats.
     Coord(coord::Args),
 }
@@ -27,5 +30,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match args.which {
         Which::Ring(a) => ring::run(a),
         Which::Coord(a) => coord::run(a),
+        Which::Decode(a) => decode::run(a),
     }
 }
