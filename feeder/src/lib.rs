@@ -7,6 +7,7 @@ pub mod cli;
 pub mod coord;
 pub mod error;
 pub mod format;
+pub mod gen;
 pub mod serve;
 pub mod split;
 pub mod storage;
