@@ -9,11 +9,11 @@ use crate::split::Format;
 /// Output format of `hydrofeed gen`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum GenFormat {
-    /// Parquet (`image` fixed_size_list<float32, 784>).
+    /// Parquet (`image` `fixed_size_list<float32, 784>`).
     Parquet,
     /// ORC (`image` binary of 784 little-endian float32).
     Orc,
-    /// Avro (`image` array<float>).
+    /// Avro (`image` `array<float>`).
     Avro,
     /// TFRecord of tf.train.Example.
     Tfrecord,
