@@ -7,7 +7,8 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-.PHONY: help venv build develop demo test test-rust test-python check bench clean
+PHONY_EXTRA := develop-debug valgrind
+.PHONY: help venv build develop demo $(PHONY_EXTRA) test test-rust test-python check bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -26,17 +27,23 @@ build: ## Build the Rust workspace and the hydrofeed binary
 develop: venv ## Build the Python extension into .venv (release)
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -m python/Cargo.toml
 
+develop-debug: venv
+	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop -q -m python/Cargo.toml
+
 demo: venv build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
-	PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
+	HYDROFEED_BIN=$(CARGO_TARGET_DIR)/release/hydrofeed PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
 
-test-rust: ## Rust tests (unit, conformance, multi-process, loom)
-	$(CARGO) test --workspace --exclude hydrofeed-python
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom $(CARGO) test -p hydrofeed-ipc --release --test loom_ring
+test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
+	HYDROFEED_PYTHON=$(PY) $(CARGO) test --workspace --exclude hydrofeed-python
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom CARGO_BUILD_BUILD_DIR=$(CARGO_TARGET_DIR)/loom $(CARGO) test -p hydrofeed-ipc --release --test loom_ring
 
-test-python: venv develop ## Python tests (pytest, strict)
-	PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+test-python: venv develop-debug ## Python tests (pytest, strict; exit code 5, no tests collected, fails)
+	$(CARGO) build -p hydrofeed-feeder --bin hydrofeed
+	HYDROFEED_BIN=$(CARGO_TARGET_DIR)/debug/hydrofeed PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
 
-test: test-rust test-python ## All tests
+test: venv ## All tests
+	$(MAKE) test-rust
+	$(MAKE) test-python
 
 check: venv ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind
 	$(CARGO) fmt --all --check
