@@ -1,0 +1,79 @@
+"""Draws benches/ratios.png from the JSON results in benches/results/.
+
+Each results file is the JSON one benchmark command printed (`hydrofeed bench ring --json`,
+`hydrofeed bench decode --json`, `python -m hydrofeed.bench feed --json`, ...). The plot shows
+every ratio (ours / baseline, higher is better) beside its target.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+# Targets from the issues: ours / baseline.
+TARGETS = {
+    "ring_vs_memcpy_1MiB": 0.8,
+    "parquet_vs_pyarrow": 1.0,
+    "orc_vs_pyarrow": 1.0,
+    "avro_vs_fastavro": 10.0,
+    "tfrecord_vs_tfdata": 3.0,
+    "feed_vs_pyarrow_b100": 2.0,
+    "feed_vs_pyarrow_b1000": 2.0,
+    "feed_vs_tfdata_b100": 1.0,
+    "spark_rdd_vs_tfos": 10.0,
+    "spark_df_vs_tfos": 50.0,
+    "file_mode_vs_tfos": 100.0,
+}
+
+
+def collect(results: Path) -> dict[str, float]:
+    ratios: dict[str, float] = {}
+    for path in sorted(results.glob("*.json")):
+        data = json.loads(path.read_text())
+        for name, value in (data.get("ratios") or {}).items():
+            if isinstance(value, (int, float)):
+                ratios[name] = float(value)
+        for frame in data.get("frames") or []:
+            if frame.get("frame_bytes") == 1 << 20:
+                ratios["ring_vs_memcpy_1MiB"] = float(frame["ratio"])
+    return ratios
+
+
+def main() -> int:
+    results = HERE / "results"
+    ratios = collect(results)
+    if not ratios:
+        print(f"no ratios found in {results}/*.json", file=sys.stderr)
+        return 1
+    names = sorted(ratios, key=lambda n: list(TARGETS).index(n) if n in TARGETS else 99)
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.2))
+    ys = range(len(names))
+    colors = [
+        "tab:green" if ratios[n] >= TARGETS.get(n, 1.0) else "tab:red" for n in names
+    ]
+    ax.barh(list(ys), [ratios[n] for n in names], color=colors)
+    for y, n in zip(ys, names):
+        if n in TARGETS:
+            ax.plot([TARGETS[n]] * 2, [y - 0.4, y + 0.4], color="black", linewidth=2)
+        ax.text(ratios[n], y, f" {ratios[n]:.2f}x", va="center", fontsize=8)
+    ax.set_yticks(list(ys), names, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("ours / baseline (log scale; black tick = target; green = target met)")
+    ax.set_title("hydrofeed benchmarks, 2-core machine")
+    fig.tight_layout()
+    out = HERE / "ratios.png"
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
