@@ -96,6 +96,15 @@ impl Shared {
         unsafe { self.seg.payload().add((pos & self.mask) as usize) }
     }
 
+    /// Records an access to `[pos, pos + len)` for the loom model (no-op elsewhere).
+    #[inline(always)]
+    fn track(&self, pos: u64, len: usize, write: bool) {
+        #[cfg(loom)]
+        self.seg.track((pos & self.mask) as usize, len, write);
+        #[cfg(not(loom))]
+        let _ = (pos, len, write);
+    }
+
     /// Marks the lease starting at `start` released and reclaims the released prefix.
     fn release(&self, start: u64) {
         let mut rel = lock(&self.rel);
@@ -265,6 +274,7 @@ impl RingProducer {
                 reserved: 0,
                 seq: 0,
             };
+            self.sh.track(self.head, FRAME_HEADER_SIZE, true);
             // SAFETY: [head, head + pad) is free (wait_space) and within the payload; the
             // record start is 64-byte aligned.
             unsafe { std::ptr::write(self.sh.at(self.head) as *mut FrameHeader, fh) };
@@ -389,6 +399,7 @@ impl Reservation<'_> {
             reserved: 0,
             seq: self.prod.seq,
         };
+        self.prod.sh.track(self.pos, FRAME_HEADER_SIZE, true);
         // SAFETY: the record start is inside the reserved, free space and 64-byte aligned.
         unsafe { std::ptr::write(self.prod.sh.at(self.pos) as *mut FrameHeader, fh) };
         self.prod.seq += 1;
@@ -413,6 +424,9 @@ impl Deref for Reservation<'_> {
 
 impl DerefMut for Reservation<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
+        self.prod
+            .sh
+            .track(self.pos + FRAME_HEADER_SIZE as u64, self.len, true);
         // SAFETY: as in `deref`; `&mut self` makes the slice unique.
         unsafe {
             std::slice::from_raw_parts_mut(
@@ -525,6 +539,7 @@ impl RingConsumer {
         if avail > sh.cap || avail < FRAME_HEADER_SIZE as u64 {
             return Err(NextError::Corrupt);
         }
+        sh.track(start, FRAME_HEADER_SIZE, false);
         // SAFETY: the record header is published (start < head) and inside the payload;
         // read by value (volatile: the other process shares this memory).
         let fh: FrameHeader =
@@ -616,6 +631,8 @@ impl Lease {
 impl Deref for Lease {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
+        self.sh
+            .track(self.start + FRAME_HEADER_SIZE as u64, self.len, false);
         // SAFETY: see the `Send` impl: published, inside the payload, immutable while leased.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }

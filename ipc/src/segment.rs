@@ -23,6 +23,11 @@ pub(crate) unsafe trait Segment: Send + Sync + 'static {
     fn header(&self) -> &Header;
     /// Start of the payload.
     fn payload(&self) -> *mut u8;
+    /// Records an access to payload bytes `[off, off + len)` for the loom model (no-op
+    /// elsewhere): loom then reports any access not ordered by the ring protocol.
+    fn track(&self, off: usize, len: usize, write: bool) {
+        let _ = (off, len, write);
+    }
 }
 
 /// A ring in process memory (tests, loom models, in-process pairs).
@@ -30,6 +35,9 @@ pub(crate) struct HeapSegment {
     header: Box<Header>,
     payload: NonNull<u8>,
     layout: Layout,
+    /// One loom cell per 64-byte unit of payload.
+    #[cfg(loom)]
+    cells: Vec<loom::cell::UnsafeCell<()>>,
 }
 
 // SAFETY: the payload is plain memory; concurrent access to it is ordered by the ring protocol
@@ -49,6 +57,10 @@ impl HeapSegment {
             header: Box::new(Header::new(capacity, max_frame, std::process::id())),
             payload,
             layout,
+            #[cfg(loom)]
+            cells: (0..capacity / 64)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
         }
     }
 }
@@ -68,6 +80,16 @@ unsafe impl Segment for HeapSegment {
     }
     fn payload(&self) -> *mut u8 {
         self.payload.as_ptr()
+    }
+    #[cfg(loom)]
+    fn track(&self, off: usize, len: usize, write: bool) {
+        for cell in &self.cells[off / 64..(off + len).div_ceil(64)] {
+            if write {
+                cell.with_mut(|_| ());
+            } else {
+                cell.with(|_| ());
+            }
+        }
     }
 }
 

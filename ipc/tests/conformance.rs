@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! One conformance suite, run on both backings: heap (`heap_pair`) and sealed memfd mapped
 //! twice (`memfd_pair`). The multi-process path (sockets, death) is in `process.rs`.
 

@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! Multi-process tests: the test binary re-executes itself (`child` below, selected by the
 //! `HF_IPC_CHILD` environment variable) as the other side of a ring.
 
