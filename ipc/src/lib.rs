@@ -48,9 +48,7 @@ mod sync;
 
 #[cfg(not(loom))]
 pub use attach::{connect, wire, Listener};
-pub use error::{
-    AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError,
-};
+pub use error::{AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError};
 #[cfg(not(loom))]
 pub use peer::CONTROL_SEND_TIMEOUT;
 pub use ring::{Lease, Reservation};

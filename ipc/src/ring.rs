@@ -20,9 +20,7 @@
 //!   fence and reads the waiting flag (Dekker: at least one of the two sees the other), so a
 //!   wake-up is never lost; the slices bound the damage if a peer dies.
 
-use crate::layout::{
-    record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD,
-};
+use crate::layout::{record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD};
 use crate::segment::Segment;
 use crate::sync::{fence, futex_wait, futex_wake, lock, spin_hint, AtomicU32, Mutex, Ordering};
 use crate::{NextError, ReserveError};
@@ -202,7 +200,13 @@ fn spin_then_sleep(
 fn now_ms() -> u64 {
     #[cfg(not(loom))]
     {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        // libc, not rustix: rustix reads the vDSO itself, which valgrind does not provide.
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
         t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
     }
     #[cfg(loom)]
@@ -414,10 +418,7 @@ impl Deref for Reservation<'_> {
         // SAFETY: [pos + 64, pos + 64 + len) is reserved for us, inside the payload (the record
         // does not wrap), and no one else touches it until we publish it.
         unsafe {
-            std::slice::from_raw_parts(
-                self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE),
-                self.len,
-            )
+            std::slice::from_raw_parts(self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE), self.len)
         }
     }
 }
@@ -518,8 +519,7 @@ impl RingConsumer {
             h.consumer.heartbeat.store(now_ms(), Ordering::Relaxed);
             if on_slice().is_err() {
                 self.head_cache = h.prod.head.load(Ordering::Acquire);
-                if self.read != self.head_cache || h.producer.closed.load(Ordering::Acquire) != 0
-                {
+                if self.read != self.head_cache || h.producer.closed.load(Ordering::Acquire) != 0 {
                     continue;
                 }
                 return Err(NextError::PeerLost);

@@ -25,6 +25,7 @@ pub(crate) unsafe trait Segment: Send + Sync + 'static {
     fn payload(&self) -> *mut u8;
     /// Records an access to payload bytes `[off, off + len)` for the loom model (no-op
     /// elsewhere): loom then reports any access not ordered by the ring protocol.
+    #[cfg(loom)]
     fn track(&self, off: usize, len: usize, write: bool) {
         let _ = (off, len, write);
     }

@@ -101,7 +101,10 @@ fn producer_close_after_commit_drains_then_ends() {
             send(&mut p, 64, 7);
             p.close();
         });
-        let l = c.next(T).unwrap().expect("the committed frame comes before the end");
+        let l = c
+            .next(T)
+            .unwrap()
+            .expect("the committed frame comes before the end");
         assert!(l.iter().all(|&x| x == 7));
         assert!(c.next(T).unwrap().is_none());
         t.join().unwrap();

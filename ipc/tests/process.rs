@@ -1,6 +1,6 @@
-#![cfg(not(loom))]
 //! Multi-process tests: the test binary re-executes itself (`child` below, selected by the
 //! `HF_IPC_CHILD` environment variable) as the other side of a ring.
+#![cfg(not(loom))]
 
 use hydrofeed_ipc::{connect, AttachError, Listener, NextError, ReserveError, RingConfig};
 use std::collections::BTreeSet;
@@ -61,11 +61,17 @@ fn spawn_child(role: &str, sock: &Path) -> Child {
 fn spawn_child_from(exe: &Path, role: &str, sock: &Path, uid: Option<u32>) -> Child {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(exe);
-    cmd.args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("HF_IPC_CHILD", role)
-        .env("HF_IPC_SOCK", sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped());
+    cmd.args([
+        "--exact",
+        "child",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("HF_IPC_CHILD", role)
+    .env("HF_IPC_SOCK", sock)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped());
     if let Some(uid) = uid {
         cmd.uid(uid).gid(uid);
     }
@@ -91,11 +97,18 @@ fn child() {
                 frames += 1;
                 bytes += l.len() as u64;
             }
-            c.send_control(format!("{frames} {bytes} {h}").as_bytes()).expect("send");
+            c.send_control(format!("{frames} {bytes} {h}").as_bytes())
+                .expect("send");
         }
         "producer_stream" => {
-            let l = Listener::bind(&sock, RingConfig { capacity: 1 << 20, max_frame: None })
-                .expect("bind");
+            let l = Listener::bind(
+                &sock,
+                RingConfig {
+                    capacity: 1 << 20,
+                    max_frame: None,
+                },
+            )
+            .expect("bind");
             let mut p = l.accept(T).expect("accept");
             let mut seq = 0u64;
             loop {
@@ -112,7 +125,9 @@ fn child() {
         }
         "consumer_hold" => {
             let mut c = connect(&sock, T).expect("connect");
-            let held: Vec<_> = (0..10).map(|_| c.next(T).expect("next").expect("frame")).collect();
+            let held: Vec<_> = (0..10)
+                .map(|_| c.next(T).expect("next").expect("frame"))
+                .collect();
             c.send_control(b"ready").expect("send");
             std::thread::sleep(Duration::from_secs(60));
             drop(held);
@@ -131,7 +146,11 @@ fn open_fds() -> BTreeSet<String> {
         .flatten()
         .filter_map(|e| {
             let target = std::fs::read_link(e.path()).ok()?;
-            Some(format!("{} -> {}", e.file_name().to_string_lossy(), target.display()))
+            Some(format!(
+                "{} -> {}",
+                e.file_name().to_string_lossy(),
+                target.display()
+            ))
         })
         .collect()
 }
@@ -159,7 +178,14 @@ fn one_gib_crosses_processes_with_checksum() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = sock_path(&dir);
-    let listener = Listener::bind(&path, RingConfig { capacity: 8 << 20, max_frame: None }).unwrap();
+    let listener = Listener::bind(
+        &path,
+        RingConfig {
+            capacity: 8 << 20,
+            max_frame: None,
+        },
+    )
+    .unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "socket mode");
     let mut child = spawn_child("consumer_checksum", &path);
@@ -176,8 +202,14 @@ fn one_gib_crosses_processes_with_checksum() {
         bytes += len as u64;
     }
     p.close();
-    let msg = p.wait_control(T).expect("control").expect("checksum message");
-    assert_eq!(String::from_utf8(msg).unwrap(), format!("{seq} {bytes} {h}"));
+    let msg = p
+        .wait_control(T)
+        .expect("control")
+        .expect("checksum message");
+    assert_eq!(
+        String::from_utf8(msg).unwrap(),
+        format!("{seq} {bytes} {h}")
+    );
     assert!(child.wait().unwrap().success());
 }
 
@@ -223,7 +255,14 @@ fn consumer_killed_producer_gets_peer_lost_within_1s_and_nothing_is_left() {
     let shm_before = dev_shm();
     let dir = tempfile::tempdir().unwrap();
     let path = sock_path(&dir);
-    let listener = Listener::bind(&path, RingConfig { capacity: 1 << 20, max_frame: None }).unwrap();
+    let listener = Listener::bind(
+        &path,
+        RingConfig {
+            capacity: 1 << 20,
+            max_frame: None,
+        },
+    )
+    .unwrap();
     let mut child = spawn_child("consumer_hold", &path);
     let mut p = listener.accept(T).expect("accept");
     for seq in 0..10u64 {
@@ -261,7 +300,9 @@ fn consumer_killed_producer_gets_peer_lost_within_1s_and_nothing_is_left() {
 fn consumer_of_another_uid_is_refused() {
     let _g = serial();
     if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED consumer_of_another_uid_is_refused: needs root to run a child as uid 65534");
+        eprintln!(
+            "SKIPPED consumer_of_another_uid_is_refused: needs root to run a child as uid 65534"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -271,47 +312,82 @@ fn consumer_of_another_uid_is_refused() {
     std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = sock_path(&dir);
-    let listener = Listener::bind(&path, RingConfig { capacity: 1 << 16, max_frame: None }).unwrap();
+    let listener = Listener::bind(
+        &path,
+        RingConfig {
+            capacity: 1 << 16,
+            max_frame: None,
+        },
+    )
+    .unwrap();
 
     // The 0600 socket file keeps the other user out.
     let child = spawn_child_from(&exe, "connect_expect", &path, Some(65534));
     let out = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.contains(&format!("RESULT Some(Io {{ stage: Connect, errno: {} }})", libc::EACCES)),
+        out.contains(&format!(
+            "RESULT Some(Io {{ stage: Connect, errno: {} }})",
+            libc::EACCES
+        )),
         "child output: {out}"
     );
-    assert_eq!(listener.accept(Duration::from_millis(100)).err(), Some(AttachError::Timeout));
+    assert_eq!(
+        listener.accept(Duration::from_millis(100)).err(),
+        Some(AttachError::Timeout)
+    );
 
     // With the file opened up, SO_PEERCRED still refuses it, on both sides.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
     let child = spawn_child_from(&exe, "connect_expect", &path, Some(65534));
-    assert_eq!(listener.accept(T).err(), Some(AttachError::PeerUid { uid: 65534 }));
+    assert_eq!(
+        listener.accept(T).err(),
+        Some(AttachError::PeerUid { uid: 65534 })
+    );
     let out = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
-    assert!(out.contains("RESULT Some(PeerUid { uid: 0 })"), "child output: {out}");
+    assert!(
+        out.contains("RESULT Some(PeerUid { uid: 0 })"),
+        "child output: {out}"
+    );
 }
 
 /// A fake producer: sends `hello` and a memfd holding `header` (sealed or not).
-fn fake_producer(path: &Path, hello: [u8; 32], header: Vec<u8>, seal: bool) -> std::thread::JoinHandle<()> {
+fn fake_producer(
+    path: &Path,
+    hello: [u8; 32],
+    header: Vec<u8>,
+    seal: bool,
+) -> std::thread::JoinHandle<()> {
     use rustix::fs::{MemfdFlags, SealFlags};
     use std::os::fd::AsFd;
     use std::os::unix::fs::FileExt;
     let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
-        let fd = rustix::fs::memfd_create("fake", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
+        let fd = rustix::fs::memfd_create("fake", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
+            .unwrap();
         let file = std::fs::File::from(fd);
         file.set_len(4096 + 65536).unwrap();
         file.write_all_at(&header, 0).unwrap();
         if seal {
-            rustix::fs::fcntl_add_seals(&file, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL).unwrap();
+            rustix::fs::fcntl_add_seals(
+                &file,
+                SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
+            )
+            .unwrap();
         }
         let fds = [file.as_fd()];
         let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut cmsg = rustix::net::SendAncillaryBuffer::new(&mut space);
         assert!(cmsg.push(rustix::net::SendAncillaryMessage::ScmRights(&fds)));
-        rustix::net::sendmsg(&stream, &[std::io::IoSlice::new(&hello)], &mut cmsg, rustix::net::SendFlags::NOSIGNAL).unwrap();
+        rustix::net::sendmsg(
+            &stream,
+            &[std::io::IoSlice::new(&hello)],
+            &mut cmsg,
+            rustix::net::SendFlags::NOSIGNAL,
+        )
+        .unwrap();
         // Wait for the consumer to hang up.
         let mut b = [0u8; 16];
         let _ = rustix::net::recv(&stream, &mut b, rustix::net::RecvFlags::empty());
@@ -333,20 +409,60 @@ fn wrong_magic_version_or_seals_are_refused() {
     use hydrofeed_ipc::layout::{LAYOUT_VERSION, MAGIC};
     use hydrofeed_ipc::wire::Hello;
     let _g = serial();
-    let hello = Hello { version: LAYOUT_VERSION, capacity: 65536, max_frame: 1024 }.encode();
+    let hello = Hello {
+        version: LAYOUT_VERSION,
+        capacity: 65536,
+        max_frame: 1024,
+    }
+    .encode();
     let cases = [
-        (hello, header_bytes(MAGIC, LAYOUT_VERSION, 65536), true, None),
-        (hello, header_bytes(u64::from_le_bytes(*b"NOTARING"), LAYOUT_VERSION, 65536), true, Some(AttachError::BadMagic)),
-        (hello, header_bytes(MAGIC, 99, 65536), true, Some(AttachError::BadVersion { found: 99 })),
-        (hello, header_bytes(MAGIC, LAYOUT_VERSION, 65536), false, Some(AttachError::BadSeals)),
-        (hello, header_bytes(MAGIC, LAYOUT_VERSION, 1 << 20), true, Some(AttachError::BadGeometry)),
         (
-            Hello { version: 7, capacity: 65536, max_frame: 1024 }.encode(),
+            hello,
+            header_bytes(MAGIC, LAYOUT_VERSION, 65536),
+            true,
+            None,
+        ),
+        (
+            hello,
+            header_bytes(u64::from_le_bytes(*b"NOTARING"), LAYOUT_VERSION, 65536),
+            true,
+            Some(AttachError::BadMagic),
+        ),
+        (
+            hello,
+            header_bytes(MAGIC, 99, 65536),
+            true,
+            Some(AttachError::BadVersion { found: 99 }),
+        ),
+        (
+            hello,
+            header_bytes(MAGIC, LAYOUT_VERSION, 65536),
+            false,
+            Some(AttachError::BadSeals),
+        ),
+        (
+            hello,
+            header_bytes(MAGIC, LAYOUT_VERSION, 1 << 20),
+            true,
+            Some(AttachError::BadGeometry),
+        ),
+        (
+            Hello {
+                version: 7,
+                capacity: 65536,
+                max_frame: 1024,
+            }
+            .encode(),
             header_bytes(MAGIC, LAYOUT_VERSION, 65536),
             true,
             Some(AttachError::BadVersion { found: 7 }),
         ),
-        ([0u8; 32], header_bytes(MAGIC, LAYOUT_VERSION, 65536), true, Some(AttachError::Protocol)),
+        (
+            [0u8; 32],
+            header_bytes(MAGIC, LAYOUT_VERSION, 65536),
+            true,
+            Some(AttachError::Protocol),
+        ),
     ];
     for (i, (hello, header, seal, want)) in cases.into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
@@ -365,7 +481,13 @@ fn connect_to_nothing_times_out_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let e = connect(&sock_path(&dir), Duration::from_millis(200)).unwrap_err();
-    assert_eq!(e, AttachError::Io { stage: hydrofeed_ipc::AttachStage::Connect, errno: libc::ENOENT });
+    assert_eq!(
+        e,
+        AttachError::Io {
+            stage: hydrofeed_ipc::AttachStage::Connect,
+            errno: libc::ENOENT
+        }
+    );
     assert!(t0.elapsed() >= Duration::from_millis(200));
     assert!(e.to_string().contains("Connect"), "{e}");
 }
@@ -375,10 +497,20 @@ fn control_messages_flow_and_bind_refuses_a_live_socket() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = sock_path(&dir);
-    let listener = Listener::bind(&path, RingConfig { capacity: 1 << 16, max_frame: None }).unwrap();
+    let listener = Listener::bind(
+        &path,
+        RingConfig {
+            capacity: 1 << 16,
+            max_frame: None,
+        },
+    )
+    .unwrap();
     assert_eq!(
         Listener::bind(&path, RingConfig::default()).err(),
-        Some(AttachError::Io { stage: hydrofeed_ipc::AttachStage::Bind, errno: libc::EADDRINUSE })
+        Some(AttachError::Io {
+            stage: hydrofeed_ipc::AttachStage::Bind,
+            errno: libc::EADDRINUSE
+        })
     );
     let t = std::thread::spawn({
         let path = path.clone();
@@ -401,7 +533,10 @@ fn control_messages_flow_and_bind_refuses_a_live_socket() {
         assert_eq!(msg, vec![i as u8; (i as usize * 331) % 5000], "message {i}");
     }
     t.join().unwrap();
-    assert_eq!(p.wait_control(T), Err(hydrofeed_ipc::ControlError::PeerLost));
+    assert_eq!(
+        p.wait_control(T),
+        Err(hydrofeed_ipc::ControlError::PeerLost)
+    );
     assert_eq!(p.reserve(10, T).err(), Some(ReserveError::Closed));
     drop(p);
     drop(listener);
