@@ -231,9 +231,9 @@ macro_rules! suite {
             fn aborted_reservation_publishes_nothing() {
                 let (mut p, mut c) = pair(4096, None);
                 for _ in 0..100 {
+                    // Dropped at the end of the block without a commit.
                     let mut r = p.reserve(1500, T).unwrap();
                     r[0] = 1;
-                    drop(r);
                 }
                 assert_eq!(
                     c.next(Duration::from_millis(10)).err(),
