@@ -306,3 +306,17 @@ fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
     }
     Ok((cap, max_frame))
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    fn send<T: Send>() {}
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn thread_bounds() {
+        send::<super::Producer>();
+        send::<super::Consumer>();
+        send_sync_static::<super::Lease>();
+        send::<super::Listener>();
+    }
+}

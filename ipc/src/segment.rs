@@ -125,8 +125,11 @@ pub(crate) fn required_seals() -> rustix::fs::SealFlags {
 #[cfg(not(loom))]
 fn map_fd(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> Result<memmap2::MmapRaw, AttachError> {
     use std::os::fd::AsRawFd;
+    // MAP_POPULATE: fault the whole ring in at attach, not one page at a time on the first
+    // pass of the hot path (the ring is meant to be used whole anyway).
     memmap2::MmapOptions::new()
         .len(len)
+        .populate()
         .map_raw(fd.as_raw_fd())
         .map_err(|e| AttachError::Io {
             stage: crate::AttachStage::Map,
