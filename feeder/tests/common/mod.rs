@@ -122,11 +122,11 @@ def expected(c):
         import pyarrow.parquet as pq
         t = pq.read_table(src, columns=cols)
         TYPES[src] = {n: str(t.schema.field(n).type) for n in t.column_names}
-        return {n: vals(t.column(n)) for n in t.column_names}
+        return {n: vals(t.column(n)) for n in (cols or t.column_names)}
     if kind == "orc":
         import pyarrow.orc as po
         t = po.read_table(src, columns=cols)
-        return {n: vals(t.column(n)) for n in t.column_names}
+        return {n: vals(t.column(n)) for n in (cols or t.column_names)}
     if kind == "avro":
         rs = c.get("reader_schema")
         rows = avro_rows(src, json.loads(rs) if rs else None)
