@@ -1,0 +1,215 @@
+//! Input listing and planning: Hive/Spark directory layouts (partition directories, marker
+//! files), globs, format from names or options, schema mismatches, empty inputs, and tables
+//! written by Spark itself (PySpark, local mode).
+
+mod common;
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use common::*;
+use hydrofeed_feeder::format::ReadOptions;
+use hydrofeed_feeder::split::Format;
+use hydrofeed_feeder::Error;
+
+/// A pyarrow-written Hive-partitioned table plus the litter Hadoop writers leave beside it.
+const WRITER: &str = r#"
+import sys, os, json
+import pyarrow as pa, pyarrow.parquet as pq, pyarrow.orc as po
+out = sys.argv[1]
+n = 600
+t = pa.table({
+    "id": pa.array(range(n), pa.int64()),
+    "v": pa.array([i * 0.25 for i in range(n)], pa.float64()),
+    "day": pa.array(["2024-01-0%d" % (1 + i % 3) for i in range(n)]),
+    "shard": pa.array([i % 2 for i in range(n)], pa.int64()),
+})
+root = os.path.join(out, "hive")
+pq.write_to_dataset(t, root, partition_cols=["day", "shard"], row_group_size=50)
+for junk in ["_SUCCESS", "_metadata", "_common_metadata", ".hidden.parquet", "_temporary/0/x.parquet",
+             "day=2024-01-01/shard=0/.part-0.parquet.crc"]:
+    p = os.path.join(root, junk)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    open(p, "wb").write(b"not data")
+# Globs and formats.
+os.makedirs(os.path.join(out, "flat"))
+for k in range(3):
+    pq.write_table(t.slice(k * 200, 200), os.path.join(out, "flat", "a_%d.parquet" % k))
+pq.write_table(t.slice(0, 10), os.path.join(out, "flat", "b_0.parquet"))
+os.makedirs(os.path.join(out, "noext"))
+for k in range(2):
+    po.write_table(t.slice(k * 300, 300), os.path.join(out, "noext", "part-%05d" % k))
+os.makedirs(os.path.join(out, "mixed"))
+pq.write_table(t, os.path.join(out, "mixed", "x.parquet"))
+po.write_table(t, os.path.join(out, "mixed", "y.orc"))
+os.makedirs(os.path.join(out, "schemas"))
+pq.write_table(t, os.path.join(out, "schemas", "part-0.parquet"))
+pq.write_table(t.set_column(1, "v", pa.array([str(i) for i in range(n)])), os.path.join(out, "schemas", "part-1.parquet"))
+os.makedirs(os.path.join(out, "empty"))
+os.makedirs(os.path.join(out, "only_markers"))
+open(os.path.join(out, "only_markers", "_SUCCESS"), "wb").close()
+"#;
+
+fn fixtures() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| write_fixtures(WRITER)).path()
+}
+
+fn f(name: &str) -> String {
+    fixtures().join(name).to_str().unwrap().to_string()
+}
+
+fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
+    b.column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("column {name} has type {}", b.column_by_name(name).unwrap().data_type()))
+}
+
+#[test]
+fn hive_directory_with_partition_columns_and_marker_files() {
+    let (plan, batches, _) = read_all(&f("hive"), &small(1)).unwrap();
+    assert_eq!(plan.format, Format::Parquet);
+    let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["id", "v", "day", "shard"]);
+    assert_eq!(plan.schema.field_with_name("day").unwrap().data_type(), &DataType::Utf8);
+    assert_eq!(plan.schema.field_with_name("shard").unwrap().data_type(), &DataType::Int64);
+    assert!(plan.splits.iter().all(|s| !s.path.contains("_temporary") && s.path.ends_with(".parquet")));
+    assert!(plan.splits.iter().all(|s| s.partition.len() == 2));
+    assert_eq!(plan.total_rows(), 600);
+    let b = concat(&plan, &batches);
+    let (id, v) = (col::<Int64Array>(&b, "id"), col::<Float64Array>(&b, "v"));
+    let (day, shard) = (col::<StringArray>(&b, "day"), col::<Int64Array>(&b, "shard"));
+    let mut seen = vec![false; 600];
+    for r in 0..b.num_rows() {
+        let i = id.value(r);
+        assert!(!seen[i as usize], "row {i} read twice");
+        seen[i as usize] = true;
+        assert_eq!(v.value(r), i as f64 * 0.25);
+        assert_eq!(day.value(r), format!("2024-01-0{}", 1 + i % 3));
+        assert_eq!(shard.value(r), i % 2);
+    }
+    assert!(seen.iter().all(|&s| s));
+}
+
+#[test]
+fn projection_can_name_partition_columns_in_any_order() {
+    let opts = ReadOptions { columns: Some(vec!["shard".into(), "id".into()]), ..small(1) };
+    let (plan, batches, _) = read_all(&f("hive"), &opts).unwrap();
+    let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["shard", "id"]);
+    let b = concat(&plan, &batches);
+    let (id, shard) = (col::<Int64Array>(&b, "id"), col::<Int64Array>(&b, "shard"));
+    assert!((0..b.num_rows()).all(|r| shard.value(r) == id.value(r) % 2));
+    let opts = ReadOptions { columns: Some(vec!["id".into()]), ..small(1) };
+    let (plan, _, _) = read_all(&f("hive"), &opts).unwrap();
+    assert_eq!(plan.schema.fields().len(), 1);
+}
+
+#[test]
+fn globs_match_listed_names() {
+    let (plan, _, _) = read_all(&format!("{}/a_*.parquet", f("flat")), &small(1)).unwrap();
+    assert_eq!(plan.total_rows(), 600);
+    assert_eq!(plan.splits.iter().map(|s| s.path.as_str()).filter(|p| p.contains("b_0")).count(), 0);
+    let (plan, _, _) = read_all(&format!("{}/*.parquet", f("flat")), &small(1)).unwrap();
+    assert_eq!(plan.total_rows(), 610);
+    let (plan, _, _) = read_all(&format!("{}/day=2024-01-0[12]/*/*.parquet", f("hive")), &small(1)).unwrap();
+    assert_eq!(plan.total_rows(), 400);
+    let e = read_all(&format!("{}/zzz*.parquet", f("flat")), &small(1)).unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e}");
+}
+
+#[test]
+fn format_from_options_when_names_tell_none() {
+    let e = read_all(&f("noext"), &small(1)).unwrap_err();
+    assert!(e.to_string().contains("cannot tell the format"), "{e}");
+    let opts = ReadOptions { format: Some(Format::Orc), ..small(1) };
+    let (plan, batches, _) = read_all(&f("noext"), &opts).unwrap();
+    assert_eq!(plan.format, Format::Orc);
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 600);
+}
+
+#[test]
+fn mixed_formats_and_differing_schemas_are_clear_errors() {
+    let e = read_all(&f("mixed"), &small(1)).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("y.orc"), "{e}");
+    let e = read_all(&f("schemas"), &small(1)).unwrap_err();
+    match &e {
+        Error::Schema { path, detail } => {
+            assert!(path.ends_with("part-1.parquet"), "{e}");
+            assert!(detail.contains("part-0.parquet") && detail.contains("\"v\""), "{e}");
+        }
+        other => panic!("expected a schema error, got {other}"),
+    }
+}
+
+#[test]
+fn empty_inputs_are_clear_errors() {
+    for d in ["empty", "only_markers"] {
+        let e = read_all(&f(d), &small(1)).unwrap_err();
+        assert!(e.to_string().contains("no data files"), "{e}");
+    }
+    let e = read_all(&f("does-not-exist"), &small(1)).unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }), "{e}");
+}
+
+/// Spark's own writers (PySpark, `local[1]`): a partitioned Parquet and ORC table.
+/// Avro is not here: Spark's Avro source is the separate `spark-avro` package, which has to be
+/// fetched from Maven and cannot be offline; our Avro reader is checked against fastavro.
+const SPARK: &str = r#"
+import sys, os, json
+from pyspark.sql import SparkSession
+out = sys.argv[1]
+spark = (SparkSession.builder.master("local[1]").appName("hydrofeed-listing-test")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.memory", "512m").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+rows = [(i, i * 0.5, None if i % 7 == 0 else "n%d" % i, 2020 + i % 3, ["us", "de", "fr"][i % 3 if i % 5 else 0]) for i in range(900)]
+df = spark.createDataFrame(rows, "id long, value double, name string, year int, country string").repartition(3)
+df.write.partitionBy("year", "country").parquet(os.path.join(out, "spark_parquet"))
+df.write.partitionBy("year", "country").orc(os.path.join(out, "spark_orc"))
+spark.stop()
+json.dump({"rows": [dict(zip(["id", "value", "name", "year", "country"], r)) for r in rows]},
+          open(os.path.join(out, "expected.json"), "w"))
+"#;
+
+#[test]
+fn spark_written_partitioned_parquet_and_orc_tables() {
+    let dir = write_fixtures(SPARK);
+    let exp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("expected.json")).unwrap()).unwrap();
+    let exp = exp["rows"].as_array().unwrap();
+    for (table, fmt) in [("spark_parquet", Format::Parquet), ("spark_orc", Format::Orc)] {
+        let input = dir.path().join(table);
+        let (plan, batches, _) = read_all(input.to_str().unwrap(), &small(1)).unwrap();
+        assert_eq!(plan.format, fmt);
+        let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["id", "value", "name", "year", "country"], "{table}");
+        assert_eq!(plan.schema.field_with_name("year").unwrap().data_type(), &DataType::Int64);
+        let b = concat(&plan, &batches);
+        assert_eq!(b.num_rows(), exp.len(), "{table}");
+        let id = col::<Int64Array>(&b, "id");
+        let value = col::<Float64Array>(&b, "value");
+        let name = col::<StringArray>(&b, "name");
+        let year = col::<Int64Array>(&b, "year");
+        let country = col::<StringArray>(&b, "country");
+        let mut seen = vec![false; exp.len()];
+        for r in 0..b.num_rows() {
+            let i = id.value(r) as usize;
+            assert!(!seen[i], "{table}: row {i} twice");
+            seen[i] = true;
+            let e = &exp[i];
+            assert_eq!(value.value(r), e["value"].as_f64().unwrap());
+            match e["name"].as_str() {
+                Some(s) => assert_eq!(name.value(r), s, "{table} row {i}"),
+                None => assert!(name.is_null(r), "{table} row {i}"),
+            }
+            assert_eq!(year.value(r), e["year"].as_i64().unwrap());
+            assert_eq!(country.value(r), e["country"].as_str().unwrap());
+        }
+    }
+}
