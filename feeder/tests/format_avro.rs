@@ -141,8 +141,18 @@ fn every_codec_matches_fastavro() {
         let batch = read_one(&f(&name), &small(8 << 10));
         assert_eq!(batch.num_rows(), 3000, "{name}");
         // fastavro here cannot read snappy / zstandard: compare with the same rows uncompressed.
-        let src = if matches!(c, "snappy" | "zstandard") { f("codec_null.avro") } else { f(&name) };
-        checks.push(Check { kind: "avro", src, batch, columns: None, reader_schema: None });
+        let src = if matches!(c, "snappy" | "zstandard") {
+            f("codec_null.avro")
+        } else {
+            f(&name)
+        };
+        checks.push(Check {
+            kind: "avro",
+            src,
+            batch,
+            columns: None,
+            reader_schema: None,
+        });
     }
     check_with_python(checks);
 }
@@ -156,7 +166,9 @@ fn byte_range_splits_cut_at_blocks_and_every_row_is_read_once() {
     let len = std::fs::metadata(f("codec_deflate.avro")).unwrap().len();
     let mut at = 0;
     for s in &plan.splits {
-        let SplitUnit::Bytes { start, end } = s.unit else { panic!("{:?}", s.unit) };
+        let SplitUnit::Bytes { start, end } = s.unit else {
+            panic!("{:?}", s.unit)
+        };
         assert_eq!(start, at, "splits are contiguous");
         at = end;
     }
@@ -168,7 +180,14 @@ fn byte_range_splits_cut_at_blocks_and_every_row_is_read_once() {
             let b = b.unwrap();
             rows += b.num_rows() as u64;
             let c = b.column_by_name("id").unwrap();
-            seen.extend(c.as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().iter().copied());
+            seen.extend(
+                c.as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .unwrap()
+                    .values()
+                    .iter()
+                    .copied(),
+            );
         }
         assert_eq!(rows, s.rows, "split {} reads the rows it planned", s.id);
     }
@@ -188,11 +207,21 @@ fn arbitrary_byte_ranges_resync_on_the_sync_marker() {
         let mut seen = Vec::new();
         for k in 0..parts {
             let mut s = plan.splits[0].clone();
-            s.unit = SplitUnit::Bytes { start: len * k / parts, end: len * (k + 1) / parts };
+            s.unit = SplitUnit::Bytes {
+                start: len * k / parts,
+                end: len * (k + 1) / parts,
+            };
             for b in format::open_split(&st, &plan, &s, &ReadOptions::default()).unwrap() {
                 let b = b.unwrap();
                 let c = b.column_by_name("id").unwrap();
-                seen.extend(c.as_any().downcast_ref::<arrow_array::Int64Array>().unwrap().values().iter().copied());
+                seen.extend(
+                    c.as_any()
+                        .downcast_ref::<arrow_array::Int64Array>()
+                        .unwrap()
+                        .values()
+                        .iter()
+                        .copied(),
+                );
             }
         }
         seen.sort_unstable();
@@ -202,14 +231,39 @@ fn arbitrary_byte_ranges_resync_on_the_sync_marker() {
 
 #[test]
 fn projection_in_the_given_order() {
-    let cols = vec!["pos".to_string(), "name".to_string(), "attrs".to_string(), "id".to_string()];
-    let opts = ReadOptions { columns: Some(cols.clone()), ..small(8 << 10) };
+    let cols = vec![
+        "pos".to_string(),
+        "name".to_string(),
+        "attrs".to_string(),
+        "id".to_string(),
+    ];
+    let opts = ReadOptions {
+        columns: Some(cols.clone()),
+        ..small(8 << 10)
+    };
     let batch = read_one(&f("codec_xz.avro"), &opts);
-    let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, cols);
-    check_with_python(vec![Check { kind: "avro", src: f("codec_xz.avro"), batch, columns: Some(cols), reader_schema: None }]);
-    let bad = ReadOptions { columns: Some(vec!["nope".into()]), ..small(8 << 10) };
-    assert!(matches!(read_all(&f("codec_xz.avro"), &bad).unwrap_err(), Error::Schema { .. }));
+    check_with_python(vec![Check {
+        kind: "avro",
+        src: f("codec_xz.avro"),
+        batch,
+        columns: Some(cols),
+        reader_schema: None,
+    }]);
+    let bad = ReadOptions {
+        columns: Some(vec!["nope".into()]),
+        ..small(8 << 10)
+    };
+    assert!(matches!(
+        read_all(&f("codec_xz.avro"), &bad).unwrap_err(),
+        Error::Schema { .. }
+    ));
 }
 
 #[test]
@@ -219,28 +273,59 @@ fn reader_schema_evolution_fills_defaults_and_promotes() {
         Vec::<arrow_schema::Field>::new(),
         HashMap::from([("avro.schema".to_string(), v2.clone())]),
     ));
-    let opts = ReadOptions { schema: Some(schema), ..small(1 << 10) };
+    let opts = ReadOptions {
+        schema: Some(schema),
+        ..small(1 << 10)
+    };
     let batch = read_one(&f("evolve_v1.avro"), &opts);
     assert_eq!(batch.num_rows(), 500);
-    let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, ["id", "w", "score", "label", "kind"]);
-    check_with_python(vec![Check { kind: "avro", src: f("evolve_v1.avro"), batch, columns: None, reader_schema: Some(v2.clone()) }]);
+    check_with_python(vec![Check {
+        kind: "avro",
+        src: f("evolve_v1.avro"),
+        batch,
+        columns: None,
+        reader_schema: Some(v2.clone()),
+    }]);
     // With a projection on top of the reader schema.
     let schema = Arc::new(Schema::new_with_metadata(
         Vec::<arrow_schema::Field>::new(),
         HashMap::from([("avro.schema".to_string(), v2.clone())]),
     ));
     let cols = vec!["kind".to_string(), "id".to_string()];
-    let opts = ReadOptions { schema: Some(schema), columns: Some(cols.clone()), ..small(1 << 10) };
+    let opts = ReadOptions {
+        schema: Some(schema),
+        columns: Some(cols.clone()),
+        ..small(1 << 10)
+    };
     let batch = read_one(&f("evolve_v1.avro"), &opts);
-    check_with_python(vec![Check { kind: "avro", src: f("evolve_v1.avro"), batch, columns: Some(cols), reader_schema: Some(v2) }]);
+    check_with_python(vec![Check {
+        kind: "avro",
+        src: f("evolve_v1.avro"),
+        batch,
+        columns: Some(cols),
+        reader_schema: Some(v2),
+    }]);
     // A reader schema the file cannot be read with (a new field without a default).
     let bad = r#"{"type":"record","name":"Ev","fields":[{"name":"id","type":"long"},{"name":"must","type":"string"}]}"#;
     let schema = Arc::new(Schema::new_with_metadata(
         Vec::<arrow_schema::Field>::new(),
         HashMap::from([("avro.schema".to_string(), bad.to_string())]),
     ));
-    let e = read_all(&f("evolve_v1.avro"), &ReadOptions { schema: Some(schema), ..small(1 << 10) }).unwrap_err();
+    let e = read_all(
+        &f("evolve_v1.avro"),
+        &ReadOptions {
+            schema: Some(schema),
+            ..small(1 << 10)
+        },
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::Schema { .. }), "{e}");
     assert!(e.to_string().contains("evolve_v1.avro"), "{e}");
 }

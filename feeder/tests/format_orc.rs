@@ -77,13 +77,25 @@ fn pyarrow_and_pyorc_files_of_every_codec_match_pyarrow() {
         let name = format!("pa_{c}.orc");
         let batch = read_one(&f(&name), &small(1));
         assert_eq!(batch.num_rows(), 6000, "{name}");
-        checks.push(Check { kind: "orc", src: f(&name), batch, columns: None, reader_schema: None });
+        checks.push(Check {
+            kind: "orc",
+            src: f(&name),
+            batch,
+            columns: None,
+            reader_schema: None,
+        });
     }
     for c in ["none", "zlib", "snappy", "lz4", "zstd"] {
         let name = format!("pyorc_{c}.orc");
         let batch = read_one(&f(&name), &small(1));
         assert_eq!(batch.num_rows(), 5000, "{name}");
-        checks.push(Check { kind: "orc", src: f(&name), batch, columns: None, reader_schema: None });
+        checks.push(Check {
+            kind: "orc",
+            src: f(&name),
+            batch,
+            columns: None,
+            reader_schema: None,
+        });
     }
     check_with_python(checks);
 }
@@ -95,7 +107,13 @@ fn stripes_are_splits_and_every_row_is_read_once() {
     assert!(plan.splits.len() > 2, "{} stripes", plan.splits.len());
     assert_eq!(plan.total_rows(), 6000);
     for (i, s) in plan.splits.iter().enumerate() {
-        assert_eq!(s.unit, SplitUnit::Stripes { first: i as u32, count: 1 });
+        assert_eq!(
+            s.unit,
+            SplitUnit::Stripes {
+                first: i as u32,
+                count: 1
+            }
+        );
     }
     let one = format::plan(&st, &f("pa_zstd.orc"), &ReadOptions::default()).unwrap();
     assert_eq!(one.splits.len(), 1);
@@ -107,25 +125,47 @@ fn stripes_are_splits_and_every_row_is_read_once() {
             let b = b.unwrap();
             rows += b.num_rows() as u64;
             let c = b.column_by_name("i32").unwrap();
-            let c = c.as_any().downcast_ref::<arrow_array::Int32Array>().unwrap();
+            let c = c
+                .as_any()
+                .downcast_ref::<arrow_array::Int32Array>()
+                .unwrap();
             seen.extend(c.values().iter().copied());
         }
         assert_eq!(rows, s.rows, "split {} reads the rows it planned", s.id);
     }
     seen.sort_unstable();
-    let want: Vec<i32> = (0..6000).map(|i: i64| (i * 100003 - (1 << 30)) as i32).collect();
+    let want: Vec<i32> = (0..6000)
+        .map(|i: i64| (i * 100003 - (1 << 30)) as i32)
+        .collect();
     assert_eq!(seen, want);
 }
 
 #[test]
 fn projection_by_name_in_the_given_order() {
     let cols = vec!["pt".to_string(), "s".to_string(), "ints".to_string()];
-    let opts = ReadOptions { columns: Some(cols.clone()), ..small(1) };
+    let opts = ReadOptions {
+        columns: Some(cols.clone()),
+        ..small(1)
+    };
     let batch = read_one(&f("pa_snappy.orc"), &opts);
-    let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, cols);
-    check_with_python(vec![Check { kind: "orc", src: f("pa_snappy.orc"), batch, columns: Some(cols), reader_schema: None }]);
-    let bad = ReadOptions { columns: Some(vec!["nope".into()]), ..small(1) };
+    check_with_python(vec![Check {
+        kind: "orc",
+        src: f("pa_snappy.orc"),
+        batch,
+        columns: Some(cols),
+        reader_schema: None,
+    }]);
+    let bad = ReadOptions {
+        columns: Some(vec!["nope".into()]),
+        ..small(1)
+    };
     let e = read_all(&f("pa_snappy.orc"), &bad).unwrap_err();
     assert!(matches!(e, Error::Schema { .. }), "{e}");
 }

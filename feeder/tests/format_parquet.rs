@@ -68,14 +68,23 @@ fn f(name: &str) -> String {
 #[test]
 fn every_codec_and_page_layout_matches_pyarrow() {
     let mut checks = Vec::new();
-    let mut names = vec!["v1_plain.parquet".to_string(), "v2_dict.parquet".to_string()];
+    let mut names = vec![
+        "v1_plain.parquet".to_string(),
+        "v2_dict.parquet".to_string(),
+    ];
     for c in ["none", "snappy", "gzip", "brotli", "lz4", "zstd"] {
         names.push(format!("codec_{c}.parquet"));
     }
     for name in names {
         let batch = read_one(&f(&name), &small(1));
         assert_eq!(batch.num_rows(), 1000, "{name}");
-        checks.push(Check { kind: "parquet", src: f(&name), batch, columns: None, reader_schema: None });
+        checks.push(Check {
+            kind: "parquet",
+            src: f(&name),
+            batch,
+            columns: None,
+            reader_schema: None,
+        });
     }
     check_with_python(checks);
 }
@@ -89,13 +98,22 @@ fn row_groups_are_splits_and_every_row_is_read_once() {
     let rows: Vec<u64> = plan.splits.iter().map(|s| s.rows).collect();
     assert_eq!(rows, [300, 300, 300, 100]);
     for (i, s) in plan.splits.iter().enumerate() {
-        assert_eq!(s.unit, SplitUnit::RowGroups { first: i as u32, count: 1 });
+        assert_eq!(
+            s.unit,
+            SplitUnit::RowGroups {
+                first: i as u32,
+                count: 1
+            }
+        );
         assert!(s.bytes > 0);
     }
     // Grouped into one split by default.
     let plan = format::plan(&st, &f("v2_dict.parquet"), &ReadOptions::default()).unwrap();
     assert_eq!(plan.splits.len(), 1);
-    assert_eq!(plan.splits[0].unit, SplitUnit::RowGroups { first: 0, count: 8 });
+    assert_eq!(
+        plan.splits[0].unit,
+        SplitUnit::RowGroups { first: 0, count: 8 }
+    );
     // Every row once, in any split order: the i32 column is distinct per row.
     let plan = format::plan(&st, &f("v2_dict.parquet"), &small(1)).unwrap();
     assert_eq!(plan.splits.len(), 8);
@@ -104,21 +122,39 @@ fn row_groups_are_splits_and_every_row_is_read_once() {
         for b in format::open_split(&st, &plan, s, &small(1)).unwrap() {
             let b = b.unwrap();
             let c = b.column_by_name("i32").unwrap();
-            let c = c.as_any().downcast_ref::<arrow_array::Int32Array>().unwrap();
+            let c = c
+                .as_any()
+                .downcast_ref::<arrow_array::Int32Array>()
+                .unwrap();
             seen.extend(c.values().iter().copied());
         }
     }
     seen.sort_unstable();
-    let want: Vec<i32> = (0..1000).map(|i: i64| (i * 100003 - (1 << 30)) as i32).collect();
+    let want: Vec<i32> = (0..1000)
+        .map(|i: i64| (i * 100003 - (1 << 30)) as i32)
+        .collect();
     assert_eq!(seen, want);
 }
 
 #[test]
 fn projection_by_name_in_the_given_order_with_nested_columns() {
-    let cols = vec!["pts".to_string(), "s".to_string(), "pt".to_string(), "cat".to_string()];
-    let opts = ReadOptions { columns: Some(cols.clone()), ..small(1) };
+    let cols = vec![
+        "pts".to_string(),
+        "s".to_string(),
+        "pt".to_string(),
+        "cat".to_string(),
+    ];
+    let opts = ReadOptions {
+        columns: Some(cols.clone()),
+        ..small(1)
+    };
     let batch = read_one(&f("codec_zstd.parquet"), &opts);
-    let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, ["pts", "s", "pt", "cat"]);
     check_with_python(vec![Check {
         kind: "parquet",
@@ -127,7 +163,10 @@ fn projection_by_name_in_the_given_order_with_nested_columns() {
         columns: Some(cols),
         reader_schema: None,
     }]);
-    let bad = ReadOptions { columns: Some(vec!["nope".into()]), ..small(1) };
+    let bad = ReadOptions {
+        columns: Some(vec!["nope".into()]),
+        ..small(1)
+    };
     let e = read_all(&f("codec_zstd.parquet"), &bad).unwrap_err();
     assert!(matches!(e, Error::Schema { .. }), "{e}");
     assert!(e.to_string().contains("nope"), "{e}");

@@ -66,23 +66,45 @@ fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
         .unwrap_or_else(|| panic!("no column {name}"))
         .as_any()
         .downcast_ref::<T>()
-        .unwrap_or_else(|| panic!("column {name} has type {}", b.column_by_name(name).unwrap().data_type()))
+        .unwrap_or_else(|| {
+            panic!(
+                "column {name} has type {}",
+                b.column_by_name(name).unwrap().data_type()
+            )
+        })
 }
 
 #[test]
 fn hive_directory_with_partition_columns_and_marker_files() {
     let (plan, batches, _) = read_all(&f("hive"), &small(1)).unwrap();
     assert_eq!(plan.format, Format::Parquet);
-    let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let names: Vec<&str> = plan
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
     assert_eq!(names, ["id", "v", "day", "shard"]);
-    assert_eq!(plan.schema.field_with_name("day").unwrap().data_type(), &DataType::Utf8);
-    assert_eq!(plan.schema.field_with_name("shard").unwrap().data_type(), &DataType::Int64);
-    assert!(plan.splits.iter().all(|s| !s.path.contains("_temporary") && s.path.ends_with(".parquet")));
+    assert_eq!(
+        plan.schema.field_with_name("day").unwrap().data_type(),
+        &DataType::Utf8
+    );
+    assert_eq!(
+        plan.schema.field_with_name("shard").unwrap().data_type(),
+        &DataType::Int64
+    );
+    assert!(plan
+        .splits
+        .iter()
+        .all(|s| !s.path.contains("_temporary") && s.path.ends_with(".parquet")));
     assert!(plan.splits.iter().all(|s| s.partition.len() == 2));
     assert_eq!(plan.total_rows(), 600);
     let b = concat(&plan, &batches);
     let (id, v) = (col::<Int64Array>(&b, "id"), col::<Float64Array>(&b, "v"));
-    let (day, shard) = (col::<StringArray>(&b, "day"), col::<Int64Array>(&b, "shard"));
+    let (day, shard) = (
+        col::<StringArray>(&b, "day"),
+        col::<Int64Array>(&b, "shard"),
+    );
     let mut seen = vec![false; 600];
     for r in 0..b.num_rows() {
         let i = id.value(r);
@@ -97,14 +119,25 @@ fn hive_directory_with_partition_columns_and_marker_files() {
 
 #[test]
 fn projection_can_name_partition_columns_in_any_order() {
-    let opts = ReadOptions { columns: Some(vec!["shard".into(), "id".into()]), ..small(1) };
+    let opts = ReadOptions {
+        columns: Some(vec!["shard".into(), "id".into()]),
+        ..small(1)
+    };
     let (plan, batches, _) = read_all(&f("hive"), &opts).unwrap();
-    let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let names: Vec<&str> = plan
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
     assert_eq!(names, ["shard", "id"]);
     let b = concat(&plan, &batches);
     let (id, shard) = (col::<Int64Array>(&b, "id"), col::<Int64Array>(&b, "shard"));
     assert!((0..b.num_rows()).all(|r| shard.value(r) == id.value(r) % 2));
-    let opts = ReadOptions { columns: Some(vec!["id".into()]), ..small(1) };
+    let opts = ReadOptions {
+        columns: Some(vec!["id".into()]),
+        ..small(1)
+    };
     let (plan, _, _) = read_all(&f("hive"), &opts).unwrap();
     assert_eq!(plan.schema.fields().len(), 1);
 }
@@ -113,10 +146,21 @@ fn projection_can_name_partition_columns_in_any_order() {
 fn globs_match_listed_names() {
     let (plan, _, _) = read_all(&format!("{}/a_*.parquet", f("flat")), &small(1)).unwrap();
     assert_eq!(plan.total_rows(), 600);
-    assert_eq!(plan.splits.iter().map(|s| s.path.as_str()).filter(|p| p.contains("b_0")).count(), 0);
+    assert_eq!(
+        plan.splits
+            .iter()
+            .map(|s| s.path.as_str())
+            .filter(|p| p.contains("b_0"))
+            .count(),
+        0
+    );
     let (plan, _, _) = read_all(&format!("{}/*.parquet", f("flat")), &small(1)).unwrap();
     assert_eq!(plan.total_rows(), 610);
-    let (plan, _, _) = read_all(&format!("{}/day=2024-01-0[12]/*/*.parquet", f("hive")), &small(1)).unwrap();
+    let (plan, _, _) = read_all(
+        &format!("{}/day=2024-01-0[12]/*/*.parquet", f("hive")),
+        &small(1),
+    )
+    .unwrap();
     assert_eq!(plan.total_rows(), 400);
     let e = read_all(&format!("{}/zzz*.parquet", f("flat")), &small(1)).unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
@@ -126,7 +170,10 @@ fn globs_match_listed_names() {
 fn format_from_options_when_names_tell_none() {
     let e = read_all(&f("noext"), &small(1)).unwrap_err();
     assert!(e.to_string().contains("cannot tell the format"), "{e}");
-    let opts = ReadOptions { format: Some(Format::Orc), ..small(1) };
+    let opts = ReadOptions {
+        format: Some(Format::Orc),
+        ..small(1)
+    };
     let (plan, batches, _) = read_all(&f("noext"), &opts).unwrap();
     assert_eq!(plan.format, Format::Orc);
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 600);
@@ -141,7 +188,10 @@ fn mixed_formats_and_differing_schemas_are_clear_errors() {
     match &e {
         Error::Schema { path, detail } => {
             assert!(path.ends_with("part-1.parquet"), "{e}");
-            assert!(detail.contains("part-0.parquet") && detail.contains("\"v\""), "{e}");
+            assert!(
+                detail.contains("part-0.parquet") && detail.contains("\"v\""),
+                "{e}"
+            );
         }
         other => panic!("expected a schema error, got {other}"),
     }
@@ -181,15 +231,27 @@ json.dump({"rows": [dict(zip(["id", "value", "name", "year", "country"], r)) for
 fn spark_written_partitioned_parquet_and_orc_tables() {
     let dir = write_fixtures(SPARK);
     let exp: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("expected.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("expected.json")).unwrap())
+            .unwrap();
     let exp = exp["rows"].as_array().unwrap();
-    for (table, fmt) in [("spark_parquet", Format::Parquet), ("spark_orc", Format::Orc)] {
+    for (table, fmt) in [
+        ("spark_parquet", Format::Parquet),
+        ("spark_orc", Format::Orc),
+    ] {
         let input = dir.path().join(table);
         let (plan, batches, _) = read_all(input.to_str().unwrap(), &small(1)).unwrap();
         assert_eq!(plan.format, fmt);
-        let names: Vec<&str> = plan.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let names: Vec<&str> = plan
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
         assert_eq!(names, ["id", "value", "name", "year", "country"], "{table}");
-        assert_eq!(plan.schema.field_with_name("year").unwrap().data_type(), &DataType::Int64);
+        assert_eq!(
+            plan.schema.field_with_name("year").unwrap().data_type(),
+            &DataType::Int64
+        );
         let b = concat(&plan, &batches);
         assert_eq!(b.num_rows(), exp.len(), "{table}");
         let id = col::<Int64Array>(&b, "id");

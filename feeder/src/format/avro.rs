@@ -33,7 +33,7 @@ use arrow_avro::schema::AvroSchema;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::io::{column_indices, guard, loc, Rebatcher};
+use super::io::{catch, column_indices, guard, loc, panicked, Rebatcher};
 use super::parquet::check_against;
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
@@ -207,8 +207,10 @@ struct BlockPos {
 
 /// Why a block could not be framed.
 enum Bad {
-    /// Bad header or sync marker: resynchronise after it.
-    Corrupt(String),
+    /// Bad header or sync marker: resynchronise after it. With a bad sync marker after a
+    /// well-formed header, where the next block would start: tried first, so that one damaged
+    /// marker loses only its own block.
+    Corrupt(String, Option<u64>),
     /// The file ends inside it.
     Truncated(String),
 }
@@ -227,7 +229,10 @@ fn frame_at(
                 head.len()
             ))
         } else {
-            Bad::Corrupt("bad block header (object count is not a varint)".into())
+            Bad::Corrupt(
+                "bad block header (object count is not a varint)".into(),
+                None,
+            )
         }));
     };
     let Some((size, n2)) = long(&head[n1..]) else {
@@ -237,13 +242,14 @@ fn frame_at(
                 head.len()
             ))
         } else {
-            Bad::Corrupt("bad block header (byte size is not a varint)".into())
+            Bad::Corrupt("bad block header (byte size is not a varint)".into(), None)
         }));
     };
     if count < 0 || size < 0 {
-        return Ok(Err(Bad::Corrupt(format!(
-            "bad block header: object count {count}, byte size {size}"
-        ))));
+        return Ok(Err(Bad::Corrupt(
+            format!("bad block header: object count {count}, byte size {size}"),
+            None,
+        )));
     }
     let end = (off + (n1 + n2) as u64)
         .saturating_add(size as u64)
@@ -255,17 +261,20 @@ fn frame_at(
             "block of {count} objects and {size} bytes runs to byte {end}, past the end of the {len}-byte file"
         );
         return Ok(Err(if find_sync(win, off + 1, sync)?.is_some() {
-            Bad::Corrupt(detail)
+            Bad::Corrupt(detail, None)
         } else {
             Bad::Truncated(detail)
         }));
     }
     let got = win.get(end - 16, 16)?;
     if got.as_ref() != sync {
-        return Ok(Err(Bad::Corrupt(format!(
-            "sync marker mismatch at byte {} after a block of {count} objects and {size} bytes",
-            end - 16
-        ))));
+        return Ok(Err(Bad::Corrupt(
+            format!(
+                "sync marker mismatch at byte {} after a block of {count} objects and {size} bytes",
+                end - 16
+            ),
+            Some(end),
+        )));
     }
     Ok(Ok(BlockPos {
         offset: off,
@@ -322,6 +331,9 @@ impl Walker {
         let sync = head.info.sync();
         let off = if start <= head.len() {
             Some(head.len())
+        } else if matches!(frame_at(&mut win, start, &sync)?, Ok(_)) {
+            // A block starts right here (a planned boundary, even one after a damaged marker).
+            Some(start)
         } else {
             find_sync(&mut win, start - 16, &sync)?.map(|p| p + 16)
         };
@@ -367,9 +379,9 @@ impl Walker {
                     return Ok(Some(b));
                 }
                 Err(bad) => {
-                    let (detail, truncated) = match bad {
-                        Bad::Corrupt(d) => (d, false),
-                        Bad::Truncated(d) => (format!("truncated file: {d}"), true),
+                    let (detail, truncated, next) = match bad {
+                        Bad::Corrupt(d, next) => (d, false, next),
+                        Bad::Truncated(d) => (format!("truncated file: {d}"), true, None),
                     };
                     let e = self.error(at, detail);
                     if self.on_error == OnError::Raise {
@@ -382,6 +394,12 @@ impl Walker {
                     if truncated {
                         self.done = true;
                         return Ok(None);
+                    }
+                    if let Some(next) = next {
+                        if matches!(frame_at(&mut self.win, next, &self.sync)?, Ok(_)) {
+                            self.off = next;
+                            continue;
+                        }
                     }
                     match find_sync(&mut self.win, at + 1, &self.sync)? {
                         Some(p) => self.off = p + 16,
@@ -761,21 +779,10 @@ impl Iterator for AvroReader {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (path, split) = (self.path.clone(), self.split);
-        let current = self.shared.lock().ok().and_then(|s| s.current);
-        let r = guard(
-            || match current {
-                Some(b) => loc(
-                    &path,
-                    Some(split),
-                    Some(b.offset),
-                    Some(format!("block at {}", b.offset)),
-                ),
-                None => loc(&path, Some(split), None, None),
-            },
-            FORMAT,
-            || self.step(),
-        );
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.block_error(panicked(&msg))),
+        };
         match &r {
             Err(_) | Ok(None) => {
                 self.done = true;

@@ -158,6 +158,17 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// Runs `f`, returning a panic's message as an error (the caller names the location, which
+/// it may only know after `f` ran).
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(p.as_ref()))
+}
+
+/// The message for a panic caught in a decoder.
+pub(crate) fn panicked(msg: &str) -> String {
+    format!("decoder panicked (corrupt input?): {msg}")
+}
+
 /// Runs `f`, turning a panic inside a third-party decoder into a `DataError` at `at`.
 ///
 /// Decoders of untrusted bytes (parquet, orc-rust, arrow-avro) can still panic on inputs they
@@ -200,6 +211,32 @@ pub(crate) fn not_this_format(path: &str, len: u64, format: &'static str, detail
         format,
         detail,
     )
+}
+
+/// Checks the magic bytes a file starts with (the `parquet` and `orc-rust` crates only look
+/// at the tail), so a file of another kind is named as such.
+pub(crate) fn check_head_magic(
+    file: &Arc<dyn RandomAccess>,
+    magic: &[u8],
+    format: &'static str,
+) -> Result<()> {
+    let len = file.len();
+    if len == 0 {
+        return Err(not_this_format(file.path(), 0, format, String::new()));
+    }
+    let head = file.read_at(0, magic.len().min(len as usize))?;
+    if head.as_ref() != magic {
+        return Err(Error::data(
+            loc(file.path(), None, Some(0), Some("header".into())),
+            format,
+            format!(
+                "wrong magic {:02x?} (expected {:?}): not a {format} file",
+                head.as_ref(),
+                String::from_utf8_lossy(magic)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Projects `schema` on `columns` by name, in the order given, with a `Schema` error naming

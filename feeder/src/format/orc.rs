@@ -24,7 +24,9 @@ use orc_rust::arrow_reader::ArrowReader;
 use orc_rust::projection::ProjectionMask;
 use orc_rust::ArrowReaderBuilder;
 
-use super::io::{column_indices, guard, loc, not_this_format, StorageChunks};
+use super::io::{
+    catch, check_head_magic, column_indices, guard, loc, not_this_format, panicked, StorageChunks,
+};
 use super::parquet::{check_against, group_units};
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
@@ -75,6 +77,7 @@ pub fn plan_file(
     first_id: u32,
 ) -> Result<(SchemaRef, Vec<Split>)> {
     let chunks = StorageChunks::new(storage.open(&file.path)?);
+    check_head_magic(chunks.file(), b"ORC", FORMAT)?;
     let b = builder(&chunks, &file.path)?;
     let units: Vec<(u64, u64)> = stripes(&b).iter().map(|&(_, r, n)| (r, n)).collect();
     let splits = group_units(&units, opts.split_bytes)
@@ -117,6 +120,8 @@ pub struct OrcReader {
     batch_rows: usize,
     on_error: OnError,
     todo: VecDeque<usize>,
+    /// The stripe being read (for errors).
+    active: usize,
     current: Option<(usize, ArrowReader<StorageChunks>)>,
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
@@ -138,6 +143,7 @@ impl OrcReader {
             )));
         };
         let chunks = StorageChunks::new(storage.open(&split.path)?);
+        check_head_magic(chunks.file(), b"ORC", FORMAT)?;
         let b = builder(&chunks, &split.path)?;
         let stripes = stripes(&b);
         if (first as usize) + (count as usize) > stripes.len() {
@@ -180,6 +186,7 @@ impl OrcReader {
             batch_rows: opts.batch_rows.max(1),
             on_error: opts.on_error,
             todo: (first as usize..(first + count) as usize).collect(),
+            active: first as usize,
             current: None,
             buffered: VecDeque::new(),
             skipped: SkipStats::default(),
@@ -253,6 +260,7 @@ impl OrcReader {
                     self.done = true;
                     return Ok(None);
                 };
+                self.active = stripe;
                 match self.stripe_reader(stripe) {
                     Ok(r) => self.current = Some((stripe, r)),
                     Err(e) => {
@@ -312,25 +320,10 @@ impl Iterator for OrcReader {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let stripe = self
-            .current
-            .as_ref()
-            .map(|c| c.0)
-            .or_else(|| self.todo.front().copied());
-        let (path, split) = (self.path.clone(), self.split);
-        let offset = stripe.map(|s| self.stripes[s].0);
-        let r = guard(
-            || {
-                loc(
-                    &path,
-                    Some(split),
-                    offset,
-                    stripe.map(|s| format!("stripe {s}")),
-                )
-            },
-            FORMAT,
-            || self.step(),
-        );
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.stripe_error(self.active, panicked(&msg))),
+        };
         if r.is_err() {
             self.done = true;
             self.current = None;

@@ -28,7 +28,9 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use super::io::{column_indices, guard, loc, not_this_format, StorageChunks};
+use super::io::{
+    catch, check_head_magic, column_indices, guard, loc, not_this_format, panicked, StorageChunks,
+};
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::storage::{FileStatus, Storage};
@@ -38,6 +40,7 @@ const FORMAT: &str = "parquet";
 
 /// Loads the footer, with errors naming the file.
 fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
+    check_head_magic(chunks.file(), b"PAR1", FORMAT)?;
     let len = chunks.file().len();
     let at = || {
         loc(
@@ -164,6 +167,8 @@ pub struct ParquetReader {
     batch_rows: usize,
     on_error: OnError,
     todo: VecDeque<usize>,
+    /// The row group being read (for errors).
+    active: usize,
     current: Option<(usize, ParquetRecordBatchReader)>,
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
@@ -230,6 +235,7 @@ impl ParquetReader {
             batch_rows: opts.batch_rows.max(1),
             on_error: opts.on_error,
             todo: (first as usize..(first + count) as usize).collect(),
+            active: first as usize,
             current: None,
             buffered: VecDeque::new(),
             skipped: SkipStats::default(),
@@ -307,6 +313,7 @@ impl ParquetReader {
                     self.done = true;
                     return Ok(None);
                 };
+                self.active = rg;
                 match self.rg_reader(rg) {
                     Ok(r) => self.current = Some((rg, r)),
                     Err(e) => self.bad(rg, e)?,
@@ -362,24 +369,10 @@ impl Iterator for ParquetReader {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let rg = self
-            .current
-            .as_ref()
-            .map(|c| c.0)
-            .or_else(|| self.todo.front().copied());
-        let (path, split) = (self.path.clone(), self.split);
-        let r = guard(
-            || {
-                loc(
-                    &path,
-                    Some(split),
-                    None,
-                    rg.map(|r| format!("row group {r}")),
-                )
-            },
-            FORMAT,
-            || self.step(),
-        );
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.rg_error(self.active, panicked(&msg))),
+        };
         if r.is_err() {
             self.done = true;
             self.current = None;

@@ -58,7 +58,12 @@ pub fn read_all(input: &str, opts: &ReadOptions) -> Result<(Plan, Vec<RecordBatc
         let mut r = format::open_split(&st, &plan, s, opts)?;
         for b in &mut r {
             let b = b?;
-            assert_eq!(b.schema(), plan.schema, "split {} yields the plan's schema", s.id);
+            assert_eq!(
+                b.schema(),
+                plan.schema,
+                "split {} yields the plan's schema",
+                s.id
+            );
             assert!(b.num_rows() <= opts.batch_rows);
             out.push(b);
         }
@@ -198,11 +203,20 @@ pub fn read_one(input: &str, opts: &ReadOptions) -> RecordBatch {
     let (plan, batches, sk) = read_all(input, opts).unwrap_or_else(|e| panic!("{input}: {e}"));
     assert_eq!(sk, SkipStats::default(), "{input}: nothing skipped");
     let b = concat(&plan, &batches);
-    assert_eq!(b.num_rows() as u64, plan.total_rows(), "{input}: rows read = rows planned");
+    assert_eq!(
+        b.num_rows() as u64,
+        plan.total_rows(),
+        "{input}: rows read = rows planned"
+    );
     b
 }
 
 /// Options with small batches and splits.
 pub fn small(split_bytes: u64) -> ReadOptions {
-    ReadOptions { batch_rows: 100, split_bytes, on_error: OnError::Raise, ..Default::default() }
+    ReadOptions {
+        batch_rows: 100,
+        split_bytes,
+        on_error: OnError::Raise,
+        ..Default::default()
+    }
 }
