@@ -275,3 +275,76 @@ fn spark_written_partitioned_parquet_and_orc_tables() {
         }
     }
 }
+
+fn hydrofeed(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hydrofeed"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn inspect_prints_schema_files_splits_and_rows() {
+    let out = hydrofeed(&["inspect", &f("hive"), "--json", "--split-bytes", "1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "parquet");
+    assert_eq!(v["total_rows"], 600);
+    let names: Vec<&str> = v["schema"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["id", "v", "day", "shard"]);
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 6);
+    assert_eq!(
+        files
+            .iter()
+            .map(|f| f["rows"].as_u64().unwrap())
+            .sum::<u64>(),
+        600
+    );
+    assert!(files.iter().all(|f| f["partition"]["shard"].is_string()));
+    // 100 rows per file in row groups of 50, one row group per split.
+    assert_eq!(v["splits"].as_array().unwrap().len(), 12);
+    assert_eq!(v["splits"][0]["unit"]["row_groups"]["count"], 1);
+
+    let out = hydrofeed(&[
+        "inspect",
+        &f("noext"),
+        "--format",
+        "orc",
+        "--columns",
+        "v,id",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("format: orc") && text.contains("rows: 600"),
+        "{text}"
+    );
+    assert!(
+        text.contains("schema:") && text.contains("stripe 0"),
+        "{text}"
+    );
+
+    let bad = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/badinput/pq_text.parquet");
+    let out = hydrofeed(&["inspect", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("pq_text.parquet") && err.contains("wrong magic"),
+        "{err}"
+    );
+}
