@@ -52,6 +52,9 @@ fn unit_text(u: &SplitUnit) -> String {
     }
 }
 
+/// Rows, bytes, splits and partition values of one file.
+type FileSums<'a> = (u64, u64, u64, &'a Vec<(String, String)>);
+
 /// The plan as JSON: input, format, schema, files (with rows, bytes, splits, partition
 /// values), splits, total rows.
 pub fn plan_json(plan: &Plan) -> Value {
@@ -67,7 +70,7 @@ pub fn plan_json(plan: &Plan) -> Value {
             })
         })
         .collect();
-    let mut files: BTreeMap<&str, (u64, u64, u64, &Vec<(String, String)>)> = BTreeMap::new();
+    let mut files: BTreeMap<&str, FileSums> = BTreeMap::new();
     for s in &plan.splits {
         let e = files.entry(&s.path).or_insert((0, 0, 0, &s.partition));
         e.0 += s.rows;
@@ -138,9 +141,9 @@ fn print_table(plan: &Plan, v: &Value) {
             .unwrap_or_default();
         println!(
             "  {:>12}  {:>14}  {:>6}  {}{part}",
-            f["rows"],
-            f["bytes"],
-            f["splits"],
+            f["rows"].as_u64().unwrap_or(0),
+            f["bytes"].as_u64().unwrap_or(0),
+            f["splits"].as_u64().unwrap_or(0),
             f["path"].as_str().unwrap_or("")
         );
     }

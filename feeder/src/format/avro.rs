@@ -331,7 +331,7 @@ impl Walker {
         let sync = head.info.sync();
         let off = if start <= head.len() {
             Some(head.len())
-        } else if matches!(frame_at(&mut win, start, &sync)?, Ok(_)) {
+        } else if frame_at(&mut win, start, &sync)?.is_ok() {
             // A block starts right here (a planned boundary, even one after a damaged marker).
             Some(start)
         } else {
@@ -388,7 +388,12 @@ impl Walker {
                         self.done = true;
                         return Err(e);
                     }
-                    tracing::warn!("skipping: {e}");
+                    if self.split.is_some() {
+                        tracing::warn!("skipping: {e}");
+                    } else {
+                        // The index pass: the split reader reports it.
+                        tracing::debug!("index pass steps over: {e}");
+                    }
                     self.skipped.blocks += 1;
                     self.block += 1;
                     if truncated {
@@ -396,7 +401,7 @@ impl Walker {
                         return Ok(None);
                     }
                     if let Some(next) = next {
-                        if matches!(frame_at(&mut self.win, next, &self.sync)?, Ok(_)) {
+                        if frame_at(&mut self.win, next, &self.sync)?.is_ok() {
                             self.off = next;
                             continue;
                         }
