@@ -5,13 +5,15 @@
 mod common;
 
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::DataType;
 use common::*;
 use hydrofeed_feeder::format::ReadOptions;
 use hydrofeed_feeder::split::Format;
+use hydrofeed_feeder::storage::{BlockLocation, FileStatus, RandomAccess, Storage};
 use hydrofeed_feeder::Error;
 
 /// A pyarrow-written Hive-partitioned table plus the litter Hadoop writers leave beside it.
@@ -47,6 +49,11 @@ po.write_table(t, os.path.join(out, "mixed", "y.orc"))
 os.makedirs(os.path.join(out, "schemas"))
 pq.write_table(t, os.path.join(out, "schemas", "part-0.parquet"))
 pq.write_table(t.set_column(1, "v", pa.array([str(i) for i in range(n)])), os.path.join(out, "schemas", "part-1.parquet"))
+os.makedirs(os.path.join(out, "avro"))
+import fastavro
+fastavro.writer(open(os.path.join(out, "avro", "x.avro"), "wb"),
+                {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}, {"name": "v", "type": "double"}]},
+                [{"id": i, "v": i * 0.25} for i in range(n)], codec="deflate", sync_interval=500)
 os.makedirs(os.path.join(out, "empty"))
 os.makedirs(os.path.join(out, "only_markers"))
 open(os.path.join(out, "only_markers", "_SUCCESS"), "wb").close()
@@ -347,4 +354,184 @@ fn inspect_prints_schema_files_splits_and_rows() {
         err.contains("pq_text.parquet") && err.contains("wrong magic"),
         "{err}"
     );
+}
+
+/// Storage holding copies of files in memory under `mem://` paths, counting reads, and failing
+/// every read after `fail_after` of them with a retryable HDFS error.
+struct MemStorage {
+    files: std::collections::BTreeMap<String, bytes::Bytes>,
+    reads: Arc<AtomicU64>,
+    fail_after: u64,
+}
+
+struct MemFile {
+    path: String,
+    data: bytes::Bytes,
+    reads: Arc<AtomicU64>,
+    fail_after: u64,
+}
+
+impl RandomAccess for MemFile {
+    fn len(&self) -> u64 {
+        self.data.len() as u64
+    }
+    fn read_at(&self, offset: u64, len: usize) -> hydrofeed_feeder::Result<bytes::Bytes> {
+        // SYNC: Relaxed, a counter read after the threads that bump it are joined.
+        if self.reads.fetch_add(1, Ordering::Relaxed) >= self.fail_after {
+            return Err(Error::Hdfs {
+                path: self.path.clone(),
+                detail: "datanode went away".into(),
+                retryable: true,
+            });
+        }
+        let a = (offset as usize).min(self.data.len());
+        let b = a.saturating_add(len).min(self.data.len());
+        Ok(self.data.slice(a..b))
+    }
+    fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl Storage for MemStorage {
+    fn stat(&self, path: &str) -> hydrofeed_feeder::Result<FileStatus> {
+        if let Some(d) = self.files.get(path) {
+            return Ok(FileStatus {
+                path: path.into(),
+                len: d.len() as u64,
+                is_dir: false,
+            });
+        }
+        let dir = format!("{path}/");
+        if self.files.keys().any(|k| k.starts_with(&dir)) {
+            return Ok(FileStatus {
+                path: path.into(),
+                len: 0,
+                is_dir: true,
+            });
+        }
+        Err(Error::NotFound { path: path.into() })
+    }
+    fn list(&self, dir: &str) -> hydrofeed_feeder::Result<Vec<FileStatus>> {
+        let pre = format!("{dir}/");
+        let mut out: Vec<FileStatus> = Vec::new();
+        for (k, d) in &self.files {
+            if let Some(rest) = k.strip_prefix(&pre) {
+                match rest.split_once('/') {
+                    None => out.push(FileStatus {
+                        path: k.clone(),
+                        len: d.len() as u64,
+                        is_dir: false,
+                    }),
+                    Some((sub, _)) => {
+                        let p = format!("{pre}{sub}");
+                        if !out.iter().any(|s| s.path == p) {
+                            out.push(FileStatus {
+                                path: p,
+                                len: 0,
+                                is_dir: true,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+    fn open(&self, path: &str) -> hydrofeed_feeder::Result<Arc<dyn RandomAccess>> {
+        let data = self
+            .files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| Error::NotFound { path: path.into() })?;
+        Ok(Arc::new(MemFile {
+            path: path.into(),
+            data,
+            reads: self.reads.clone(),
+            fail_after: self.fail_after,
+        }))
+    }
+    fn block_locations(&self, path: &str) -> hydrofeed_feeder::Result<Vec<BlockLocation>> {
+        let st = self.stat(path)?;
+        Ok(vec![BlockLocation {
+            offset: 0,
+            len: st.len,
+            hosts: vec![],
+        }])
+    }
+    fn scheme(&self) -> &'static str {
+        "mem"
+    }
+}
+
+/// Copies a local directory tree into a MemStorage under `mem://t`.
+fn mem_copy(local: &str, fail_after: u64) -> MemStorage {
+    fn walk(p: &Path, rel: &str, out: &mut std::collections::BTreeMap<String, bytes::Bytes>) {
+        for e in std::fs::read_dir(p).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &format!("{rel}/{name}"), out);
+            } else {
+                out.insert(
+                    format!("{rel}/{name}"),
+                    std::fs::read(e.path()).unwrap().into(),
+                );
+            }
+        }
+    }
+    let mut files = std::collections::BTreeMap::new();
+    walk(Path::new(local), "mem://t", &mut files);
+    MemStorage {
+        files,
+        reads: Arc::new(AtomicU64::new(0)),
+        fail_after,
+    }
+}
+
+fn read_with(
+    st: &Arc<dyn Storage>,
+    input: &str,
+    opts: &ReadOptions,
+) -> hydrofeed_feeder::Result<u64> {
+    let plan = hydrofeed_feeder::format::plan(st, input, opts)?;
+    let mut rows = 0;
+    for s in &plan.splits {
+        for b in hydrofeed_feeder::format::open_split(st, &plan, s, opts)? {
+            rows += b?.num_rows() as u64;
+        }
+    }
+    assert_eq!(rows, plan.total_rows());
+    Ok(rows)
+}
+
+#[test]
+fn readers_use_only_the_storage_trait_and_pass_its_errors_through() {
+    for (dir, fmt) in [("hive", None), ("noext", Some(Format::Orc)), ("avro", None)] {
+        let mem = mem_copy(&f(dir), u64::MAX);
+        let reads = mem.reads.clone();
+        let st: Arc<dyn Storage> = Arc::new(mem);
+        let opts = ReadOptions {
+            format: fmt,
+            ..small(1)
+        };
+        assert_eq!(read_with(&st, "mem://t", &opts).unwrap(), 600, "{dir}");
+        let n = reads.load(Ordering::Relaxed);
+        assert!(n > 0, "{dir}: read through the storage");
+        // A storage failure mid-read comes out as itself, not as a data error.
+        for fail_after in [n / 3, n * 2 / 3] {
+            let st: Arc<dyn Storage> = Arc::new(mem_copy(&f(dir), fail_after));
+            let e = read_with(&st, "mem://t", &opts).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Hdfs {
+                        retryable: true,
+                        ..
+                    }
+                ),
+                "{dir}, fail after {fail_after}: {e}"
+            );
+        }
+    }
 }

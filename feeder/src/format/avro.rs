@@ -18,6 +18,8 @@
 //!   fields missing from the file take their defaults). An Arrow schema carrying the Avro JSON
 //!   under the `avro.schema` metadata key is used verbatim (that is how defaults are given);
 //!   otherwise it is converted by arrow-avro. `opts.columns` projects top-level fields.
+//! - Decode: block by block, each by its own arrow-avro `Reader` asked for exactly the block's
+//!   object count (see [`AvroReader`] for why), then cut into batches of `batch_rows`.
 //! - Codecs: those arrow-avro is built with (deflate, snappy, zstandard, bzip2, xz).
 //! - Errors name the block (`block N at OFFSET`, N counted from the split start) and its byte
 //!   offset. Under `OnError::Skip` a bad block (bad header, bad sync marker, undecodable data)
@@ -25,10 +27,10 @@
 //!   tail ends the split.
 
 use std::io::BufRead;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_avro::reader::{read_header_info, HeaderInfo, Reader, ReaderBuilder};
+use arrow_avro::reader::{read_header_info, HeaderInfo, ReaderBuilder};
 use arrow_avro::schema::AvroSchema;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
@@ -481,23 +483,10 @@ pub fn open(
     Ok(Box::new(AvroReader::open(storage, split, schema, opts)?))
 }
 
-/// What the feed and the reader share: the walker and the block being decoded.
-struct Shared {
-    walker: Walker,
-    current: Option<BlockPos>,
-    error: Option<Error>,
-}
-
-/// A `BufRead` giving arrow-avro the header, then whole blocks, one per `fill_buf`, so that
-/// the block being decoded is always the last one handed out.
+/// A `BufRead` giving arrow-avro the header, then one block, then end of input.
 struct Feed {
-    shared: Arc<Mutex<Shared>>,
-    header: Option<Bytes>,
-    /// Only this block, then end of input (per-block decoding under `OnError::Skip`).
-    single: Option<Bytes>,
-    /// Whether blocks come from the walker (`OnError::Raise`) rather than `single`.
-    streaming: bool,
-    buf: Bytes,
+    header: Bytes,
+    block: Bytes,
 }
 
 impl std::io::Read for Feed {
@@ -512,49 +501,30 @@ impl std::io::Read for Feed {
 
 impl BufRead for Feed {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.buf.is_empty() {
-            if let Some(h) = self.header.take() {
-                self.buf = h;
-            } else if let Some(b) = self.single.take() {
-                self.buf = b;
-            } else if self.streaming {
-                let mut s = self
-                    .shared
-                    .lock()
-                    .map_err(|_| std::io::Error::other("poisoned"))?;
-                let s = &mut *s;
-                if s.error.is_none() {
-                    match s.walker.next_block() {
-                        Ok(Some(b)) => {
-                            match s.walker.win.get(b.offset, (b.end - b.offset) as usize) {
-                                Ok(bytes) => {
-                                    s.current = Some(b);
-                                    self.buf = bytes;
-                                }
-                                Err(e) => {
-                                    s.error = Some(e);
-                                    return Err(std::io::Error::other("storage error"));
-                                }
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            s.error = Some(e);
-                            return Err(std::io::Error::other("framing error"));
-                        }
-                    }
-                }
-            }
+        if self.header.is_empty() {
+            Ok(&self.block)
+        } else {
+            Ok(&self.header)
         }
-        Ok(&self.buf)
     }
 
     fn consume(&mut self, n: usize) {
-        let _ = self.buf.split_to(n.min(self.buf.len()));
+        if self.header.is_empty() {
+            let _ = self.block.split_to(n.min(self.block.len()));
+        } else {
+            let _ = self.header.split_to(n.min(self.header.len()));
+        }
     }
 }
 
-/// Reads one Avro split.
+/// Reads one Avro split, block by block.
+///
+/// Each block is decoded by its own arrow-avro `Reader` with a batch size of the block's
+/// object count, asked for exactly one batch. Why not one streaming `Reader` per split:
+/// arrow-avro's reader loops forever on a block whose header count is lower than the records
+/// its data holds (it decodes zero rows from the leftover bytes and never advances), so a
+/// corrupt count would hang the feeder. Decoding block by block also lets `OnError::Skip` drop
+/// exactly one block. Blocks are then cut into batches of `batch_rows`.
 pub struct AvroReader {
     path: String,
     split: u32,
@@ -562,10 +532,9 @@ pub struct AvroReader {
     builder_opts: ReadOptions,
     projection: Option<Vec<usize>>,
     schema: SchemaRef,
-    shared: Arc<Mutex<Shared>>,
-    /// The streaming reader (`OnError::Raise`).
-    stream: Option<Reader<Feed>>,
-    /// Decoded blocks waiting to be cut into batches (`OnError::Skip`).
+    walker: Walker,
+    /// The block being decoded (for errors): offset and index from the split start.
+    current: Option<(u64, u64)>,
     pending: Rebatcher,
     batch_rows: usize,
     on_error: OnError,
@@ -611,55 +580,32 @@ impl AvroReader {
             opts.on_error,
             1 << 20,
         )?;
-        let shared = Arc::new(Mutex::new(Shared {
-            walker,
-            current: None,
-            error: None,
-        }));
-        let mut r = Self {
+        Ok(Self {
             path: split.path.clone(),
             split: split.id,
             head,
             builder_opts: opts.clone(),
             projection,
             schema: out,
-            shared,
-            stream: None,
+            walker,
+            current: None,
             pending: Rebatcher::default(),
             batch_rows: opts.batch_rows.max(1),
             on_error: opts.on_error,
             skipped: SkipStats::default(),
             done: false,
-        };
-        if r.on_error == OnError::Raise {
-            let feed = Feed {
-                shared: r.shared.clone(),
-                header: Some(r.head.bytes.clone()),
-                single: None,
-                streaming: true,
-                buf: Bytes::new(),
-            };
-            let b = builder(&r.path, &r.builder_opts, r.projection.clone())?;
-            r.stream = Some(b.build(feed).map_err(|e| r.block_error(e.to_string()))?);
-        }
-        Ok(r)
+        })
     }
 
-    /// The error for the block being decoded (or the framing / storage error the feed hit).
+    /// The error for the block being decoded.
     fn block_error(&self, detail: String) -> Error {
-        let Ok(mut s) = self.shared.lock() else {
-            return Error::Internal("avro reader state poisoned".into());
-        };
-        if let Some(e) = s.error.take() {
-            return e;
-        }
-        match s.current {
-            Some(b) => Error::data(
+        match self.current {
+            Some((offset, index)) => Error::data(
                 loc(
                     &self.path,
                     Some(self.split),
-                    Some(b.offset),
-                    Some(format!("block {} at {}", s.walker.block - 1, b.offset)),
+                    Some(offset),
+                    Some(format!("block {index} at {offset}")),
                 ),
                 FORMAT,
                 detail,
@@ -672,65 +618,59 @@ impl AvroReader {
         }
     }
 
-    /// Under `OnError::Skip`: decodes the next good block whole.
-    fn next_block_skipping(&mut self) -> Result<bool> {
+    /// Decodes one well-framed block into exactly `count` rows.
+    fn decode(&self, bytes: Bytes, count: u64) -> Result<Option<RecordBatch>> {
+        if count == 0 {
+            return Ok(None);
+        }
+        let feed = Feed {
+            header: self.head.bytes.clone(),
+            block: bytes,
+        };
+        let mut opts = self.builder_opts.clone();
+        opts.batch_rows = usize::try_from(count).unwrap_or(usize::MAX);
+        let b = builder(&self.path, &opts, self.projection.clone())?;
+        let mut r = b.build(feed).map_err(|e| self.block_error(e.to_string()))?;
+        // One call only: asking again after `count` rows is what can spin (see the type doc).
+        let batch = match r.next() {
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return Err(self.block_error(e.to_string())),
+            None => return Err(self.block_error("block decoded to nothing".into())),
+        };
+        if batch.num_rows() as u64 != count {
+            return Err(self.block_error(format!(
+                "block holds {} objects, its header says {count}",
+                batch.num_rows()
+            )));
+        }
+        Ok(Some(batch))
+    }
+
+    /// Decodes the next block into `pending`; `false` at the end of the split.
+    fn next_block(&mut self) -> Result<bool> {
         loop {
-            let (b, bytes, index) = {
-                let mut s = self
-                    .shared
-                    .lock()
-                    .map_err(|_| Error::Internal("avro reader state poisoned".into()))?;
-                let Some(b) = s.walker.next_block()? else {
-                    return Ok(false);
-                };
-                let bytes = s.walker.win.get(b.offset, (b.end - b.offset) as usize)?;
-                (b, bytes, s.walker.block - 1)
+            let Some(b) = self.walker.next_block()? else {
+                return Ok(false);
             };
-            let feed = Feed {
-                shared: self.shared.clone(),
-                header: Some(self.head.bytes.clone()),
-                single: Some(bytes),
-                streaming: false,
-                buf: Bytes::new(),
+            self.current = Some((b.offset, self.walker.block - 1));
+            let bytes = self.walker.win.get(b.offset, (b.end - b.offset) as usize)?;
+            let r = match catch(|| self.decode(bytes, b.count)) {
+                Ok(r) => r,
+                Err(msg) => Err(self.block_error(panicked(&msg))),
             };
-            let builder = builder(&self.path, &self.builder_opts, self.projection.clone())?;
-            let at = || {
-                loc(
-                    &self.path,
-                    Some(self.split),
-                    Some(b.offset),
-                    Some(format!("block {index} at {}", b.offset)),
-                )
-            };
-            let decoded = guard(at, FORMAT, || {
-                let r = builder
-                    .build(feed)
-                    .map_err(|e| Error::data(at(), FORMAT, e.to_string()))?;
-                r.collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| Error::data(at(), FORMAT, e.to_string()))
-            });
-            match decoded {
-                Ok(batches)
-                    if batches.iter().map(|x| x.num_rows() as u64).sum::<u64>() == b.count =>
-                {
-                    for x in batches {
-                        self.pending.push(x);
-                    }
+            match r {
+                Ok(Some(batch)) => {
+                    self.pending.push(batch);
                     return Ok(true);
                 }
-                Ok(batches) => {
-                    let got: u64 = batches.iter().map(|x| x.num_rows() as u64).sum();
-                    let e = Error::data(
-                        at(),
-                        FORMAT,
-                        format!("block holds {got} objects, its header says {}", b.count),
-                    );
+                Ok(None) => return Ok(true),
+                Err(e) if self.on_error == OnError::Skip && matches!(e, Error::Data { .. }) => {
                     tracing::warn!("skipping: {e}");
+                    self.skipped.blocks += 1;
+                    self.skipped.records += b.count;
                 }
-                Err(e) => tracing::warn!("skipping: {e}"),
+                Err(e) => return Err(e),
             }
-            self.skipped.blocks += 1;
-            self.skipped.records += b.count;
         }
     }
 
@@ -738,36 +678,15 @@ impl AvroReader {
         if self.done {
             return Ok(None);
         }
-        if let Some(stream) = self.stream.as_mut() {
-            return match stream.next() {
-                Some(Ok(b)) => self.finish(b).map(Some),
-                Some(Err(e)) => Err(self.block_error(e.to_string())),
-                None => {
-                    // The feed ends quietly on a framing error; report it.
-                    match self.shared.lock().ok().and_then(|mut s| s.error.take()) {
-                        Some(e) => Err(e),
-                        None => Ok(None),
-                    }
-                }
-            };
-        }
         while self.pending.rows() < self.batch_rows {
-            if !self.next_block_skipping()? {
+            if !self.next_block()? {
                 break;
             }
         }
-        match self
-            .pending
-            .take(&self.schema_unchecked(), self.batch_rows)?
-        {
+        match self.pending.take(&self.schema, self.batch_rows)? {
             Some(b) => self.finish(b).map(Some),
             None => Ok(None),
         }
-    }
-
-    /// The schema arrow-avro yields (before our final re-labelling).
-    fn schema_unchecked(&self) -> SchemaRef {
-        self.schema.clone()
     }
 
     fn finish(&self, b: RecordBatch) -> Result<RecordBatch> {
@@ -788,12 +707,8 @@ impl Iterator for AvroReader {
             Ok(r) => r,
             Err(msg) => Err(self.block_error(panicked(&msg))),
         };
-        match &r {
-            Err(_) | Ok(None) => {
-                self.done = true;
-                self.stream = None;
-            }
-            Ok(Some(_)) => {}
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
         }
         r.transpose()
     }
@@ -806,10 +721,8 @@ impl SplitReader for AvroReader {
 
     fn skipped(&self) -> SkipStats {
         let mut s = self.skipped.clone();
-        if let Ok(sh) = self.shared.lock() {
-            s.blocks += sh.walker.skipped.blocks;
-            s.records += sh.walker.skipped.records;
-        }
+        s.blocks += self.walker.skipped.blocks;
+        s.records += self.walker.skipped.records;
         s
     }
 }

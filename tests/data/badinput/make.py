@@ -121,6 +121,25 @@ bad = bytearray(good)
 bad[bl[2]["end"] - 5] ^= 0x5A  # the sync marker after block 2
 put("avro_bad_sync.avro", bytes(bad), block=2, offset=bl[2]["offset"], rows=600,
     rows_after_skip=600 - bl[2]["count"])
+# Block 2's object count lowered by one (its data still holds all its records).
+def enc_long(n):
+    n = (n << 1) ^ (n >> 63)
+    o = bytearray()
+    while True:
+        if n & ~0x7F:
+            o.append((n & 0x7F) | 0x80)
+            n >>= 7
+        else:
+            o.append(n)
+            return bytes(o)
+
+
+b2 = bl[2]
+_, after_count = long_(good, b2["offset"])
+low = good[: b2["offset"]] + enc_long(b2["count"] - 1) + good[after_count:]
+assert len(low) == len(good)
+put("avro_count_low.avro", low, block=2, offset=b2["offset"], rows=600, rows_read=599)
+
 good = avro("deflate")
 bl = blocks(good)
 bad = bytearray(good)
