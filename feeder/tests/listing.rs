@@ -54,6 +54,10 @@ import fastavro
 fastavro.writer(open(os.path.join(out, "avro", "x.avro"), "wb"),
                 {"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}, {"name": "v", "type": "double"}]},
                 [{"id": i, "v": i * 0.25} for i in range(n)], codec="deflate", sync_interval=500)
+os.makedirs(os.path.join(out, "meta"))
+for k in range(2):
+    pq.write_table(t.slice(k * 300, 300).replace_schema_metadata({"writer": "job-%d" % k}),
+                   os.path.join(out, "meta", "part-%d.parquet" % k))
 os.makedirs(os.path.join(out, "empty"))
 os.makedirs(os.path.join(out, "only_markers"))
 open(os.path.join(out, "only_markers", "_SUCCESS"), "wb").close()
@@ -202,6 +206,17 @@ fn mixed_formats_and_differing_schemas_are_clear_errors() {
         }
         other => panic!("expected a schema error, got {other}"),
     }
+}
+
+#[test]
+fn part_files_differing_only_in_schema_metadata_read_as_one_schema() {
+    // read_all checks every batch carries exactly the plan's schema.
+    let (plan, batches, _) = read_all(&f("meta"), &small(1)).unwrap();
+    assert_eq!(
+        plan.schema.metadata().get("writer").map(String::as_str),
+        Some("job-0")
+    );
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 600);
 }
 
 #[test]

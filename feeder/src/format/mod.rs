@@ -184,9 +184,11 @@ pub fn open_split(
         Format::Avro => avro::open(storage, split, &file_schema, &file_opts)?,
         Format::Tfrecord => tfrecord::open(storage, split, &file_schema, &file_opts)?,
     };
-    if file_schema.fields().len() == plan.schema.fields().len() {
+    if inner.schema() == plan.schema {
         return Ok(inner);
     }
+    // Partition columns to append, or only schema metadata differing from the first file's
+    // (pandas metadata, created_by): batches always carry exactly `plan.schema`.
     Ok(Box::new(listing::WithPartition::new(
         inner,
         plan.schema.clone(),
