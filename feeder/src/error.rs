@@ -126,7 +126,11 @@ impl Error {
 
     /// A `Data` error at a location.
     pub fn data(loc: Location, format: &'static str, detail: impl Into<String>) -> Self {
-        Error::Data { loc, format, detail: detail.into() }
+        Error::Data {
+            loc,
+            format,
+            detail: detail.into(),
+        }
     }
 }
 

@@ -13,6 +13,8 @@ use crate::storage::Storage;
 use crate::Result;
 
 pub mod avro;
+mod io;
+pub mod listing;
 pub mod orc;
 pub mod parquet;
 pub mod tfrecord;
@@ -95,18 +97,101 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
 }
 
 /// Lists `input` and plans its splits.
+///
+/// `input` is a file, a directory as Spark and Hive write them (part files, `key=value/`
+/// partition directories whose values become appended columns; `_SUCCESS`, `_metadata`,
+/// `.crc` and other hidden `.`/`_` names ignored), or a glob over such names. See
+/// [`listing`] for the rules. Every file must have the same schema.
 pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
-    let _ = (storage, input, opts);
-    Err(crate::Error::Internal("format::plan is not built yet".into()))
+    let files = listing::list(storage, input, opts.format)?;
+    let format = files.format;
+    let mut splits: Vec<Split> = Vec::new();
+    let mut first: Option<(String, SchemaRef)> = None;
+    for f in &files.files {
+        let (schema, mut sp) = plan_file(format, storage, &f.status, opts, splits.len() as u32)?;
+        match &first {
+            None => first = Some((f.status.path.clone(), schema)),
+            Some((p0, s0)) => listing::same_schema(p0, s0, &f.status.path, &schema)?,
+        }
+        for s in &mut sp {
+            s.partition = f.partition.clone();
+        }
+        splits.extend(sp);
+    }
+    let Some((first_path, file_schema)) = first else {
+        return Err(crate::Error::Internal(format!(
+            "{input}: listing returned no files"
+        )));
+    };
+    let schema = listing::plan_schema(
+        &first_path,
+        &file_schema,
+        &files.partition_fields,
+        opts.columns.as_deref(),
+    )?;
+    Ok(Plan {
+        input: input.to_string(),
+        format,
+        schema,
+        splits,
+    })
 }
 
-/// Opens one split of a plan for reading.
+/// Plans one file of a known format (the per-format `plan_file`).
+pub fn plan_file(
+    format: Format,
+    storage: &Arc<dyn Storage>,
+    file: &crate::storage::FileStatus,
+    opts: &ReadOptions,
+    first_id: u32,
+) -> Result<(SchemaRef, Vec<Split>)> {
+    match format {
+        Format::Parquet => parquet::plan_file(storage, file, opts, first_id),
+        Format::Orc => orc::plan_file(storage, file, opts, first_id),
+        Format::Avro => avro::plan_file(storage, file, opts, first_id),
+        Format::Tfrecord => tfrecord::plan_file(storage, file, opts, first_id),
+    }
+}
+
+/// Opens one split of a plan for reading: batches of `plan.schema` (projection applied,
+/// partition columns appended as constants).
 pub fn open_split(
     storage: &Arc<dyn Storage>,
     plan: &Plan,
     split: &Split,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    let _ = (storage, plan, split, opts);
-    Err(crate::Error::Internal("format::open_split is not built yet".into()))
+    let is_part = |name: &str| split.partition.iter().any(|(k, _)| k == name);
+    let file_fields: Vec<_> = plan
+        .schema
+        .fields()
+        .iter()
+        .filter(|f| !is_part(f.name()))
+        .cloned()
+        .collect();
+    let file_schema: SchemaRef = Arc::new(arrow_schema::Schema::new(file_fields));
+    let mut file_opts = opts.clone();
+    file_opts.columns = Some(
+        file_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect(),
+    );
+    let inner = match split.format {
+        Format::Parquet => parquet::open(storage, split, &file_schema, &file_opts)?,
+        Format::Orc => orc::open(storage, split, &file_schema, &file_opts)?,
+        Format::Avro => avro::open(storage, split, &file_schema, &file_opts)?,
+        Format::Tfrecord => tfrecord::open(storage, split, &file_schema, &file_opts)?,
+    };
+    if inner.schema() == plan.schema {
+        return Ok(inner);
+    }
+    // Partition columns to append, or only schema metadata differing from the first file's
+    // (pandas metadata, created_by): batches always carry exactly `plan.schema`.
+    Ok(Box::new(listing::WithPartition::new(
+        inner,
+        plan.schema.clone(),
+        split,
+    )?))
 }

@@ -4,15 +4,82 @@
 //! metadata and returns the file's (unprojected) schema; `open` reads one split, yielding
 //! batches of the projected `schema` (without partition columns, which `format::open_split`
 //! appends).
+//!
+//! - Plan: from the footer only (rows and compressed bytes per row group); consecutive row
+//!   groups are grouped into one split up to `opts.split_bytes` (one row group per split when
+//!   row groups are at least that large).
+//! - Read: through [`StorageChunks`] (the `parquet` crate's `ChunkReader` over
+//!   `RandomAccess::read_at`), one `ParquetRecordBatchReader` per row group so that an error
+//!   names its row group and `OnError::Skip` can drop exactly one. Batches therefore never
+//!   span two row groups.
+//! - Projection: top-level column names (a nested list/struct column comes whole, with all its
+//!   leaves) via `ProjectionMask::roots`; batches come in the order the names were given.
+//! - Codecs: whatever the workspace enables on `parquet` (snappy, gzip, brotli, lz4, lz4_raw,
+//!   zstd); a codec not built in is a `DataError` naming the row group.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
 
-use super::{ReadOptions, SplitReader};
-use crate::split::Split;
+use super::io::{
+    catch, check_head_magic, column_indices, guard, loc, not_this_format, panicked, StorageChunks,
+};
+use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use crate::split::{Format, Split, SplitUnit};
 use crate::storage::{FileStatus, Storage};
-use crate::Result;
+use crate::{Error, Result};
+
+const FORMAT: &str = "parquet";
+
+/// Loads the footer, with errors naming the file.
+fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
+    check_head_magic(chunks.file(), b"PAR1", FORMAT)?;
+    let len = chunks.file().len();
+    let at = || {
+        loc(
+            path,
+            None,
+            Some(len.saturating_sub(8)),
+            Some("footer".into()),
+        )
+    };
+    guard(at, FORMAT, || {
+        ArrowReaderMetadata::load(chunks, ArrowReaderOptions::new()).map_err(|e| {
+            chunks.take_error().unwrap_or_else(|| {
+                not_this_format(
+                    path,
+                    len,
+                    FORMAT,
+                    format!("not a readable Parquet file: {e}"),
+                )
+            })
+        })
+    })
+}
+
+/// Groups consecutive units of `(rows, bytes)` into splits of about `target` bytes:
+/// `(first, count, rows, bytes)` each.
+pub(crate) fn group_units(units: &[(u64, u64)], target: u64) -> Vec<(u32, u32, u64, u64)> {
+    let mut out: Vec<(u32, u32, u64, u64)> = Vec::new();
+    for (i, &(rows, bytes)) in units.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if last.3 + bytes <= target.max(1) => {
+                last.1 += 1;
+                last.2 += rows;
+                last.3 += bytes;
+            }
+            _ => out.push((i as u32, 1, rows, bytes)),
+        }
+    }
+    out
+}
 
 /// Plans the splits of one file; ids start at `first_id`.
 pub fn plan_file(
@@ -21,17 +88,306 @@ pub fn plan_file(
     opts: &ReadOptions,
     first_id: u32,
 ) -> Result<(SchemaRef, Vec<Split>)> {
-    let _ = (storage, file, opts, first_id);
-    Err(crate::Error::Internal("parquet reader is not built yet".into()))
+    let chunks = StorageChunks::new(storage.open(&file.path)?);
+    let meta = load(&chunks, &file.path)?;
+    let units: Vec<(u64, u64)> = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| {
+            (
+                rg.num_rows().max(0) as u64,
+                rg.compressed_size().max(0) as u64,
+            )
+        })
+        .collect();
+    let splits = group_units(&units, opts.split_bytes)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (first, count, rows, bytes))| Split {
+            id: first_id + i as u32,
+            path: file.path.clone(),
+            format: Format::Parquet,
+            unit: SplitUnit::RowGroups { first, count },
+            rows,
+            bytes,
+            partition: Vec::new(),
+        })
+        .collect();
+    Ok((meta.schema().clone(), splits))
 }
 
-/// Opens one split for reading, yielding batches of `schema`.
+/// Checks that the fields a reader yields are those of the plan's schema.
+pub(crate) fn check_against(path: &str, got: &Schema, plan: &SchemaRef) -> Result<()> {
+    for f in got.fields() {
+        match plan.field_with_name(f.name()) {
+            Ok(p) if p.data_type().equals_datatype(f.data_type()) => {}
+            Ok(p) => {
+                return Err(Error::Schema {
+                    path: path.to_string(),
+                    detail: format!(
+                        "column {:?} is {} here but {} in the plan's schema",
+                        f.name(),
+                        f.data_type(),
+                        p.data_type()
+                    ),
+                })
+            }
+            Err(_) => {
+                return Err(Error::Schema {
+                    path: path.to_string(),
+                    detail: format!("column {:?} is not in the plan's schema", f.name()),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens one split for reading, yielding batches of `schema` projected by `opts.columns`.
 pub fn open(
     storage: &Arc<dyn Storage>,
     split: &Split,
     schema: &SchemaRef,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    let _ = (storage, split, schema, opts);
-    Err(crate::Error::Internal("parquet reader is not built yet".into()))
+    Ok(Box::new(ParquetReader::open(storage, split, schema, opts)?))
+}
+
+/// Reads one Parquet split, row group by row group.
+pub struct ParquetReader {
+    path: String,
+    split: u32,
+    chunks: StorageChunks,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// Output column `i` is column `perm[i]` of what the parquet reader yields.
+    perm: Option<Vec<usize>>,
+    schema: SchemaRef,
+    batch_rows: usize,
+    on_error: OnError,
+    todo: VecDeque<usize>,
+    /// The row group being read (for errors).
+    active: usize,
+    current: Option<(usize, ParquetRecordBatchReader)>,
+    buffered: VecDeque<RecordBatch>,
+    skipped: SkipStats,
+    done: bool,
+}
+
+impl ParquetReader {
+    /// Opens a split.
+    pub fn open(
+        storage: &Arc<dyn Storage>,
+        split: &Split,
+        schema: &SchemaRef,
+        opts: &ReadOptions,
+    ) -> Result<Self> {
+        let SplitUnit::RowGroups { first, count } = split.unit else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a Parquet split must be row groups, got {:?}",
+                split.path, split.unit
+            )));
+        };
+        let chunks = StorageChunks::new(storage.open(&split.path)?);
+        let meta = load(&chunks, &split.path)?;
+        let n_rg = meta.metadata().num_row_groups();
+        if (first as usize) + (count as usize) > n_rg {
+            return Err(Error::InvalidArgument(format!(
+                "{}: split {} asks for row groups {first}..{} of a file with {n_rg}",
+                split.path,
+                split.id,
+                first + count
+            )));
+        }
+        let file_schema = meta.schema().clone();
+        let (mask, perm, out_schema) = match &opts.columns {
+            None => (ProjectionMask::all(), None, file_schema.clone()),
+            Some(cols) => {
+                let idx = column_indices(&split.path, &file_schema, cols)?;
+                let mut sorted = idx.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                let perm = idx
+                    .iter()
+                    .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
+                    .collect();
+                let out = Arc::new(file_schema.project(&idx).map_err(|e| Error::Schema {
+                    path: split.path.clone(),
+                    detail: e.to_string(),
+                })?);
+                (
+                    ProjectionMask::roots(meta.parquet_schema(), sorted),
+                    Some(perm),
+                    out,
+                )
+            }
+        };
+        check_against(&split.path, &out_schema, schema)?;
+        Ok(Self {
+            path: split.path.clone(),
+            split: split.id,
+            chunks,
+            meta,
+            mask,
+            perm,
+            schema: out_schema,
+            batch_rows: opts.batch_rows.max(1),
+            on_error: opts.on_error,
+            todo: (first as usize..(first + count) as usize).collect(),
+            active: first as usize,
+            current: None,
+            buffered: VecDeque::new(),
+            skipped: SkipStats::default(),
+            done: false,
+        })
+    }
+
+    fn rg_error(&self, rg: usize, detail: String) -> Error {
+        if let Some(e) = self.chunks.take_error() {
+            return e;
+        }
+        let offset = self
+            .meta
+            .metadata()
+            .row_group(rg)
+            .columns()
+            .first()
+            .map(|c| c.byte_range().0);
+        Error::data(
+            loc(
+                &self.path,
+                Some(self.split),
+                offset,
+                Some(format!("row group {rg}")),
+            ),
+            FORMAT,
+            detail,
+        )
+    }
+
+    fn rg_reader(&self, rg: usize) -> Result<ParquetRecordBatchReader> {
+        ParquetRecordBatchReaderBuilder::new_with_metadata(self.chunks.clone(), self.meta.clone())
+            .with_row_groups(vec![rg])
+            .with_projection(self.mask.clone())
+            .with_batch_size(self.batch_rows)
+            .build()
+            .map_err(|e| self.rg_error(rg, e.to_string()))
+    }
+
+    fn finish_batch(&self, b: RecordBatch) -> Result<RecordBatch> {
+        let cols = match &self.perm {
+            None => b.columns().to_vec(),
+            Some(p) => p.iter().map(|&i| b.column(i).clone()).collect(),
+        };
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )
+        .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+    }
+
+    /// Handles a bad row group: the error under Raise, a count and a warning under Skip.
+    fn bad(&mut self, rg: usize, e: Error) -> Result<()> {
+        if self.on_error == OnError::Raise || !matches!(e, Error::Data { .. }) {
+            self.done = true;
+            return Err(e);
+        }
+        tracing::warn!("skipping: {e}");
+        self.skipped.blocks += 1;
+        self.skipped.records += self.meta.metadata().row_group(rg).num_rows().max(0) as u64;
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(b) = self.buffered.pop_front() {
+                return Ok(Some(b));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let Some((rg, mut reader)) = self.current.take() else {
+                let Some(rg) = self.todo.pop_front() else {
+                    self.done = true;
+                    return Ok(None);
+                };
+                self.active = rg;
+                match self.rg_reader(rg) {
+                    Ok(r) => self.current = Some((rg, r)),
+                    Err(e) => self.bad(rg, e)?,
+                }
+                continue;
+            };
+            if self.on_error == OnError::Raise {
+                match reader.next() {
+                    Some(Ok(b)) => {
+                        self.current = Some((rg, reader));
+                        return self.finish_batch(b).map(Some);
+                    }
+                    Some(Err(e)) => {
+                        let e = self.rg_error(rg, e.to_string());
+                        self.done = true;
+                        return Err(e);
+                    }
+                    None => continue,
+                }
+            }
+            // Skip: decode the whole row group before handing any of it out, so a bad one is
+            // dropped whole and counted, never half-delivered.
+            let (path, split) = (self.path.clone(), self.split);
+            let decoded = guard(
+                || loc(&path, Some(split), None, Some(format!("row group {rg}"))),
+                FORMAT,
+                || {
+                    reader
+                        .by_ref()
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|e| Error::Internal(e.to_string()))
+                },
+            );
+            let failed = match decoded {
+                Ok(got) => {
+                    for b in got {
+                        let b = self.finish_batch(b)?;
+                        self.buffered.push_back(b);
+                    }
+                    None
+                }
+                Err(Error::Internal(msg)) => Some(self.rg_error(rg, msg)),
+                Err(e) => Some(e),
+            };
+            if let Some(e) = failed {
+                self.bad(rg, e)?;
+            }
+        }
+    }
+}
+
+impl Iterator for ParquetReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.rg_error(self.active, panicked(&msg))),
+        };
+        if r.is_err() {
+            self.done = true;
+            self.current = None;
+            self.buffered.clear();
+        }
+        r.transpose()
+    }
+}
+
+impl SplitReader for ParquetReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        self.skipped.clone()
+    }
 }

@@ -1,0 +1,317 @@
+//! What the Parquet, ORC and Avro readers share: third-party chunk readers over
+//! [`RandomAccess`] (so every format reads local disk and HDFS alike, and only through
+//! `read_at`), error locations, and the panic guard at the split-reader boundary.
+
+use std::io::Read;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::error::Location;
+use crate::storage::RandomAccess;
+use crate::{Error, Result};
+
+/// A location in a file.
+pub(crate) fn loc(
+    path: &str,
+    split: Option<u32>,
+    offset: Option<u64>,
+    unit: Option<String>,
+) -> Location {
+    Location {
+        path: path.to_string(),
+        split,
+        offset,
+        unit,
+    }
+}
+
+/// A file behind the third-party readers' chunk-reader traits.
+///
+/// Storage errors cannot travel through `parquet`/`orc-rust` errors intact (they stringify
+/// them), so the first one is kept here and [`StorageChunks::take_error`] hands it back: the
+/// caller reports the real I/O or HDFS error, not a "data error" wrapping it.
+#[derive(Clone)]
+pub(crate) struct StorageChunks {
+    file: Arc<dyn RandomAccess>,
+    error: Arc<Mutex<Option<Error>>>,
+}
+
+impl StorageChunks {
+    pub(crate) fn new(file: Arc<dyn RandomAccess>) -> Self {
+        Self {
+            file,
+            error: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    pub(crate) fn file(&self) -> &Arc<dyn RandomAccess> {
+        &self.file
+    }
+
+    /// The storage error that made the last read fail, if one did.
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+
+    /// Reads `len` bytes at `offset`; a short read (past the end) is an `UnexpectedEof`, which
+    /// the decoders report as truncation.
+    fn read(&self, offset: u64, len: usize) -> std::io::Result<Bytes> {
+        match self.file.read_at(offset, len) {
+            Ok(b) if b.len() == len => Ok(b),
+            Ok(b) => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "wanted {len} bytes at offset {offset}, the {}-byte file has {}",
+                    self.file.len(),
+                    b.len()
+                ),
+            )),
+            Err(e) => {
+                let msg = e.to_string();
+                if let Ok(mut slot) = self.error.lock() {
+                    slot.get_or_insert(e);
+                }
+                Err(std::io::Error::other(msg))
+            }
+        }
+    }
+}
+
+/// A `Read` from an offset to the end of the file, fetching 1 MiB at a time.
+pub(crate) struct ChunkRead {
+    src: StorageChunks,
+    pos: u64,
+    buf: Bytes,
+}
+
+impl Read for ChunkRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            let left = self.src.file.len().saturating_sub(self.pos);
+            if left == 0 {
+                return Ok(0);
+            }
+            let n = left.min(1 << 20) as usize;
+            self.buf = self.src.read(self.pos, n)?;
+            self.pos += n as u64;
+        }
+        let n = out.len().min(self.buf.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        let _ = self.buf.split_to(n);
+        Ok(n)
+    }
+}
+
+impl parquet::file::reader::Length for StorageChunks {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+}
+
+impl parquet::file::reader::ChunkReader for StorageChunks {
+    type T = ChunkRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<ChunkRead> {
+        Ok(ChunkRead {
+            src: self.clone(),
+            pos: start,
+            buf: Bytes::new(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.read(start, length)
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+}
+
+impl orc_rust::reader::ChunkReader for StorageChunks {
+    type T = ChunkRead;
+
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    fn get_read(&self, offset_from_start: u64) -> std::io::Result<ChunkRead> {
+        Ok(ChunkRead {
+            src: self.clone(),
+            pos: offset_from_start,
+            buf: Bytes::new(),
+        })
+    }
+
+    fn get_bytes(&self, offset_from_start: u64, length: u64) -> std::io::Result<Bytes> {
+        self.read(offset_from_start, length as usize)
+    }
+}
+
+/// The message of a panic payload.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Runs `f`, returning a panic's message as an error (the caller names the location, which
+/// it may only know after `f` ran).
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(p.as_ref()))
+}
+
+/// The message for a panic caught in a decoder.
+pub(crate) fn panicked(msg: &str) -> String {
+    format!("decoder panicked (corrupt input?): {msg}")
+}
+
+/// Runs `f`, turning a panic inside a third-party decoder into a `DataError` at `at`.
+///
+/// Decoders of untrusted bytes (parquet, orc-rust, arrow-avro) can still panic on inputs they
+/// never met (slice indexing, overflow checks); one bad file must not take the feeder down.
+pub(crate) fn guard<T>(
+    at: impl FnOnce() -> Location,
+    format: &'static str,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = panic_message(p.as_ref());
+            Err(Error::data(
+                at(),
+                format,
+                format!("decoder panicked (corrupt input?): {msg}"),
+            ))
+        }
+    }
+}
+
+/// A `Data` error for a file the plan could not open as `format` (wrong magic, truncated
+/// footer, 0 bytes, not that format at all).
+pub(crate) fn not_this_format(path: &str, len: u64, format: &'static str, detail: String) -> Error {
+    if len == 0 {
+        return Error::data(
+            loc(path, None, Some(0), None),
+            format,
+            format!("0-byte file, not a {format} file"),
+        );
+    }
+    Error::data(
+        loc(
+            path,
+            None,
+            Some(len.saturating_sub(8)),
+            Some("footer".into()),
+        ),
+        format,
+        detail,
+    )
+}
+
+/// Checks the magic bytes a file starts with (the `parquet` and `orc-rust` crates only look
+/// at the tail), so a file of another kind is named as such.
+pub(crate) fn check_head_magic(
+    file: &Arc<dyn RandomAccess>,
+    magic: &[u8],
+    format: &'static str,
+) -> Result<()> {
+    let len = file.len();
+    if len == 0 {
+        return Err(not_this_format(file.path(), 0, format, String::new()));
+    }
+    let head = file.read_at(0, magic.len().min(len as usize))?;
+    if head.as_ref() != magic {
+        return Err(Error::data(
+            loc(file.path(), None, Some(0), Some("header".into())),
+            format,
+            format!(
+                "wrong magic {:02x?} (expected {:?}): not a {format} file",
+                head.as_ref(),
+                String::from_utf8_lossy(magic)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Projects `schema` on `columns` by name, in the order given, with a `Schema` error naming
+/// the columns there are.
+pub(crate) fn column_indices(
+    path: &str,
+    schema: &arrow_schema::Schema,
+    columns: &[String],
+) -> Result<Vec<usize>> {
+    columns
+        .iter()
+        .map(|c| {
+            schema.index_of(c).map_err(|_| Error::Schema {
+                path: path.to_string(),
+                detail: format!(
+                    "no column {c:?}; the columns are {:?}",
+                    schema.fields().iter().map(|f| f.name()).collect::<Vec<_>>()
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Concatenates small batches into batches of `rows` (Avro under `OnError::Skip` decodes
+/// block by block).
+#[derive(Default)]
+pub(crate) struct Rebatcher {
+    pending: Vec<arrow_array::RecordBatch>,
+    rows: usize,
+}
+
+impl Rebatcher {
+    pub(crate) fn push(&mut self, b: arrow_array::RecordBatch) {
+        self.rows += b.num_rows();
+        if b.num_rows() > 0 {
+            self.pending.push(b);
+        }
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Takes up to `n` rows as one batch.
+    pub(crate) fn take(
+        &mut self,
+        schema: &arrow_schema::SchemaRef,
+        n: usize,
+    ) -> Result<Option<arrow_array::RecordBatch>> {
+        if self.rows == 0 {
+            return Ok(None);
+        }
+        let mut parts = Vec::new();
+        let mut got = 0;
+        while got < n && !self.pending.is_empty() {
+            let b = self.pending.remove(0);
+            let want = n - got;
+            if b.num_rows() > want {
+                parts.push(b.slice(0, want));
+                self.pending.insert(0, b.slice(want, b.num_rows() - want));
+                got += want;
+            } else {
+                got += b.num_rows();
+                parts.push(b);
+            }
+        }
+        self.rows -= got;
+        let out = if parts.len() == 1 {
+            parts
+                .pop()
+                .unwrap_or_else(|| arrow_array::RecordBatch::new_empty(schema.clone()))
+        } else {
+            arrow_select::concat::concat_batches(schema, &parts)
+                .map_err(|e| Error::Internal(format!("concatenating batches: {e}")))?
+        };
+        Ok(Some(out))
+    }
+}
