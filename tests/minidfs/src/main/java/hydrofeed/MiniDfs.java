@@ -50,6 +50,10 @@ public final class MiniDfs {
      */
     static void serve(File work) throws Exception {
         work.mkdirs();
+        // A cluster never outlives its test run: halt after HYDROFEED_MINIDFS_MAX_SECS (default
+        // one hour) whatever happens, so a wedged parent cannot leave it running.
+        long maxSecs = Long.parseLong(System.getenv().getOrDefault("HYDROFEED_MINIDFS_MAX_SECS", "3600"));
+        watchdog(maxSecs, "lifetime limit");
         Configuration conf = new Configuration();
         conf.set("dfs.blocksize", "1048576");
         conf.set("dfs.namenode.fs-limits.min-block-size", "65536");
@@ -76,13 +80,33 @@ public final class MiniDfs {
             // Any line or EOF ends the cluster; EOF covers a parent killed with SIGKILL.
             break;
         }
+        watchdog(60, "shutdown took too long");
         dfs.shutdown(true);
+        new File(work, "core-site.xml").delete();
+        work.delete(); // only if empty: the caller owns anything else in it
         System.exit(0);
+    }
+
+    private static void watchdog(long secs, String why) {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(secs * 1000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            System.err.println("MiniDfs: " + why + ", halting");
+            Runtime.getRuntime().halt(3);
+        }, "minidfs-watchdog");
+        t.setDaemon(true);
+        t.start();
     }
 
     private static FileSystem client() throws Exception {
         String url = System.getenv().getOrDefault("HYDROFEED_HDFS_URL", URL);
-        return FileSystem.get(new URI(url), new HdfsConfiguration());
+        Configuration conf = new HdfsConfiguration();
+        // The cluster's 1 MiB blocks (a client picks the block size of the files it writes).
+        conf.set("dfs.blocksize", "1048576");
+        return FileSystem.get(new URI(url), conf);
     }
 
     private static void put(String[] args) throws Exception {

@@ -1,0 +1,350 @@
+//! HDFS storage against a real Hadoop MiniDFSCluster (tests/minidfs, started once per test
+//! binary): files are copied in with Hadoop's own client, then read back through
+//! `HdfsStorage` (hdfs-native) and compared byte for byte with the local copy; block
+//! locations, errors (not found, permission denied), viewfs, and the TFRecord reader over
+//! hdfs:// against the same files read locally.
+
+#[path = "common/minidfs.rs"]
+mod minidfs;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hydrofeed_feeder::format::tfrecord::{self, read_file, Compression};
+use hydrofeed_feeder::format::ReadOptions;
+use hydrofeed_feeder::gen::{self, GenOptions};
+use hydrofeed_feeder::split::{Format, SplitUnit};
+use hydrofeed_feeder::storage::hdfs::HdfsStorage;
+use hydrofeed_feeder::storage::{local::LocalStorage, open_storage, Storage};
+use hydrofeed_feeder::Error;
+use minidfs::MiniDfs;
+
+const MIB: usize = 1 << 20;
+
+fn storage(dfs: &MiniDfs) -> HdfsStorage {
+    HdfsStorage::builder(dfs.uri("/"))
+        .with_config_dir(dfs.conf_dir.to_str().unwrap())
+        .build()
+        .unwrap()
+}
+
+/// Seeded bytes that differ at every offset (a misplaced range shows).
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u8
+        })
+        .collect()
+}
+
+/// Puts `data` at `path` with Hadoop's client, once per test binary per path.
+fn put_bytes(dfs: &MiniDfs, dir: &Path, path: &str, data: &[u8], perm: Option<&str>) {
+    let local = dir.join(path.trim_start_matches('/').replace('/', "_"));
+    std::fs::write(&local, data).unwrap();
+    dfs.put(&local, path, perm);
+}
+
+#[test]
+fn stat_list_and_every_byte_of_a_multi_block_file() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let big = pattern(5 * MIB / 2 + 123, 1);
+    let small = pattern(1000, 2);
+    put_bytes(dfs, tmp.path(), "/raw/big.bin", &big, None);
+    put_bytes(dfs, tmp.path(), "/raw/small.bin", &small, None);
+    put_bytes(dfs, tmp.path(), "/raw/empty.bin", &[], None);
+    let fs = storage(dfs);
+
+    let st = fs.stat(&dfs.uri("/raw/big.bin")).unwrap();
+    assert_eq!(
+        (st.path.as_str(), st.len, st.is_dir),
+        (dfs.uri("/raw/big.bin").as_str(), big.len() as u64, false)
+    );
+    assert!(fs.stat(&dfs.uri("/raw")).unwrap().is_dir);
+    // A bare path and hdfs:/// (fs.defaultFS from conf_dir) name the same file.
+    assert_eq!(fs.stat("/raw/small.bin").unwrap().len, 1000);
+    assert_eq!(fs.stat("hdfs:///raw/small.bin").unwrap().len, 1000);
+
+    let listed = fs.list(&dfs.uri("/raw")).unwrap();
+    let mut hadoop = dfs.ls("/raw");
+    hadoop.sort_by(|a, b| a.2.cmp(&b.2));
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.len, s.is_dir, s.path.clone()))
+            .collect::<Vec<_>>(),
+        hadoop,
+        "our listing differs from Hadoop's"
+    );
+    assert_eq!(listed.len(), 3);
+
+    for read_ahead in [0, 64 << 10, 4 * MIB] {
+        let fs = HdfsStorage::builder(dfs.uri("/"))
+            .with_config_dir(dfs.conf_dir.to_str().unwrap())
+            .with_read_ahead(read_ahead)
+            .build()
+            .unwrap();
+        let f = fs.open(&dfs.uri("/raw/big.bin")).unwrap();
+        assert_eq!(f.len(), big.len() as u64);
+        assert_eq!(f.path(), dfs.uri("/raw/big.bin"));
+        // Every byte, in odd-sized chunks that straddle the 1 MiB block boundaries.
+        let mut got = Vec::with_capacity(big.len());
+        let mut off = 0u64;
+        while off < f.len() {
+            let b = f.read_at(off, 77_777).unwrap();
+            assert!(!b.is_empty());
+            off += b.len() as u64;
+            got.extend_from_slice(&b);
+        }
+        assert!(
+            got == big,
+            "read_ahead {read_ahead}: bytes differ from the local copy"
+        );
+        // Ranged reads across a block boundary, backwards, and one large read of everything.
+        for &(o, n) in &[
+            (MIB - 5, 10),
+            (2 * MIB - 1, 2),
+            (10, 5),
+            (0, big.len()),
+            (MIB, MIB),
+        ] {
+            assert_eq!(
+                &f.read_at(o as u64, n).unwrap()[..],
+                &big[o..o + n],
+                "range {o}+{n}"
+            );
+        }
+        // Past the end: clipped, then empty.
+        assert_eq!(f.read_at(big.len() as u64 - 3, 100).unwrap().len(), 3);
+        assert!(f.read_at(big.len() as u64 + 10, 100).unwrap().is_empty());
+    }
+    let e = fs.open(&dfs.uri("/raw/empty.bin")).unwrap();
+    assert!(e.is_empty() && e.read_at(0, 10).unwrap().is_empty());
+    // Shared between threads: concurrent readers of one file see their own ranges.
+    let f = fs.open(&dfs.uri("/raw/big.bin")).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let (f, big) = (Arc::clone(&f), &big);
+            s.spawn(move || {
+                for i in 0..20usize {
+                    let o = (t * 600_007 + i * 31_337) % (big.len() - 5000);
+                    assert_eq!(&f.read_at(o as u64, 5000).unwrap()[..], &big[o..o + 5000]);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn block_locations_name_the_datanodes() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = pattern(5 * MIB / 2, 3);
+    put_bytes(dfs, tmp.path(), "/blocks/three.bin", &data, None);
+    let fs = storage(dfs);
+    let blocks = fs.block_locations(&dfs.uri("/blocks/three.bin")).unwrap();
+    let spans: Vec<(u64, u64)> = blocks.iter().map(|b| (b.offset, b.len)).collect();
+    let m = MIB as u64;
+    assert_eq!(
+        spans,
+        vec![(0, m), (m, m), (2 * m, m / 2)],
+        "1 MiB blocks expected"
+    );
+    for b in &blocks {
+        // dfs.replication defaults to 3 and the cluster has 3 DataNodes.
+        assert_eq!(b.hosts.len(), 3, "{b:?}");
+        assert!(
+            b.hosts.iter().all(|h| h == "127.0.0.1" || h == "localhost"),
+            "{b:?}"
+        );
+    }
+    let e = fs.block_locations(&dfs.uri("/blocks")).unwrap_err();
+    assert!(e.to_string().contains("is a directory"), "{e}");
+}
+
+#[test]
+fn missing_files_and_refused_access_are_typed_errors_naming_the_path() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = storage(dfs);
+    let missing = dfs.uri("/nope/missing.bin");
+    for e in [
+        fs.stat(&missing).unwrap_err(),
+        fs.open(&missing).map(|_| ()).unwrap_err(),
+        fs.list(&missing).unwrap_err(),
+        fs.block_locations(&missing).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&e, Error::NotFound { path } if *path == missing),
+            "{e:?}"
+        );
+        assert!(!e.is_retryable());
+    }
+
+    // The cluster's superuser (whoever runs the JVM) owns these; "alice" may not read them.
+    put_bytes(
+        dfs,
+        tmp.path(),
+        "/private/secret.bin",
+        b"secret",
+        Some("600"),
+    );
+    let fs = storage(dfs);
+    fs.set_permission(&dfs.uri("/private"), 0o700).unwrap();
+    let alice = HdfsStorage::builder(dfs.uri("/"))
+        .with_config_dir(dfs.conf_dir.to_str().unwrap())
+        .with_user("alice")
+        .build()
+        .unwrap();
+    let secret = dfs.uri("/private/secret.bin");
+    let e = alice.open(&secret).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(&e, Error::PermissionDenied { path } if *path == secret),
+        "{e:?}"
+    );
+    let e = alice.list(&dfs.uri("/private")).unwrap_err();
+    assert!(matches!(&e, Error::PermissionDenied { .. }), "{e:?}");
+    assert_eq!(
+        fs.open(&secret).unwrap().read_at(0, 100).unwrap(),
+        &b"secret"[..]
+    );
+
+    // A URI of another file system is refused, not silently read from this one.
+    let e = fs.stat("hdfs://otherhost:9000/raw").unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = fs.open(&dfs.uri("/private")).map(|_| ()).unwrap_err();
+    assert!(e.to_string().contains("is a directory"), "{e}");
+}
+
+#[test]
+fn our_writer_and_hadoop_agree() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let fs = storage(dfs);
+    let data = pattern(3 * MIB / 2, 4);
+    fs.write_file(&dfs.uri("/written/ours.bin"), data.clone().into())
+        .unwrap();
+    assert_eq!(
+        dfs.ls("/written"),
+        vec![(data.len() as u64, false, dfs.uri("/written/ours.bin"))]
+    );
+    assert_eq!(
+        &fs.open(&dfs.uri("/written/ours.bin"))
+            .unwrap()
+            .read_at(0, data.len())
+            .unwrap()[..],
+        &data[..]
+    );
+    assert!(fs.delete(&dfs.uri("/written"), true).unwrap());
+    assert!(matches!(
+        fs.stat(&dfs.uri("/written")),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn open_storage_dispatches_hdfs_and_viewfs() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = pattern(MIB + 17, 5);
+    put_bytes(dfs, tmp.path(), "/mounted/data/a.bin", &data, None);
+
+    let s = open_storage(&dfs.uri("/mounted")).unwrap();
+    assert_eq!(s.scheme(), "hdfs");
+    assert_eq!(
+        s.stat(&dfs.uri("/mounted/data/a.bin")).unwrap().len,
+        data.len() as u64
+    );
+
+    // viewfs: /data of viewfs://cluster is /mounted/data on the MiniDFS NameNode.
+    let v = HdfsStorage::builder("viewfs://cluster/")
+        .with_config_dir(dfs.conf_dir.to_str().unwrap())
+        .with_config(
+            "fs.viewfs.mounttable.cluster.link./data",
+            dfs.uri("/mounted/data"),
+        )
+        .with_config("fs.viewfs.mounttable.cluster.linkFallback", dfs.uri("/"))
+        .build()
+        .unwrap();
+    assert_eq!(v.scheme(), "viewfs");
+    let listed = v.list("viewfs://cluster/data").unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].path, "viewfs://cluster/data/a.bin");
+    let f = v.open("viewfs://cluster/data/a.bin").unwrap();
+    assert!(f.read_at(0, data.len()).unwrap() == data);
+    // No WebHDFS for viewfs: blocks from the block size, hosts unknown.
+    let blocks = v.block_locations("viewfs://cluster/data/a.bin").unwrap();
+    assert_eq!(blocks.iter().map(|b| b.len).sum::<u64>(), data.len() as u64);
+    assert_eq!(blocks.len(), 2);
+}
+
+#[test]
+fn tfrecord_over_hdfs_matches_local() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    for compression in [Compression::None, Compression::Gzip] {
+        let opts = GenOptions {
+            format: Format::Tfrecord,
+            rows: 1200, // ~3.8 MB of 784-float images: several HDFS blocks
+            files: 2,
+            seed: 11,
+            compression,
+        };
+        let dir = tmp.path().join(format!("{compression:?}"));
+        let files = gen::write_dataset(&dir, &opts).unwrap();
+        let hdfs: Arc<dyn Storage> = Arc::new(storage(dfs));
+        let local: Arc<dyn Storage> = Arc::new(LocalStorage);
+        let mut ids = Vec::new();
+        for f in &files {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            let remote = format!("/tfrecord/{compression:?}/{name}");
+            dfs.put(f, &remote, None);
+            let uri = dfs.uri(&remote);
+            let ropts = ReadOptions {
+                batch_rows: 100,
+                ..Default::default()
+            };
+            let (ls, lb, lskip) = read_file(&local, f.to_str().unwrap(), &ropts).unwrap();
+            let (hs, hb, hskip) = read_file(&hdfs, &uri, &ropts).unwrap();
+            assert_eq!(ls, hs);
+            assert_eq!(lb, hb, "{uri}: batches differ from the local read");
+            assert_eq!(format!("{lskip:?}"), format!("{hskip:?}"));
+            for b in &hb {
+                ids.extend(gen::verify_batch(b, opts.seed).unwrap());
+            }
+
+            // Byte-range splits (plain files only) read from HDFS cover every row once.
+            let st = hdfs.stat(&uri).unwrap();
+            let sopts = ReadOptions {
+                batch_rows: 64,
+                split_bytes: 700_000,
+                ..Default::default()
+            };
+            let (schema, splits) = tfrecord::plan_file(&hdfs, &st, &sopts, 0).unwrap();
+            if compression == Compression::None {
+                assert!(splits.len() > 1, "{uri}: {} splits", splits.len());
+                assert!(splits
+                    .iter()
+                    .all(|s| matches!(s.unit, SplitUnit::Bytes { .. })));
+            }
+            let mut rows = 0;
+            for s in &splits {
+                for b in tfrecord::open(&hdfs, s, &schema, &sopts).unwrap() {
+                    let b = b.unwrap();
+                    gen::verify_batch(&b, opts.seed).unwrap();
+                    rows += b.num_rows();
+                }
+            }
+            assert_eq!(
+                rows,
+                hb.iter().map(|b| b.num_rows()).sum::<usize>(),
+                "{uri}"
+            );
+        }
+        ids.sort_unstable();
+        assert_eq!(ids, (0..opts.rows as i64).collect::<Vec<_>>());
+    }
+}
