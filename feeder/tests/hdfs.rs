@@ -348,3 +348,60 @@ fn tfrecord_over_hdfs_matches_local() {
         assert_eq!(ids, (0..opts.rows as i64).collect::<Vec<_>>());
     }
 }
+
+/// Read throughput of one file from MiniDFS vs the same file on local disk, in the same run
+/// (ratios, not absolute speeds, are the result: these machines are shared and noisy).
+/// `cargo test -p hydrofeed-feeder --release --test hdfs -- --ignored --nocapture bench`
+#[test]
+#[ignore = "benchmark: run explicitly with --ignored --nocapture"]
+fn bench_hdfs_read_vs_local() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let size = 64 * MIB;
+    let data = pattern(size, 9);
+    let local_path = tmp.path().join("bench.bin");
+    std::fs::write(&local_path, &data).unwrap();
+    dfs.put(&local_path, "/bench/bench.bin", None);
+    let uri = dfs.uri("/bench/bench.bin");
+
+    let measure =
+        |name: &str, f: &Arc<dyn hydrofeed_feeder::storage::RandomAccess>, chunk: usize| {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                let mut off = 0u64;
+                let mut sum = 0u64;
+                while off < f.len() {
+                    let b = f.read_at(off, chunk).unwrap();
+                    sum = sum.wrapping_add(b[b.len() - 1] as u64);
+                    off += b.len() as u64;
+                }
+                assert_eq!(off, size as u64);
+                std::hint::black_box(sum);
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let mbs = size as f64 / best / 1e6;
+            println!("{name:<44} {chunk:>8} B reads: {mbs:>8.1} MB/s");
+            mbs
+        };
+    let local = LocalStorage.open(local_path.to_str().unwrap()).unwrap();
+    let base = measure("local disk (page cache)", &local, 64 << 10);
+    let mk = |ra: usize| {
+        HdfsStorage::builder(dfs.uri("/"))
+            .with_config_dir(dfs.conf_dir.to_str().unwrap())
+            .with_read_ahead(ra)
+            .build()
+            .unwrap()
+            .open(&uri)
+            .unwrap()
+    };
+    for (name, ra, chunk) in [
+        ("hdfs, 4 MiB read-ahead", 4 * MIB, 64 << 10),
+        ("hdfs, no read-ahead", 0, 64 << 10),
+        ("hdfs, no read-ahead", 0, 4 * MIB),
+        ("hdfs, 16 MiB reads", 4 * MIB, 16 * MIB),
+    ] {
+        let v = measure(name, &mk(ra), chunk);
+        println!("{:<44} ratio to local: {:.3}", "", v / base);
+    }
+}

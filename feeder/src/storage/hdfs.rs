@@ -205,10 +205,12 @@ impl HdfsStorageBuilder {
             let default_fs = conf.get("fs.defaultFS").unwrap_or_default();
             match default_fs.split_once("://") {
                 Some((s, r)) if s == scheme => r.split('/').next().unwrap_or("").to_string(),
-                _ => return Err(Error::InvalidArgument(format!(
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
                     "{}: no host in the URI and fs.defaultFS ({default_fs:?}) is not {scheme}://",
                     self.uri
-                ))),
+                )))
+                }
             }
         } else {
             authority
