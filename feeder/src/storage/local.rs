@@ -18,18 +18,10 @@ pub fn local_path(uri: &str) -> &str {
 
 pub(crate) fn map_io(path: &str, offset: Option<u64>, e: std::io::Error) -> Error {
     match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound {
-            path: path.to_string(),
-        },
-        std::io::ErrorKind::PermissionDenied => Error::PermissionDenied {
-            path: path.to_string(),
-        },
+        std::io::ErrorKind::NotFound => Error::NotFound { path: path.to_string() },
+        std::io::ErrorKind::PermissionDenied => Error::PermissionDenied { path: path.to_string() },
         _ => Error::Io {
-            loc: crate::error::Location {
-                path: path.to_string(),
-                offset,
-                ..Default::default()
-            },
+            loc: crate::error::Location { path: path.to_string(), offset, ..Default::default() },
             source: e,
         },
     }
@@ -51,9 +43,7 @@ impl RandomAccess for LocalFile {
         let end = offset.saturating_add(len as u64).min(self.len);
         let n = end.saturating_sub(offset) as usize;
         let mut buf = vec![0u8; n];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| map_io(&self.path, Some(offset), e))?;
+        self.file.read_exact_at(&mut buf, offset).map_err(|e| map_io(&self.path, Some(offset), e))?;
         Ok(Bytes::from(buf))
     }
 
@@ -66,11 +56,7 @@ impl Storage for LocalStorage {
     fn stat(&self, path: &str) -> Result<FileStatus> {
         let p = local_path(path);
         let md = std::fs::metadata(p).map_err(|e| map_io(path, None, e))?;
-        Ok(FileStatus {
-            path: p.to_string(),
-            len: md.len(),
-            is_dir: md.is_dir(),
-        })
+        Ok(FileStatus { path: p.to_string(), len: md.len(), is_dir: md.is_dir() })
     }
 
     fn list(&self, dir: &str) -> Result<Vec<FileStatus>> {
@@ -94,24 +80,14 @@ impl Storage for LocalStorage {
         let file = std::fs::File::open(p).map_err(|e| map_io(path, None, e))?;
         let md = file.metadata().map_err(|e| map_io(path, None, e))?;
         if md.is_dir() {
-            return Err(Error::InvalidArgument(format!(
-                "{path}: is a directory, expected a file"
-            )));
+            return Err(Error::InvalidArgument(format!("{path}: is a directory, expected a file")));
         }
-        Ok(Arc::new(LocalFile {
-            path: p.to_string(),
-            file,
-            len: md.len(),
-        }))
+        Ok(Arc::new(LocalFile { path: p.to_string(), file, len: md.len() }))
     }
 
     fn block_locations(&self, path: &str) -> Result<Vec<BlockLocation>> {
         let st = self.stat(path)?;
-        Ok(vec![BlockLocation {
-            offset: 0,
-            len: st.len,
-            hosts: vec!["localhost".to_string()],
-        }])
+        Ok(vec![BlockLocation { offset: 0, len: st.len, hosts: vec!["localhost".to_string()] }])
     }
 
     fn scheme(&self) -> &'static str {
