@@ -82,7 +82,7 @@ fn stat_list_and_every_byte_of_a_multi_block_file() {
     );
     assert_eq!(listed.len(), 3);
 
-    for read_ahead in [0, 64 << 10, 4 * MIB] {
+    for read_ahead in [0, 64 << 10, MIB + 3, 4 * MIB] {
         let fs = HdfsStorage::builder(dfs.uri("/"))
             .with_config_dir(dfs.conf_dir.to_str().unwrap())
             .with_read_ahead(read_ahead)
@@ -91,19 +91,36 @@ fn stat_list_and_every_byte_of_a_multi_block_file() {
         let f = fs.open(&dfs.uri("/raw/big.bin")).unwrap();
         assert_eq!(f.len(), big.len() as u64);
         assert_eq!(f.path(), dfs.uri("/raw/big.bin"));
-        // Every byte, in odd-sized chunks that straddle the 1 MiB block boundaries.
-        let mut got = Vec::with_capacity(big.len());
-        let mut off = 0u64;
-        while off < f.len() {
-            let b = f.read_at(off, 77_777).unwrap();
-            assert!(!b.is_empty());
-            off += b.len() as u64;
-            got.extend_from_slice(&b);
+        // Every byte, in odd-sized chunks that straddle the 1 MiB block boundaries and the
+        // read-ahead windows (sequential reads take the background-window path).
+        for chunk in [5_001, 77_777] {
+            let mut got = Vec::with_capacity(big.len());
+            let mut off = 0u64;
+            while off < f.len() {
+                let b = f.read_at(off, chunk).unwrap();
+                assert!(!b.is_empty());
+                off += b.len() as u64;
+                got.extend_from_slice(&b);
+            }
+            assert!(
+                got == big,
+                "read_ahead {read_ahead}, chunk {chunk}: bytes differ from the local copy"
+            );
         }
-        assert!(
-            got == big,
-            "read_ahead {read_ahead}: bytes differ from the local copy"
-        );
+        // Sequential with jumps back and forth (a reader that rereads headers).
+        let mut off = 0usize;
+        while off + 9000 < big.len() {
+            assert_eq!(
+                &f.read_at(off as u64, 9000).unwrap()[..],
+                &big[off..off + 9000]
+            );
+            let back = off / 2;
+            assert_eq!(
+                &f.read_at(back as u64, 100).unwrap()[..],
+                &big[back..back + 100]
+            );
+            off += 8_999 * 37;
+        }
         // Ranged reads across a block boundary, backwards, and one large read of everything.
         for &(o, n) in &[
             (MIB - 5, 10),

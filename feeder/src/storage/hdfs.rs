@@ -14,7 +14,8 @@
 //! - **Reads**: [`Storage::open`] asks the NameNode for the block list once and keeps the
 //!   `FileReader`; each [`RandomAccess::read_at`] is a ranged read straight from the DataNodes.
 //!   Small reads go through a read-ahead window (4 MiB by default) so a reader that pulls 64 KiB
-//!   at a time does not pay one DataNode round trip per call.
+//!   at a time does not pay one DataNode round trip per call; a sequential reader also gets the
+//!   next window fetched in the background while it decodes the current one.
 //! - **Block locations**: hdfs-native 0.14 keeps the located blocks of a `FileReader` private, so
 //!   hosts come from the NameNode's WebHDFS `GETFILEBLOCKLOCATIONS` (plain HTTP, simple auth).
 //!   Where that is unreachable (secure clusters with SPNEGO or HTTPS, viewfs), blocks are derived
@@ -52,31 +53,50 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     .map_err(|e| Error::Internal(format!("cannot start the HDFS runtime: {e}")))
 }
 
+/// A future running on the HDFS runtime; [`Task::wait`] collects its output.
+struct Task<T> {
+    rx: std::sync::mpsc::Receiver<T>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl<T: Send + 'static> Task<T> {
+    fn spawn<F>(fut: F) -> Result<Self>
+    where
+        F: std::future::Future<Output = T> + Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let handle = runtime()?.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        Ok(Self { rx, handle })
+    }
+
+    /// Waits at most `timeout`; on timeout the task is aborted.
+    fn wait(self, timeout: Duration, what: impl FnOnce() -> String) -> Result<T> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(v) => Ok(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.handle.abort();
+                Err(Error::Timeout {
+                    what: what(),
+                    secs: timeout.as_secs_f64(),
+                })
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(Error::Internal(format!(
+                "HDFS task for {} ended without a result",
+                what()
+            ))),
+        }
+    }
+}
+
 /// Runs `fut` on the HDFS runtime and waits for it at most `timeout`.
 fn run<T, F>(timeout: Duration, what: impl FnOnce() -> String, fut: F) -> Result<T>
 where
     T: Send + 'static,
     F: std::future::Future<Output = T> + Send + 'static,
 {
-    let rt = runtime()?;
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = rt.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(v) => Ok(v),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            task.abort();
-            Err(Error::Timeout {
-                what: what(),
-                secs: timeout.as_secs_f64(),
-            })
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(Error::Internal(format!(
-            "HDFS task for {} ended without a result",
-            what()
-        ))),
-    }
+    Task::spawn(fut)?.wait(timeout, what)
 }
 
 /// Maps an hdfs-native error on `path` (a full URI) to the feeder's [`Error`].
@@ -457,7 +477,7 @@ impl Storage for HdfsStorage {
             len,
             timeout: self.timeout,
             read_ahead: self.read_ahead,
-            window: Mutex::new(None),
+            state: Mutex::new(ReadAhead::default()),
         }))
     }
 
@@ -514,31 +534,58 @@ struct HdfsFile {
     len: u64,
     timeout: Duration,
     read_ahead: usize,
-    /// The last read-ahead window: (offset, bytes).
-    window: Mutex<Option<(u64, Bytes)>>,
+    state: Mutex<ReadAhead>,
+}
+
+/// Read-ahead state. A miss right at the end of the current window means the reader is
+/// sequential: the window after the new one is then fetched in the background, so the
+/// DataNode transfer overlaps the caller's decoding. Random access (Parquet footers, column
+/// chunks) never triggers a background fetch.
+#[derive(Default)]
+struct ReadAhead {
+    /// The current window: (offset, bytes).
+    window: Option<(u64, Bytes)>,
+    /// The next window, in flight: (offset, len, task).
+    next: Option<(u64, usize, Task<hdfs_native::Result<Bytes>>)>,
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        if let Some((_, _, t)) = self.next.take() {
+            t.handle.abort();
+        }
+    }
 }
 
 impl HdfsFile {
-    fn fetch(&self, offset: u64, len: usize) -> Result<Bytes> {
+    fn read_task(&self, offset: u64, len: usize) -> Result<Task<hdfs_native::Result<Bytes>>> {
         let reader = Arc::clone(&self.reader);
+        Task::spawn(async move { reader.read_range(offset as usize, len).await })
+    }
+
+    fn wait_read(
+        &self,
+        task: Task<hdfs_native::Result<Bytes>>,
+        offset: u64,
+        len: usize,
+    ) -> Result<Bytes> {
         let path = &self.path;
-        let got = run(
-            self.timeout,
-            || format!("hdfs read of {path} at byte offset {offset} ({len} bytes)"),
-            async move { reader.read_range(offset as usize, len).await },
-        )?
-        .map_err(|e| match map_hdfs(path, e) {
-            Error::Hdfs {
-                path,
-                detail,
-                retryable,
-            } => Error::Hdfs {
-                path,
-                detail: format!("reading {len} bytes at byte offset {offset}: {detail}"),
-                retryable,
-            },
-            other => other,
-        })?;
+        let got = task
+            .wait(self.timeout, || {
+                format!("hdfs read of {path} at byte offset {offset} ({len} bytes)")
+            })?
+            .map_err(|e| match map_hdfs(path, e) {
+                Error::Hdfs {
+                    path,
+                    detail,
+                    retryable,
+                } => Error::Hdfs {
+                    path,
+                    detail: format!("reading {len} bytes at byte offset {offset}: {detail}"),
+                    retryable,
+                },
+                other => other,
+            })?;
         if got.len() != len {
             return Err(Error::Hdfs {
                 path: self.path.clone(),
@@ -550,6 +597,14 @@ impl HdfsFile {
             });
         }
         Ok(got)
+    }
+
+    fn fetch(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.wait_read(self.read_task(offset, len)?, offset, len)
+    }
+
+    fn window_len(&self, offset: u64) -> usize {
+        (self.read_ahead as u64).min(self.len - offset) as usize
     }
 }
 
@@ -568,19 +623,59 @@ impl RandomAccess for HdfsFile {
         if n >= self.read_ahead {
             return self.fetch(offset, n);
         }
-        {
-            let w = self.window.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((start, bytes)) = w.as_ref() {
-                if offset >= *start && end <= start + bytes.len() as u64 {
-                    let a = (offset - start) as usize;
-                    return Ok(bytes.slice(a..a + n));
-                }
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let in_window = |w: &Option<(u64, Bytes)>| match w {
+            Some((start, bytes)) if offset >= *start && end <= start + bytes.len() as u64 => {
+                let a = (offset - start) as usize;
+                Some(bytes.slice(a..a + n))
             }
+            _ => None,
+        };
+        if let Some(b) = in_window(&st.window) {
+            return Ok(b);
         }
-        let wlen = (self.read_ahead as u64).min(self.len - offset) as usize;
-        let bytes = self.fetch(offset, wlen)?;
+        let cur = st.window.as_ref().map(|(s, b)| (*s, *s + b.len() as u64));
+        // The background window serves this read when the read lies in it, or starts in the
+        // current window and ends in it (a read straddling the window boundary).
+        if let Some((ns, nl, task)) = st.next.take() {
+            let nend = ns + nl as u64;
+            let straddles = cur.is_some_and(|(s, e)| offset >= s && offset < e && e == ns);
+            if end <= nend && (offset >= ns || straddles) {
+                let next = self.wait_read(task, ns, nl)?;
+                let out = if offset >= ns {
+                    let a = (offset - ns) as usize;
+                    next.slice(a..a + n)
+                } else {
+                    let Some((s, b)) = st.window.as_ref() else {
+                        return Err(Error::Internal(
+                            "read-ahead: straddle without a window".into(),
+                        ));
+                    };
+                    let mut v = Vec::with_capacity(n);
+                    v.extend_from_slice(&b[(offset - s) as usize..]);
+                    v.extend_from_slice(&next[..n - v.len()]);
+                    Bytes::from(v)
+                };
+                st.window = Some((ns, next));
+                if nend < self.len {
+                    let l = self.window_len(nend);
+                    st.next = Some((nend, l, self.read_task(nend, l)?));
+                }
+                return Ok(out);
+            }
+            task.handle.abort();
+        }
+        // A miss starting in (or right at the end of) the current window: a sequential reader.
+        let sequential = cur.is_some_and(|(s, e)| offset >= s && offset <= e);
+        let l = self.window_len(offset).max(n);
+        let bytes = self.fetch(offset, l)?;
         let out = bytes.slice(..n);
-        *self.window.lock().unwrap_or_else(|p| p.into_inner()) = Some((offset, bytes));
+        st.window = Some((offset, bytes));
+        let wend = offset + l as u64;
+        if sequential && wend < self.len {
+            let l = self.window_len(wend);
+            st.next = Some((wend, l, self.read_task(wend, l)?));
+        }
         Ok(out)
     }
 
