@@ -168,11 +168,24 @@ pub struct HdfsStorageBuilder {
     config_dir: Option<String>,
     config: HashMap<String, String>,
     user: Option<String>,
+    kerberos: [Option<String>; 3],
     timeout: Duration,
     read_ahead: usize,
 }
 
 impl HdfsStorageBuilder {
+    /// Kerberos principal, keytab and credential cache (each optional), for clusters with
+    /// `hadoop.security.authentication=kerberos`; by default the login ticket cache is used.
+    pub fn with_kerberos(
+        mut self,
+        principal: Option<String>,
+        keytab: Option<String>,
+        cache: Option<String>,
+    ) -> Self {
+        self.kerberos = [principal, keytab, cache];
+        self
+    }
+
     /// Reads the Hadoop configuration from `dir` instead of `$HADOOP_CONF_DIR`.
     pub fn with_config_dir(mut self, dir: impl Into<String>) -> Self {
         self.config_dir = Some(dir.into());
@@ -249,6 +262,16 @@ impl HdfsStorageBuilder {
         if let Some(user) = &self.user {
             b = b.with_user(user.clone());
         }
+        let [principal, keytab, cache] = self.kerberos.clone();
+        if let Some(p) = principal {
+            b = b.with_kerberos_principal(p);
+        }
+        if let Some(k) = keytab {
+            b = b.with_kerberos_keytab(k);
+        }
+        if let Some(c) = cache {
+            b = b.with_kerberos_cache(c);
+        }
         // Client::build resolves the NameNode addresses and may read Kerberos state; no I/O to the
         // NameNode happens until the first call.
         let client = {
@@ -307,6 +330,7 @@ impl HdfsStorage {
             config_dir: None,
             config: HashMap::new(),
             user: None,
+            kerberos: [None, None, None],
             timeout: DEFAULT_TIMEOUT,
             read_ahead: DEFAULT_READ_AHEAD,
         }
