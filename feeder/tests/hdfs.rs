@@ -422,3 +422,64 @@ fn bench_hdfs_read_vs_local() {
         println!("{:<44} ratio to local: {:.3}", "", v / base);
     }
 }
+
+/// Configuration discovery as Hadoop users expect it, checked in a child process (environment
+/// variables are process-wide): `HADOOP_CONF_DIR` supplies `fs.defaultFS` for `hdfs:///p`, and
+/// `HADOOP_USER_NAME` picks the user.
+#[test]
+fn hadoop_conf_dir_and_user_from_the_environment() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    put_bytes(dfs, tmp.path(), "/envconf/open.bin", b"0123456789", None);
+    put_bytes(dfs, tmp.path(), "/envconf/closed.bin", b"x", Some("600"));
+    for (user, expect) in [("", "ok"), ("alice", "denied")] {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "env_child",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("HADOOP_CONF_DIR", &dfs.conf_dir)
+        .env("HF_ENV_CHILD", expect);
+        if user.is_empty() {
+            cmd.env_remove("HADOOP_USER_NAME");
+        } else {
+            cmd.env("HADOOP_USER_NAME", user);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child as {user:?} failed:\n{text}");
+        assert!(text.contains("1 passed"), "{text}");
+    }
+}
+
+/// The child of `hadoop_conf_dir_and_user_from_the_environment` (does nothing on its own).
+#[test]
+#[ignore = "run by hadoop_conf_dir_and_user_from_the_environment"]
+fn env_child() {
+    let Ok(expect) = std::env::var("HF_ENV_CHILD") else {
+        return;
+    };
+    let s = open_storage("hdfs:///envconf").unwrap();
+    let listed = s.list("hdfs:///envconf").unwrap();
+    assert_eq!(
+        listed.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
+        [
+            "hdfs://127.0.0.1:9000/envconf/closed.bin",
+            "hdfs://127.0.0.1:9000/envconf/open.bin"
+        ]
+    );
+    let f = s.open("hdfs:///envconf/open.bin").unwrap();
+    assert_eq!(&f.read_at(2, 3).unwrap()[..], b"234");
+    let closed = s.open("hdfs:///envconf/closed.bin").map(|_| ());
+    match expect.as_str() {
+        "ok" => closed.unwrap(),
+        _ => assert!(
+            matches!(&closed, Err(Error::PermissionDenied { path }) if path == "hdfs://127.0.0.1:9000/envconf/closed.bin"),
+            "{closed:?}"
+        ),
+    }
+}
