@@ -21,6 +21,9 @@ use minidfs::MiniDfs;
 
 const MIB: usize = 1 << 20;
 
+/// Tests share one cluster (read); the fault test stops DataNodes and so runs alone (write).
+static FAULTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 fn storage(dfs: &MiniDfs) -> HdfsStorage {
     HdfsStorage::builder(dfs.uri("/"))
         .with_config_dir(dfs.conf_dir.to_str().unwrap())
@@ -51,6 +54,7 @@ fn put_bytes(dfs: &MiniDfs, dir: &Path, path: &str, data: &[u8], perm: Option<&s
 #[test]
 fn stat_list_and_every_byte_of_a_multi_block_file() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let big = pattern(5 * MIB / 2 + 123, 1);
     let small = pattern(1000, 2);
@@ -159,6 +163,7 @@ fn stat_list_and_every_byte_of_a_multi_block_file() {
 #[test]
 fn block_locations_name_the_datanodes() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let data = pattern(5 * MIB / 2, 3);
     put_bytes(dfs, tmp.path(), "/blocks/three.bin", &data, None);
@@ -186,6 +191,7 @@ fn block_locations_name_the_datanodes() {
 #[test]
 fn missing_files_and_refused_access_are_typed_errors_naming_the_path() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let fs = storage(dfs);
     let missing = dfs.uri("/nope/missing.bin");
@@ -240,6 +246,7 @@ fn missing_files_and_refused_access_are_typed_errors_naming_the_path() {
 #[test]
 fn our_writer_and_hadoop_agree() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let fs = storage(dfs);
     let data = pattern(3 * MIB / 2, 4);
     fs.write_file(&dfs.uri("/written/ours.bin"), data.clone().into())
@@ -265,6 +272,7 @@ fn our_writer_and_hadoop_agree() {
 #[test]
 fn open_storage_dispatches_hdfs_and_viewfs() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let data = pattern(MIB + 17, 5);
     put_bytes(dfs, tmp.path(), "/mounted/data/a.bin", &data, None);
@@ -301,6 +309,7 @@ fn open_storage_dispatches_hdfs_and_viewfs() {
 #[test]
 fn tfrecord_over_hdfs_matches_local() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     for compression in [Compression::None, Compression::Gzip] {
         let opts = GenOptions {
@@ -373,6 +382,7 @@ fn tfrecord_over_hdfs_matches_local() {
 #[ignore = "benchmark: run explicitly with --ignored --nocapture"]
 fn bench_hdfs_read_vs_local() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let size = 64 * MIB;
     let data = pattern(size, 9);
@@ -429,6 +439,7 @@ fn bench_hdfs_read_vs_local() {
 #[test]
 fn hadoop_conf_dir_and_user_from_the_environment() {
     let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     put_bytes(dfs, tmp.path(), "/envconf/open.bin", b"0123456789", None);
     put_bytes(dfs, tmp.path(), "/envconf/closed.bin", b"x", Some("600"));
@@ -482,4 +493,40 @@ fn env_child() {
             "{closed:?}"
         ),
     }
+}
+
+#[test]
+fn reads_survive_a_dead_datanode_and_fail_cleanly_with_none_left() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let _alone = FAULTS.write().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let data = pattern(3 * MIB + 99, 6);
+    put_bytes(dfs, tmp.path(), "/faults/a.bin", &data, None);
+    let uri = dfs.uri("/faults/a.bin");
+    let fs = HdfsStorage::builder(dfs.uri("/"))
+        .with_config_dir(dfs.conf_dir.to_str().unwrap())
+        .with_read_ahead(0)
+        .with_timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap();
+    // Opened while all three replicas are up: the block list names a DataNode that then dies.
+    let f = fs.open(&uri).unwrap();
+    dfs.control("stop-datanode");
+    let mut got = Vec::new();
+    while (got.len() as u64) < f.len() {
+        got.extend_from_slice(&f.read_at(got.len() as u64, 256 << 10).unwrap());
+    }
+    assert!(got == data, "bytes differ after a DataNode died");
+
+    dfs.control("stop-datanode");
+    dfs.control("stop-datanode");
+    let e = f.read_at(MIB as u64 + 5, 1000).unwrap_err();
+    let text = e.to_string();
+    assert!(e.is_retryable(), "{e:?}");
+    assert!(text.contains(&uri), "{text}");
+    assert!(text.contains("byte offset 1048581"), "{text}");
+
+    dfs.control("restart-datanodes");
+    let f = fs.open(&uri).unwrap();
+    assert!(f.read_at(0, data.len()).unwrap() == data);
 }

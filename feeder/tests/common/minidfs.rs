@@ -21,7 +21,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::mpsc::Receiver;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The lock every MiniDFS user (Rust or Python) holds while its cluster runs.
@@ -44,7 +45,8 @@ const START_SECS: u64 = 180;
 /// A running cluster.
 pub struct MiniDfs {
     child: Child,
-    stdin: Option<ChildStdin>,
+    /// Commands in, answers out ("ok ..." / "error ..."), one at a time.
+    control: Mutex<(Option<ChildStdin>, Receiver<String>)>,
     /// `hdfs://127.0.0.1:9000`.
     pub url: String,
     /// Directory holding the client `core-site.xml` (use as `HADOOP_CONF_DIR`).
@@ -180,21 +182,29 @@ impl MiniDfs {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if line.trim() == "Ready!" {
-                    let _ = tx.send(());
+                if tx.send(line.trim().to_string()).is_err() {
+                    break;
                 }
             }
         });
+        let deadline = std::time::Instant::now() + Duration::from_secs(LOCK_WAIT_SECS + START_SECS);
+        let ready = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) if l == "Ready!" => break Ok(()),
+                Ok(_) => continue,
+                Err(e) => break Err(e),
+            }
+        };
         let stdin = child.stdin.take();
         let mut dfs = MiniDfs {
             child,
-            stdin,
+            control: Mutex::new((stdin, rx)),
             url: URL.to_string(),
             conf_dir: work.clone(),
             classpath,
         };
-        let deadline = Duration::from_secs(LOCK_WAIT_SECS + START_SECS);
-        match rx.recv_timeout(deadline) {
+        match ready {
             Ok(()) => Ok(dfs),
             Err(e) => {
                 let status = dfs.child.try_wait().ok().flatten();
@@ -214,6 +224,20 @@ impl MiniDfs {
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .status();
         let _ = self.child.wait();
+    }
+
+    /// Sends a control command to the cluster ("stop-datanode", "restart-datanodes") and waits
+    /// (at most 180 s) for its answer.
+    pub fn control(&self, cmd: &str) {
+        let mut c = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        let stdin = c.0.as_mut().expect("cluster stdin");
+        writeln!(stdin, "{cmd}")
+            .and_then(|_| stdin.flush())
+            .expect("write to MiniDfs");
+        let answer =
+            c.1.recv_timeout(Duration::from_secs(180))
+                .unwrap_or_else(|e| panic!("no answer from MiniDfs to {cmd:?}: {e:?}"));
+        assert_eq!(answer, format!("ok {cmd}"), "MiniDfs {cmd:?}");
     }
 
     /// Runs a MiniDfs client command (`put`, `ls`, `chmod`) with Hadoop's own client.
@@ -261,7 +285,8 @@ impl MiniDfs {
 
 impl Drop for MiniDfs {
     fn drop(&mut self) {
-        if let Some(mut stdin) = self.stdin.take() {
+        let stdin = self.control.get_mut().map(|c| c.0.take()).unwrap_or(None);
+        if let Some(mut stdin) = stdin {
             let _ = stdin.write_all(b"stop\n");
         }
         for _ in 0..600 {

@@ -19,7 +19,10 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * Hadoop's own {@link FileSystem} (an independent writer for the files our reader checks).
  *
  * <pre>
- *   MiniDfs WORKDIR                      start the cluster (see {@link #serve})
+ *   MiniDfs WORKDIR                      start the cluster (see {@link #serve}); on stdin it
+ *                                        takes "stop-datanode", "restart-datanodes" (fault
+ *                                        tests; answers "ok ..." or "error ...") and stops on
+ *                                        EOF or any other line
  *   MiniDfs put LOCAL PATH [OCTAL_PERM]  copy a local file into HDFS (parents created)
  *   MiniDfs ls PATH                      one line per child: "len\tisdir\tpath"
  *   MiniDfs chmod OCTAL_PERM PATH        set permissions
@@ -76,9 +79,31 @@ public final class MiniDfs {
         System.out.println("Ready!");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        while (in.readLine() != null) {
-            // Any line or EOF ends the cluster; EOF covers a parent killed with SIGKILL.
-            break;
+        java.util.List<MiniDFSCluster.DataNodeProperties> stopped = new java.util.ArrayList<>();
+        String line;
+        // Commands for fault tests, answered with "ok <command>" or "error <why>"; EOF or any
+        // other line ends the cluster (EOF covers a parent killed with SIGKILL).
+        while ((line = in.readLine()) != null) {
+            String[] cmd = line.trim().split("\\s+");
+            try {
+                if (cmd[0].equals("stop-datanode")) {
+                    // Stops the first running DataNode.
+                    stopped.add(dfs.stopDataNode(0));
+                } else if (cmd[0].equals("restart-datanodes")) {
+                    for (MiniDFSCluster.DataNodeProperties p : stopped) {
+                        dfs.restartDataNode(p, true);
+                    }
+                    stopped.clear();
+                    dfs.waitActive();
+                    dfs.waitFirstBRCompleted(0, 60000);
+                } else {
+                    break;
+                }
+                System.out.println("ok " + line.trim());
+            } catch (Exception e) {
+                System.out.println("error " + e.toString().replace('\n', ' '));
+            }
+            System.out.flush();
         }
         watchdog(60, "shutdown took too long");
         dfs.shutdown(true);
