@@ -282,7 +282,8 @@ impl HdfsStorageBuilder {
             .user
             .clone()
             .or_else(|| std::env::var("HADOOP_USER_NAME").ok())
-            .or_else(|| std::env::var("USER").ok());
+            .or_else(|| std::env::var("USER").ok())
+            .or_else(|| std::env::var("LOGNAME").ok());
         let http = if scheme == "hdfs" {
             conf.http_addresses(&authority)
         } else {
@@ -692,8 +693,14 @@ impl RandomAccess for HdfsFile {
         // A miss starting in (or right at the end of) the current window: a sequential reader.
         let sequential = cur.is_some_and(|(s, e)| offset >= s && offset <= e);
         let l = self.window_len(offset).max(n);
+        // Fetch without the lock: other threads keep reading their ranges meanwhile.
+        drop(st);
         let bytes = self.fetch(offset, l)?;
         let out = bytes.slice(..n);
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, _, t)) = st.next.take() {
+            t.handle.abort();
+        }
         st.window = Some((offset, bytes));
         let wend = offset + l as u64;
         if sequential && wend < self.len {
