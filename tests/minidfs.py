@@ -200,17 +200,34 @@ def start(workdir: str | os.PathLike, classpath: str | None = None) -> MiniDfs:
             raise RuntimeError(f"MiniDFS did not print Ready! (exit {code}); stderr:\n{log}")
 
 
+# One cluster per process, however many test directories import the fixture: pytest keeps a
+# separate session cache per place a fixture is defined, and a second cluster would wait
+# forever for the lock the first one holds.
+_shared: MiniDfs | None = None
+_users = 0
+_guard = threading.Lock()
+
+
 @pytest.fixture(scope="session")
 def minidfs(tmp_path_factory: pytest.TempPathFactory):
     """A MiniDFS cluster for the whole session (skips only if Maven cannot fetch Hadoop)."""
-    try:
-        cp = build()
-    except MavenUnavailable as e:
-        if os.environ.get("HYDROFEED_REQUIRE_MINIDFS"):
-            pytest.fail(f"MiniDFS required but unavailable: {e}")
-        pytest.skip(f"no MiniDFS cluster: {e}")
-    dfs = start(tmp_path_factory.mktemp("minidfs"), cp)
+    global _shared, _users
+    with _guard:
+        if _shared is None:
+            try:
+                cp = build()
+            except MavenUnavailable as e:
+                if os.environ.get("HYDROFEED_REQUIRE_MINIDFS"):
+                    pytest.fail(f"MiniDFS required but unavailable: {e}")
+                pytest.skip(f"no MiniDFS cluster: {e}")
+            _shared = start(tmp_path_factory.mktemp("minidfs"), cp)
+        _users += 1
+        dfs = _shared
     try:
         yield dfs
     finally:
-        dfs.stop()
+        with _guard:
+            _users -= 1
+            if _users == 0:
+                _shared = None
+                dfs.stop()
