@@ -239,10 +239,11 @@ impl HdfsStorageBuilder {
             match default_fs.split_once("://") {
                 Some((s, r)) if s == scheme => r.split('/').next().unwrap_or("").to_string(),
                 _ => {
+                    let uri = &self.uri;
                     return Err(Error::InvalidArgument(format!(
-                    "{}: no host in the URI and fs.defaultFS ({default_fs:?}) is not {scheme}://",
-                    self.uri
-                )))
+                        "{uri}: no host in the URI and fs.defaultFS ({default_fs:?}) is not \
+                         {scheme}://"
+                    )));
                 }
             }
         } else {
@@ -1000,6 +1001,23 @@ mod tests {
         assert_eq!(s.hdfs_path("/a").unwrap(), "/a");
         assert!(s.hdfs_path("hdfs://other:1/a").is_err());
         assert!(s.hdfs_path("viewfs://127.0.0.1:1/a").is_err());
+        // hdfs:/// needs fs.defaultFS; s3:// is not ours.
+        let e = HdfsStorage::builder("hdfs:///a")
+            .with_config_dir("/nonexistent")
+            .with_config("fs.defaultFS", "file:///")
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("fs.defaultFS")),
+            "{e}"
+        );
+        let s2 = HdfsStorage::builder("hdfs:///a")
+            .with_config_dir("/nonexistent")
+            .with_config("fs.defaultFS", "hdfs://nn.example:8020")
+            .build()
+            .unwrap();
+        assert_eq!(s2.base(), "hdfs://nn.example:8020");
+        assert!(HdfsStorage::builder("s3://b/a").build().is_err());
         // Nothing listens on port 1 (hdfs-native keeps retrying the connection): a retryable
         // error naming the path, within the deadline.
         let s = HdfsStorage::builder("hdfs://127.0.0.1:1/")
