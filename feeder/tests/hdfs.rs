@@ -530,3 +530,89 @@ fn reads_survive_a_dead_datanode_and_fail_cleanly_with_none_left() {
     let f = fs.open(&uri).unwrap();
     assert!(f.read_at(0, data.len()).unwrap() == data);
 }
+
+/// `RandomAccess` as a parquet `ChunkReader`: footer and column-chunk reads are random access,
+/// the opposite of TFRecord's sequential pattern.
+struct Chunks(Arc<dyn hydrofeed_feeder::storage::RandomAccess>);
+
+impl parquet::file::reader::Length for Chunks {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl parquet::file::reader::ChunkReader for Chunks {
+    type T = tfrecord::framing::RangeReader;
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(tfrecord::framing::RangeReader::new(self.0.clone(), start))
+    }
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.0
+            .read_at(start, length)
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+    }
+}
+
+fn read_parquet(
+    f: Arc<dyn hydrofeed_feeder::storage::RandomAccess>,
+) -> Vec<arrow_array::RecordBatch> {
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(Chunks(f))
+        .unwrap()
+        .with_batch_size(1000)
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
+
+/// A Parquet file written by pyarrow (an independent writer), several row groups spanning
+/// several HDFS blocks, read with arrow-rs through `HdfsStorage` and through local disk.
+#[test]
+fn pyarrow_parquet_over_hdfs_matches_local() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = tmp.path().join("pyarrow.parquet");
+    let python = std::env::var("HYDROFEED_PYTHON").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python").to_string()
+    });
+    let script = r#"
+import sys, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+rng = np.random.default_rng(5)
+n = 60_000
+t = pa.table({
+    "id": np.arange(n, dtype=np.int64),
+    "x": rng.standard_normal(n).astype(np.float32),
+    "blob": [rng.bytes(int(k)) for k in rng.integers(0, 80, n)],
+    "tag": [("t%d" % (i % 97)) if i % 11 else None for i in range(n)],
+})
+pq.write_table(t, sys.argv[1], row_group_size=7_000, compression="snappy")
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script, local.to_str().unwrap()])
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e}"));
+    assert!(
+        out.status.success(),
+        "pyarrow: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let size = std::fs::metadata(&local).unwrap().len();
+    assert!(
+        size > 2 * MIB as u64,
+        "{size} bytes: want several HDFS blocks"
+    );
+    dfs.put(&local, "/parquet/pyarrow.parquet", None);
+
+    let expected = read_parquet(LocalStorage.open(local.to_str().unwrap()).unwrap());
+    for read_ahead in [0, 256 << 10, 4 * MIB] {
+        let fs = HdfsStorage::builder(dfs.uri("/"))
+            .with_config_dir(dfs.conf_dir.to_str().unwrap())
+            .with_read_ahead(read_ahead)
+            .build()
+            .unwrap();
+        let got = read_parquet(fs.open(&dfs.uri("/parquet/pyarrow.parquet")).unwrap());
+        assert_eq!(got, expected, "read_ahead {read_ahead}");
+    }
+    assert_eq!(expected.iter().map(|b| b.num_rows()).sum::<usize>(), 60_000);
+}
