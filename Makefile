@@ -7,7 +7,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-.PHONY: help venv build develop demo test test-rust test-python check bench clean
+.PHONY: help venv build develop demo test test-rust test-python test-hdfs check bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -35,6 +35,10 @@ test-rust: ## Rust tests (unit, conformance, multi-process, loom)
 
 test-python: venv develop ## Python tests (pytest, strict)
 	PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+
+test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
+	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-feeder --test hdfs
+	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
 
 test: test-rust test-python ## All tests
 
