@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CARGO := cargo
 
 PHONY_EXTRA := develop-debug valgrind
-.PHONY: help venv build develop demo $(PHONY_EXTRA) test test-rust test-python check bench clean
+.PHONY: help venv build develop demo $(PHONY_EXTRA) test test-rust test-python test-hdfs check bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 test-python: venv develop-debug ## Python tests (pytest, strict; exit code 5, no tests collected, fails)
 	$(CARGO) build -p hydrofeed-feeder --bin hydrofeed
 	HYDROFEED_BIN=$(CARGO_TARGET_DIR)/debug/hydrofeed PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+
+test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
+	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-feeder --test hdfs
+	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
 
 test: venv ## All tests
 	$(MAKE) test-rust

@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::Result;
 
+pub mod hdfs;
 pub mod local;
 
 /// Metadata of one file.
@@ -65,8 +66,34 @@ pub trait Storage: Send + Sync {
 pub fn open_storage(uri: &str) -> Result<Arc<dyn Storage>> {
     match uri.split_once("://").map(|(s, _)| s) {
         None | Some("file") => Ok(Arc::new(local::LocalStorage)),
+        Some("hdfs") | Some("viewfs") => open_hdfs(uri),
         Some(other) => Err(crate::Error::InvalidArgument(format!(
             "{uri}: unsupported scheme {other:?} (expected a local path, file://, hdfs:// or viewfs://)"
         ))),
     }
+}
+
+/// One [`hdfs::HdfsStorage`] per `scheme://authority` (and `HADOOP_USER_NAME`), so that every
+/// caller shares the NameNode and DataNode connections.
+fn open_hdfs(uri: &str) -> Result<Arc<dyn Storage>> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<hdfs::HdfsStorage>>>> = OnceLock::new();
+    let (scheme, rest) = uri.split_once("://").unwrap_or(("hdfs", uri));
+    let authority = rest.split('/').next().unwrap_or("");
+    let key = format!(
+        "{scheme}://{authority} {} {}",
+        std::env::var("HADOOP_USER_NAME").unwrap_or_default(),
+        std::env::var("HADOOP_CONF_DIR").unwrap_or_default()
+    );
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = cache.get(&key) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(hdfs::HdfsStorage::new(uri)?);
+    cache.insert(key, s.clone());
+    Ok(s)
 }
