@@ -1,2 +1,310 @@
-//! Zero-copy shared-memory frame ring between a feeder and a trainer process.
+//! Zero-copy shared-memory frame ring between a feeder (producer) and a trainer (consumer)
+//! process on the same node.
+//!
+//! * [`Listener`] (producer side) binds a Unix socket; [`Listener::accept`] hands each
+//!   consumer a fresh ring in a sealed memfd and returns a [`Producer`].
+//! * [`connect`] (consumer side) attaches and returns a [`Consumer`].
+//! * [`Producer::reserve`] -> write -> [`Reservation::commit`] publishes a frame;
+//!   [`Consumer::next`] returns a [`Lease`] whose bytes stay valid until it is dropped.
+//! * Most users want exactly that; [`heap_pair`] and [`memfd_pair`] make an in-process pair
+//!   for tests.
+//!
+//! The protocol and its invariants are in `docs/arch/ring.md` and in the `ring` module.
+//!
+//! ```
+//! use hydrofeed_ipc::{connect, Listener, RingConfig};
+//! use std::time::Duration;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("ring.sock");
+//! let listener = Listener::bind(&path, RingConfig { capacity: 1 << 20, max_frame: None }).unwrap();
+//! let trainer = std::thread::spawn({
+//!     let path = path.clone();
+//!     move || {
+//!         let mut consumer = connect(&path, Duration::from_secs(5)).unwrap();
+//!         let lease = consumer.next(Duration::from_secs(5)).unwrap().unwrap();
+//!         assert_eq!(&lease[..5], b"hello");
+//!         consumer.send_control(b"ack").unwrap();
+//!     }
+//! });
+//! let mut producer = listener.accept(Duration::from_secs(5)).unwrap();
+//! let mut frame = producer.reserve(5, Duration::from_secs(1)).unwrap();
+//! frame.copy_from_slice(b"hello");
+//! frame.commit();
+//! assert_eq!(producer.wait_control(Duration::from_secs(5)).unwrap().as_deref(), Some(&b"ack"[..]));
+//! trainer.join().unwrap();
+//! ```
 #![cfg_attr(not(test), warn(missing_docs))]
+
+#[cfg(not(loom))]
+mod attach;
+mod error;
+pub mod layout;
+#[cfg(not(loom))]
+mod peer;
+mod ring;
+mod segment;
+mod sync;
+
+#[cfg(not(loom))]
+pub use attach::{connect, wire, Listener};
+pub use error::{
+    AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError,
+};
+#[cfg(not(loom))]
+pub use peer::CONTROL_SEND_TIMEOUT;
+pub use ring::{Lease, Reservation};
+
+use ring::{Lost, RingConsumer, RingProducer, Shared};
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+#[cfg(loom)]
+struct Peer;
+
+#[cfg(not(loom))]
+use peer::Peer;
+
+/// Largest control message a consumer may send (64 KiB).
+pub const MAX_CONTROL_MSG: usize = 64 * 1024;
+
+/// How often a producer that never has to wait still checks that its consumer is alive.
+const PEER_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// Geometry of a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Payload bytes, rounded up to a power of two (at least 4096, at most 1 TiB).
+    pub capacity: usize,
+    /// Largest frame payload; `None`: half the capacity minus the 64-byte frame header. At
+    /// most `capacity - 64`.
+    pub max_frame: Option<usize>,
+}
+
+impl Default for RingConfig {
+    /// 64 MiB, `max_frame` 32 MiB - 64.
+    fn default() -> Self {
+        RingConfig {
+            capacity: 64 << 20,
+            max_frame: None,
+        }
+    }
+}
+
+/// The producer's end of a ring (feeder side). `Send`, not `Sync`.
+///
+/// Dropping it closes the ring (the consumer drains what was committed, then gets `None`).
+pub struct Producer {
+    ring: RingProducer,
+    peer: Option<Peer>,
+    last_check: Instant,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+impl Producer {
+    fn from_parts(ring: RingProducer, peer: Option<Peer>) -> Producer {
+        Producer {
+            ring,
+            peer,
+            last_check: Instant::now(),
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Reserves space for a frame of `len` bytes, waiting up to `timeout` for the consumer to
+    /// free space. The consumer is checked at least every 100 ms, while waiting or not.
+    pub fn reserve(
+        &mut self,
+        len: usize,
+        timeout: Duration,
+    ) -> Result<Reservation<'_>, ReserveError> {
+        if self.peer.is_some() && self.last_check.elapsed() >= PEER_CHECK_EVERY {
+            self.last_check = Instant::now();
+            if self.peer_alive().is_err() && !self.ring.closed_by_consumer() {
+                return Err(ReserveError::PeerLost);
+            }
+        }
+        let peer = &self.peer;
+        self.ring.reserve(len, timeout, &mut || peer_check(peer))
+    }
+
+    /// Largest frame payload this ring accepts.
+    pub fn max_frame(&self) -> usize {
+        self.ring.max_frame()
+    }
+
+    /// Closes the ring: the consumer drains what is committed, then `next` returns `Ok(None)`.
+    pub fn close(&mut self) {
+        self.ring.close();
+    }
+
+    /// A control message from the consumer if one has arrived (never blocks).
+    pub fn try_recv_control(&mut self) -> Result<Option<Vec<u8>>, ControlError> {
+        #[cfg(not(loom))]
+        {
+            match &mut self.peer {
+                Some(p) => p.try_recv(),
+                None => Err(ControlError::NoChannel),
+            }
+        }
+        #[cfg(loom)]
+        Err(ControlError::NoChannel)
+    }
+
+    /// Waits up to `timeout` for a control message; `Ok(None)` on timeout.
+    pub fn wait_control(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, ControlError> {
+        #[cfg(not(loom))]
+        {
+            match &mut self.peer {
+                Some(p) => p.wait_recv(timeout),
+                None => Err(ControlError::NoChannel),
+            }
+        }
+        #[cfg(loom)]
+        {
+            let _ = timeout;
+            Err(ControlError::NoChannel)
+        }
+    }
+
+    /// `Err(PeerLost)` if the consumer died, disconnected or closed the ring.
+    pub fn check_peer(&self) -> Result<(), PeerError> {
+        if self.ring.closed_by_consumer() {
+            return Err(PeerError::PeerLost);
+        }
+        self.peer_alive()
+    }
+
+    fn peer_alive(&self) -> Result<(), PeerError> {
+        peer_check(&self.peer).map_err(|_| PeerError::PeerLost)
+    }
+
+    /// The consumer's pid (this process's pid for an in-process pair).
+    pub fn peer_pid(&self) -> u32 {
+        #[cfg(not(loom))]
+        if let Some(p) = &self.peer {
+            return p.pid;
+        }
+        std::process::id()
+    }
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("peer_pid", &self.peer_pid())
+            .field("max_frame", &self.max_frame())
+            .finish()
+    }
+}
+
+fn peer_check(peer: &Option<Peer>) -> Result<(), Lost> {
+    #[cfg(not(loom))]
+    if let Some(p) = peer {
+        if !p.alive() {
+            return Err(Lost);
+        }
+    }
+    #[cfg(loom)]
+    let _ = peer;
+    Ok(())
+}
+
+/// The consumer's end of a ring (trainer side). `Send`.
+///
+/// Dropping it closes the ring; leases already handed out stay valid.
+pub struct Consumer {
+    ring: RingConsumer,
+    peer: Option<Peer>,
+}
+
+impl Consumer {
+    fn from_parts(ring: RingConsumer, peer: Option<Peer>) -> Consumer {
+        Consumer { ring, peer }
+    }
+
+    /// The next frame, waiting up to `timeout`. `Ok(None)`: the producer closed the ring and
+    /// every frame was delivered (or this consumer was closed).
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<Lease>, NextError> {
+        let peer = &self.peer;
+        self.ring.next(timeout, &mut || peer_check(peer))
+    }
+
+    /// Sends a small message to the producer (at most [`MAX_CONTROL_MSG`] bytes).
+    pub fn send_control(&mut self, msg: &[u8]) -> Result<(), ControlError> {
+        #[cfg(not(loom))]
+        {
+            match &mut self.peer {
+                Some(p) => p.send_msg(msg),
+                None => Err(ControlError::NoChannel),
+            }
+        }
+        #[cfg(loom)]
+        {
+            let _ = msg;
+            Err(ControlError::NoChannel)
+        }
+    }
+
+    /// Closes the ring from the consumer side: the producer's `reserve` returns `Closed`.
+    pub fn close(&mut self) {
+        self.ring.close();
+    }
+
+    /// The producer's pid (this process's pid for an in-process pair).
+    pub fn peer_pid(&self) -> u32 {
+        #[cfg(not(loom))]
+        if let Some(p) = &self.peer {
+            return p.pid;
+        }
+        std::process::id()
+    }
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("peer_pid", &self.peer_pid())
+            .finish()
+    }
+}
+
+/// An in-process producer/consumer pair on a heap backing (tests, loom models).
+pub fn heap_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> {
+    let (cap, max_frame) = attach_geometry(&cfg)?;
+    let sh = Shared::new(Box::new(segment::HeapSegment::new(cap, max_frame)));
+    Ok((
+        Producer::from_parts(RingProducer::new(sh.clone()), None),
+        Consumer::from_parts(RingConsumer::new(sh), None),
+    ))
+}
+
+/// An in-process pair on a sealed memfd, mapped twice (once per side) and validated as
+/// [`connect`] validates it: the shared-memory path without the socket.
+#[cfg(not(loom))]
+pub fn memfd_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> {
+    use std::os::fd::AsFd;
+    let (cap, max_frame) = attach_geometry(&cfg)?;
+    let (fd, seg) = segment::create_memfd(cap, max_frame)?;
+    let cseg = segment::open_memfd(fd.as_fd(), Some(cap as u64))?;
+    drop(fd);
+    Ok((
+        Producer::from_parts(RingProducer::new(Shared::new(Box::new(seg))), None),
+        Consumer::from_parts(RingConsumer::new(Shared::new(Box::new(cseg))), None),
+    ))
+}
+
+#[cfg(not(loom))]
+fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
+    attach::geometry(cfg)
+}
+
+#[cfg(loom)]
+fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
+    let cap = cfg.capacity.max(layout::MIN_CAPACITY).next_power_of_two();
+    let max_frame = cfg.max_frame.unwrap_or(cap / 2 - layout::FRAME_HEADER_SIZE);
+    if max_frame + layout::FRAME_HEADER_SIZE > cap {
+        return Err(AttachError::InvalidConfig);
+    }
+    Ok((cap, max_frame))
+}

@@ -1,0 +1,359 @@
+//! Attach handshake over a Unix stream socket.
+//!
+//! 1. The producer binds a socket file (mode 0600) and listens ([`Listener::bind`]).
+//! 2. The consumer connects ([`connect`]); each side checks the other's uid with `SO_PEERCRED`.
+//! 3. The producer creates a sealed memfd with a fresh ring and sends [`wire::Hello`] with the
+//!    memfd attached (`SCM_RIGHTS`), then closes its copy of the fd (its mapping remains).
+//! 4. The consumer verifies the seals (`F_GET_SEALS`), the size, and the header's magic,
+//!    version and geometry against the hello, maps it, writes its pid into the header and
+//!    answers [`wire::Ack`].
+//! 5. Both open a pidfd of the peer. The socket stays open: consumer -> producer control
+//!    messages (`u32` little-endian length, then the bytes) and death detection.
+
+use crate::layout::{FRAME_HEADER_SIZE, LAYOUT_VERSION, MAX_CAPACITY, MIN_CAPACITY};
+use crate::peer::Peer;
+use crate::ring::{RingConsumer, RingProducer, Shared};
+use crate::segment::{create_memfd, open_memfd};
+use crate::{AttachError, AttachStage, Consumer, Producer, RingConfig};
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The handshake messages, as they travel on the socket (all integers little-endian).
+pub mod wire {
+    /// `b"HYDROHLO"`: first 8 bytes of [`Hello`].
+    pub const HELLO_MAGIC: u64 = u64::from_le_bytes(*b"HYDROHLO");
+    /// `b"HYDROACK"`: first 8 bytes of [`Ack`].
+    pub const ACK_MAGIC: u64 = u64::from_le_bytes(*b"HYDROACK");
+    /// Size of [`Hello`] on the wire.
+    pub const HELLO_LEN: usize = 32;
+    /// Size of [`Ack`] on the wire.
+    pub const ACK_LEN: usize = 16;
+
+    /// Producer -> consumer, carrying the memfd as `SCM_RIGHTS`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Hello {
+        /// Layout version of the ring.
+        pub version: u32,
+        /// Payload bytes of the ring.
+        pub capacity: u64,
+        /// Largest frame payload.
+        pub max_frame: u64,
+    }
+
+    impl Hello {
+        /// Bytes on the wire: magic, version, reserved (0), capacity, max_frame.
+        pub fn encode(&self) -> [u8; HELLO_LEN] {
+            let mut b = [0u8; HELLO_LEN];
+            b[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
+            b[8..12].copy_from_slice(&self.version.to_le_bytes());
+            b[16..24].copy_from_slice(&self.capacity.to_le_bytes());
+            b[24..32].copy_from_slice(&self.max_frame.to_le_bytes());
+            b
+        }
+
+        /// Parses the bytes; `None` if the magic is wrong.
+        pub fn decode(b: &[u8; HELLO_LEN]) -> Option<Hello> {
+            let u64at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
+            if u64at(0) != HELLO_MAGIC {
+                return None;
+            }
+            Some(Hello {
+                version: u32::from_le_bytes(b[8..12].try_into().expect("4")),
+                capacity: u64at(16),
+                max_frame: u64at(24),
+            })
+        }
+    }
+
+    /// Consumer -> producer once the segment is validated and mapped.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Ack {
+        /// The consumer's pid.
+        pub pid: u32,
+    }
+
+    impl Ack {
+        /// Bytes on the wire: magic, pid, reserved (0).
+        pub fn encode(&self) -> [u8; ACK_LEN] {
+            let mut b = [0u8; ACK_LEN];
+            b[0..8].copy_from_slice(&ACK_MAGIC.to_le_bytes());
+            b[8..12].copy_from_slice(&self.pid.to_le_bytes());
+            b
+        }
+
+        /// Parses the bytes; `None` if the magic is wrong.
+        pub fn decode(b: &[u8; ACK_LEN]) -> Option<Ack> {
+            if b[0..8] != ACK_MAGIC.to_le_bytes() {
+                return None;
+            }
+            Some(Ack {
+                pid: u32::from_le_bytes(b[8..12].try_into().expect("4")),
+            })
+        }
+    }
+}
+
+/// Capacity (power of two) and max_frame of a config, or `InvalidConfig`.
+pub(crate) fn geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
+    if cfg.capacity > MAX_CAPACITY {
+        return Err(AttachError::InvalidConfig);
+    }
+    let cap = cfg.capacity.max(MIN_CAPACITY).next_power_of_two();
+    let max_frame = match cfg.max_frame {
+        Some(m) if m + FRAME_HEADER_SIZE > cap => return Err(AttachError::InvalidConfig),
+        Some(m) => m,
+        None => cap / 2 - FRAME_HEADER_SIZE,
+    };
+    Ok((cap, max_frame))
+}
+
+fn ts(d: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+/// Waits until `fd` is readable (or hung up), at most until `deadline`.
+fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> Result<(), AttachError> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&ts(left))) {
+            Ok(0) => return Err(AttachError::Timeout),
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(AttachError::io(AttachStage::Recv, e)),
+        }
+    }
+}
+
+fn check_uid(sock: &OwnedFd) -> Result<u32, AttachError> {
+    let cred = rustix::net::sockopt::socket_peercred(sock)
+        .map_err(|e| AttachError::io(AttachStage::Peer, e))?;
+    let me = rustix::process::geteuid();
+    if cred.uid != me {
+        return Err(AttachError::PeerUid {
+            uid: cred.uid.as_raw(),
+        });
+    }
+    Ok(cred.pid.as_raw_nonzero().get() as u32)
+}
+
+/// The producer's listening socket; [`accept`](Listener::accept) makes one ring per consumer.
+/// The socket file is removed when the listener is dropped.
+#[derive(Debug)]
+pub struct Listener {
+    fd: OwnedFd,
+    path: PathBuf,
+    cap: usize,
+    max_frame: usize,
+    ino: (u64, u64),
+}
+
+impl Listener {
+    /// Binds a Unix socket at `path` (mode 0600) and listens. A stale socket file nobody
+    /// listens on is replaced; a live one is an error (`EADDRINUSE`).
+    pub fn bind(path: &Path, cfg: RingConfig) -> Result<Listener, AttachError> {
+        let (cap, max_frame) = geometry(&cfg)?;
+        let bind_err = |e| AttachError::io(AttachStage::Bind, e);
+        let fd = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(bind_err)?;
+        let addr = SocketAddrUnix::new(path).map_err(bind_err)?;
+        match rustix::net::bind(&fd, &addr) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::ADDRINUSE) => {
+                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                    return Err(bind_err(rustix::io::Errno::ADDRINUSE));
+                }
+                let _ = std::fs::remove_file(path);
+                rustix::net::bind(&fd, &addr).map_err(bind_err)?;
+            }
+            Err(e) => return Err(bind_err(e)),
+        }
+        // Before listen() nobody can connect, so tightening the mode here leaves no window.
+        rustix::fs::chmod(path, rustix::fs::Mode::from_raw_mode(0o600)).map_err(bind_err)?;
+        let st = rustix::fs::stat(path).map_err(bind_err)?;
+        rustix::net::listen(&fd, 16).map_err(bind_err)?;
+        Ok(Listener {
+            fd,
+            path: path.to_path_buf(),
+            cap,
+            max_frame,
+            ino: (st.st_dev, st.st_ino),
+        })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Waits up to `timeout` for one consumer and hands it a new ring.
+    ///
+    /// A consumer running as another uid is refused with [`AttachError::PeerUid`] (its
+    /// connection is closed); call `accept` again for the next one.
+    pub fn accept(&self, timeout: Duration) -> Result<Producer, AttachError> {
+        let deadline = Instant::now() + timeout;
+        wait_readable(self.fd.as_fd(), deadline)?;
+        let sock = rustix::net::accept_with(&self.fd, SocketFlags::CLOEXEC)
+            .map_err(|e| AttachError::io(AttachStage::Accept, e))?;
+        let pid = check_uid(&sock)?;
+        let (memfd, seg) = create_memfd(self.cap, self.max_frame)?;
+        let hello = wire::Hello {
+            version: LAYOUT_VERSION,
+            capacity: self.cap as u64,
+            max_frame: self.max_frame as u64,
+        }
+        .encode();
+        send_with_fd(sock.as_fd(), &hello, memfd.as_fd())?;
+        // Our mapping keeps the memory; the memfd itself now lives only in the consumer.
+        drop(memfd);
+        wait_readable(sock.as_fd(), deadline)?;
+        let mut ack = [0u8; wire::ACK_LEN];
+        recv_exact(sock.as_fd(), &mut ack, deadline)?;
+        let ack = wire::Ack::decode(&ack).ok_or(AttachError::Protocol)?;
+        if ack.pid != pid {
+            return Err(AttachError::Protocol);
+        }
+        let sh = Shared::new(Box::new(seg));
+        let peer = Peer::new(sock, pid);
+        Ok(Producer::from_parts(RingProducer::new(sh), Some(peer)))
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Ok(st) = rustix::fs::stat(&self.path) {
+            if (st.st_dev, st.st_ino) == self.ino {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+fn send_with_fd(sock: BorrowedFd<'_>, bytes: &[u8], fd: BorrowedFd<'_>) -> Result<(), AttachError> {
+    let fds = [fd];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(AttachError::Protocol);
+    }
+    let n = rustix::net::sendmsg(sock, &[IoSlice::new(bytes)], &mut cmsg, SendFlags::NOSIGNAL)
+        .map_err(|e| match e {
+            rustix::io::Errno::PIPE | rustix::io::Errno::CONNRESET => AttachError::PeerLost,
+            e => AttachError::io(AttachStage::Send, e),
+        })?;
+    if n != bytes.len() {
+        return Err(AttachError::Protocol);
+    }
+    Ok(())
+}
+
+fn recv_exact(sock: BorrowedFd<'_>, buf: &mut [u8], deadline: Instant) -> Result<(), AttachError> {
+    let mut got = 0;
+    while got < buf.len() {
+        wait_readable(sock, deadline)?;
+        match rustix::net::recv(sock, &mut buf[got..], RecvFlags::DONTWAIT) {
+            Ok((0, _)) => return Err(AttachError::PeerLost),
+            Ok((n, _)) => got += n,
+            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::CONNRESET) => return Err(AttachError::PeerLost),
+            Err(e) => return Err(AttachError::io(AttachStage::Recv, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Connects to the producer listening at `path` and attaches to the ring it sends.
+///
+/// Retries while the socket does not exist yet or refuses connections, until `timeout`.
+pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> {
+    let deadline = Instant::now() + timeout;
+    let conn_err = |e| AttachError::io(AttachStage::Connect, e);
+    let addr = SocketAddrUnix::new(path).map_err(conn_err)?;
+    let sock = loop {
+        let fd = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(conn_err)?;
+        match rustix::net::connect(&fd, &addr) {
+            Ok(()) => break fd,
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::CONNREFUSED)
+                if Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(conn_err(e)),
+        }
+    };
+    let pid = check_uid(&sock)?;
+    wait_readable(sock.as_fd(), deadline)?;
+    let mut hello = [0u8; wire::HELLO_LEN];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+    let msg = rustix::net::recvmsg(
+        &sock,
+        &mut [IoSliceMut::new(&mut hello)],
+        &mut cmsg,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(|e| AttachError::io(AttachStage::Recv, e))?;
+    let mut memfd: Option<OwnedFd> = None;
+    for m in cmsg.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = m {
+            for fd in fds {
+                // Keep the first, close any extra.
+                memfd.get_or_insert(fd);
+            }
+        }
+    }
+    if msg.bytes == 0 {
+        return Err(AttachError::PeerLost);
+    }
+    let memfd = memfd.ok_or(AttachError::Protocol)?;
+    if msg.bytes != wire::HELLO_LEN {
+        return Err(AttachError::Protocol);
+    }
+    let hello = wire::Hello::decode(&hello).ok_or(AttachError::Protocol)?;
+    if hello.version != LAYOUT_VERSION {
+        return Err(AttachError::BadVersion {
+            found: hello.version,
+        });
+    }
+    let seg = open_memfd(memfd.as_fd(), Some(hello.capacity))?;
+    drop(memfd);
+    let sh = Shared::new(Box::new(seg));
+    let me = std::process::id();
+    sh.header()
+        .consumer
+        .pid
+        .store(me, crate::sync::Ordering::Release);
+    let ack = wire::Ack { pid: me }.encode();
+    let n = rustix::net::send(&sock, &ack, SendFlags::NOSIGNAL).map_err(|e| match e {
+        rustix::io::Errno::PIPE | rustix::io::Errno::CONNRESET => AttachError::PeerLost,
+        e => AttachError::io(AttachStage::Send, e),
+    })?;
+    if n != ack.len() {
+        return Err(AttachError::Protocol);
+    }
+    let peer = Peer::new(sock, pid);
+    Ok(Consumer::from_parts(RingConsumer::new(sh), Some(peer)))
+}

@@ -1,0 +1,643 @@
+//! The SPSC frame ring over a [`Segment`]: the protocol, independent of processes and sockets.
+//!
+//! Positions (`head`, `tail`, the consumer's read position) are byte counts since creation;
+//! the offset in the payload is `pos & (capacity - 1)`. Invariants:
+//! `tail <= read <= head <= tail + capacity`, all multiples of 64.
+//!
+//! * Producer: writes the frame bytes and its [`FrameHeader`] at `head`, then publishes with a
+//!   Release store of `head` (SYNC: pairs with the consumer's Acquire load of `head` in
+//!   [`RingConsumer::next`]). A frame that does not fit before the end of the payload is
+//!   preceded by a padding record that runs to the end; the padding is published on its own
+//!   so a frame of up to `capacity - 64` bytes always fits eventually.
+//! * Consumer: reads the record at its read position, hands out a [`Lease`], and records the
+//!   lease's span in a release queue. Dropping a lease marks its span released; the released
+//!   prefix of the queue is popped and `tail` advanced past it with a Release store (SYNC:
+//!   pairs with the producer's Acquire load of `tail` in `wait_space`, so the consumer's reads
+//!   of a frame happen before the producer overwrites it).
+//! * Sleeping: a side that finds nothing to do spins briefly, then sets its waiting flag,
+//!   issues a SeqCst fence, re-checks, and sleeps on the other side's futex word for at most
+//!   one slice (100 ms). The waker stores its position, bumps the futex word, issues a SeqCst
+//!   fence and reads the waiting flag (Dekker: at least one of the two sees the other), so a
+//!   wake-up is never lost; the slices bound the damage if a peer dies.
+
+use crate::layout::{
+    record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD,
+};
+use crate::segment::Segment;
+use crate::sync::{fence, futex_wait, futex_wake, lock, spin_hint, AtomicU32, Mutex, Ordering};
+use crate::{NextError, ReserveError};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest single futex sleep: a side checks its peer at least this often.
+pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(100);
+/// How long a side spins before it sleeps on the futex.
+#[cfg(not(loom))]
+const SPIN: Duration = Duration::from_micros(30);
+#[cfg(not(loom))]
+const SPIN_MAX_ITERS: u32 = 1 << 16;
+#[cfg(loom)]
+const SPIN_MAX_ITERS: u32 = 1;
+
+/// What a wait slice callback reports: the peer is gone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lost;
+
+/// The ring's memory plus its cached geometry.
+pub(crate) struct Shared {
+    seg: Box<dyn Segment>,
+    cap: u64,
+    mask: u64,
+    max_frame: usize,
+    /// Outstanding leases (consumer side only).
+    rel: Mutex<Releases>,
+}
+
+struct Span {
+    start: u64,
+    end: u64,
+    released: bool,
+}
+
+/// The consumer's release queue: spans of leased frames in ring order.
+struct Releases {
+    spans: VecDeque<Span>,
+    /// The consumer's reclaim position (mirror of `header.cons.tail`).
+    tail: u64,
+}
+
+impl Shared {
+    pub(crate) fn new(seg: Box<dyn Segment>) -> Arc<Shared> {
+        let h = seg.header();
+        let cap = h.meta.capacity;
+        let max_frame = h.meta.max_frame as usize;
+        let tail = h.cons.tail.load(Ordering::Acquire);
+        Arc::new(Shared {
+            seg,
+            cap,
+            mask: cap - 1,
+            max_frame,
+            rel: Mutex::new(Releases {
+                spans: VecDeque::with_capacity(64),
+                tail,
+            }),
+        })
+    }
+
+    pub(crate) fn header(&self) -> &Header {
+        self.seg.header()
+    }
+
+    fn at(&self, pos: u64) -> *mut u8 {
+        // SAFETY: the offset is masked into the payload, which is `cap` bytes long.
+        unsafe { self.seg.payload().add((pos & self.mask) as usize) }
+    }
+
+    /// Marks the lease starting at `start` released and reclaims the released prefix.
+    fn release(&self, start: u64) {
+        let mut rel = lock(&self.rel);
+        let Ok(i) = rel.spans.binary_search_by_key(&start, |s| s.start) else {
+            debug_assert!(false, "released a lease that is not outstanding");
+            return;
+        };
+        rel.spans[i].released = true;
+        if i != 0 {
+            return;
+        }
+        let mut tail = rel.tail;
+        while let Some(s) = rel.spans.front() {
+            if !s.released {
+                break;
+            }
+            tail = s.end;
+            rel.spans.pop_front();
+        }
+        self.publish_tail(&mut rel, tail);
+    }
+
+    /// Reclaims a padding record at once (or queues it behind outstanding leases).
+    fn release_pad(&self, start: u64, end: u64) {
+        let mut rel = lock(&self.rel);
+        if rel.spans.is_empty() {
+            self.publish_tail(&mut rel, end);
+        } else {
+            rel.spans.push_back(Span {
+                start,
+                end,
+                released: true,
+            });
+        }
+    }
+
+    fn publish_tail(&self, rel: &mut Releases, tail: u64) {
+        rel.tail = tail;
+        let h = self.header();
+        // SYNC: Release, pairs with the Acquire load of tail in RingProducer::wait_space: the
+        // reads of every reclaimed frame happen before the producer reuses its bytes.
+        h.cons.tail.store(tail, Ordering::Release);
+        wake_after_publish(&h.cons.space_futex, &h.producer_waiting.waiting);
+    }
+}
+
+/// Bumps `word` and wakes its sleeper if the sleeper announced itself.
+fn wake_after_publish(word: &AtomicU32, waiting: &AtomicU32) {
+    word.fetch_add(1, Ordering::Release);
+    // SYNC: SeqCst fence, pairs with the fence in `sleep` (Dekker): either the sleeper's
+    // re-check sees our position store, or we see its waiting flag and wake it.
+    fence(Ordering::SeqCst);
+    if waiting.load(Ordering::Relaxed) != 0 {
+        futex_wake(word);
+    }
+}
+
+/// Spin, then sleep one slice on `word`, unless `ready()` turns true. Returns whether it did.
+fn spin_then_sleep(
+    word: &AtomicU32,
+    waiting: &AtomicU32,
+    deadline: Instant,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    #[cfg(not(loom))]
+    let spin_end = Instant::now() + SPIN;
+    for i in 0..SPIN_MAX_ITERS {
+        spin_hint();
+        if ready() {
+            return true;
+        }
+        #[cfg(not(loom))]
+        if i % 64 == 63 && Instant::now() >= spin_end {
+            break;
+        }
+        #[cfg(loom)]
+        let _ = i;
+    }
+    let seen = word.load(Ordering::Acquire);
+    waiting.store(1, Ordering::Relaxed);
+    // SYNC: SeqCst fence, pairs with the fence in `wake_after_publish`.
+    fence(Ordering::SeqCst);
+    if ready() {
+        waiting.store(0, Ordering::Relaxed);
+        return true;
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if !left.is_zero() {
+        futex_wait(word, seen, left.min(WAIT_SLICE));
+    }
+    waiting.store(0, Ordering::Relaxed);
+    ready()
+}
+
+fn now_ms() -> u64 {
+    #[cfg(not(loom))]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
+    }
+    #[cfg(loom)]
+    {
+        0
+    }
+}
+
+/// The producer's end of a ring.
+pub(crate) struct RingProducer {
+    sh: Arc<Shared>,
+    head: u64,
+    tail_cache: u64,
+    seq: u64,
+    closed: bool,
+}
+
+impl RingProducer {
+    pub(crate) fn new(sh: Arc<Shared>) -> RingProducer {
+        let head = sh.header().prod.head.load(Ordering::Acquire);
+        RingProducer {
+            tail_cache: sh.header().cons.tail.load(Ordering::Acquire),
+            sh,
+            head,
+            seq: 0,
+            closed: false,
+        }
+    }
+
+    pub(crate) fn max_frame(&self) -> usize {
+        self.sh.max_frame
+    }
+
+    pub(crate) fn closed_by_consumer(&self) -> bool {
+        self.consumer_closed()
+    }
+
+    fn consumer_closed(&self) -> bool {
+        self.sh.header().consumer.closed.load(Ordering::Acquire) != 0
+    }
+
+    /// Reserves `len` bytes; `on_slice` runs after each sleep slice and may report the peer lost.
+    pub(crate) fn reserve(
+        &mut self,
+        len: usize,
+        timeout: Duration,
+        on_slice: &mut dyn FnMut() -> Result<(), Lost>,
+    ) -> Result<Reservation<'_>, ReserveError> {
+        if self.closed {
+            return Err(ReserveError::Closed);
+        }
+        if len > self.sh.max_frame {
+            return Err(ReserveError::TooLarge);
+        }
+        if self.consumer_closed() {
+            return Err(ReserveError::Closed);
+        }
+        let deadline = Instant::now() + timeout;
+        let rec = record_size(len) as u64;
+        let off = self.head & self.sh.mask;
+        if self.sh.cap - off < rec {
+            // Pad to the end of the payload and publish the padding alone, so the frame can
+            // start at offset 0 once the consumer has passed the padding.
+            let pad = self.sh.cap - off;
+            self.wait_space(pad, deadline, on_slice)?;
+            let fh = FrameHeader {
+                len: pad - FRAME_HEADER_SIZE as u64,
+                kind: KIND_PAD,
+                reserved: 0,
+                seq: 0,
+            };
+            // SAFETY: [head, head + pad) is free (wait_space) and within the payload; the
+            // record start is 64-byte aligned.
+            unsafe { std::ptr::write(self.sh.at(self.head) as *mut FrameHeader, fh) };
+            self.publish(self.head + pad);
+        }
+        self.wait_space(rec, deadline, on_slice)?;
+        Ok(Reservation {
+            pos: self.head,
+            len,
+            prod: self,
+        })
+    }
+
+    /// Waits until `need` bytes from `head` are free.
+    fn wait_space(
+        &mut self,
+        need: u64,
+        deadline: Instant,
+        on_slice: &mut dyn FnMut() -> Result<(), Lost>,
+    ) -> Result<(), ReserveError> {
+        if self.head + need - self.tail_cache <= self.sh.cap {
+            return Ok(());
+        }
+        let h = self.sh.header();
+        loop {
+            let cap = self.sh.cap;
+            let head = self.head;
+            let mut tail = self.tail_cache;
+            // SYNC: Acquire, pairs with the Release store of tail in Shared::publish_tail.
+            let ok = spin_then_sleep(
+                &h.cons.space_futex,
+                &h.producer_waiting.waiting,
+                deadline,
+                || {
+                    tail = h.cons.tail.load(Ordering::Acquire);
+                    head + need - tail <= cap
+                },
+            );
+            self.tail_cache = tail;
+            if ok {
+                return Ok(());
+            }
+            if self.consumer_closed() {
+                return Err(ReserveError::Closed);
+            }
+            h.producer.heartbeat.store(now_ms(), Ordering::Relaxed);
+            if on_slice().is_err() {
+                return Err(if self.consumer_closed() {
+                    ReserveError::Closed
+                } else {
+                    ReserveError::PeerLost
+                });
+            }
+            if Instant::now() >= deadline {
+                return Err(ReserveError::Timeout);
+            }
+        }
+    }
+
+    fn publish(&mut self, head: u64) {
+        self.head = head;
+        let h = self.sh.header();
+        // SYNC: Release, pairs with the Acquire load of head in RingConsumer::next: the frame
+        // bytes and header written before are visible to the consumer.
+        h.prod.head.store(head, Ordering::Release);
+        wake_after_publish(&h.prod.data_futex, &h.consumer_waiting.waiting);
+    }
+
+    /// Closes the producer end: the consumer drains what is published, then sees the end.
+    pub(crate) fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        let h = self.sh.header();
+        // SYNC: Release, pairs with the Acquire load of producer.closed in RingConsumer::next
+        // (every head store happens before it).
+        h.producer.closed.store(1, Ordering::Release);
+        h.prod.data_futex.fetch_add(1, Ordering::Release);
+        futex_wake(&h.prod.data_futex);
+    }
+}
+
+impl Drop for RingProducer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Space for one frame in the ring, reserved by [`Producer::reserve`](crate::Producer::reserve).
+///
+/// Derefs to exactly `len` writable bytes, 64-byte aligned. [`commit`](Reservation::commit)
+/// publishes it; dropping it without a commit releases the space and publishes nothing.
+/// The bytes start uninitialised from the reader's point of view (they hold whatever an
+/// earlier frame left); write all you commit.
+pub struct Reservation<'a> {
+    prod: &'a mut RingProducer,
+    pos: u64,
+    len: usize,
+}
+
+impl Reservation<'_> {
+    /// Publishes the whole reservation as one frame.
+    pub fn commit(self) {
+        let n = self.len;
+        self.commit_len(n);
+    }
+
+    /// Publishes the first `n` bytes as one frame (the rest of the space is released).
+    ///
+    /// # Panics
+    /// If `n` is larger than the reserved length.
+    pub fn commit_len(self, n: usize) {
+        assert!(
+            n <= self.len,
+            "commit_len({n}) larger than the reservation ({})",
+            self.len
+        );
+        let fh = FrameHeader {
+            len: n as u64,
+            kind: KIND_DATA,
+            reserved: 0,
+            seq: self.prod.seq,
+        };
+        // SAFETY: the record start is inside the reserved, free space and 64-byte aligned.
+        unsafe { std::ptr::write(self.prod.sh.at(self.pos) as *mut FrameHeader, fh) };
+        self.prod.seq += 1;
+        let end = self.pos + record_size(n) as u64;
+        self.prod.publish(end);
+    }
+}
+
+impl Deref for Reservation<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: [pos + 64, pos + 64 + len) is reserved for us, inside the payload (the record
+        // does not wrap), and no one else touches it until we publish it.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE),
+                self.len,
+            )
+        }
+    }
+}
+
+impl DerefMut for Reservation<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes the slice unique.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE),
+                self.len,
+            )
+        }
+    }
+}
+
+/// The consumer's end of a ring.
+pub(crate) struct RingConsumer {
+    sh: Arc<Shared>,
+    read: u64,
+    head_cache: u64,
+    seq: u64,
+    closed: bool,
+    corrupt: bool,
+}
+
+impl RingConsumer {
+    pub(crate) fn new(sh: Arc<Shared>) -> RingConsumer {
+        let read = lock(&sh.rel).tail;
+        RingConsumer {
+            head_cache: read,
+            sh,
+            read,
+            seq: 0,
+            closed: false,
+            corrupt: false,
+        }
+    }
+
+    /// The next frame; `on_slice` runs after each sleep slice and may report the peer lost
+    /// (frames already published are still delivered first).
+    pub(crate) fn next(
+        &mut self,
+        timeout: Duration,
+        on_slice: &mut dyn FnMut() -> Result<(), Lost>,
+    ) -> Result<Option<Lease>, NextError> {
+        if self.corrupt {
+            return Err(NextError::Corrupt);
+        }
+        if self.closed {
+            return Ok(None);
+        }
+        let mut deadline = None;
+        loop {
+            if self.read == self.head_cache {
+                // SYNC: Acquire, pairs with the Release store of head in RingProducer::publish.
+                self.head_cache = self.sh.header().prod.head.load(Ordering::Acquire);
+            }
+            if self.read != self.head_cache {
+                match self.take() {
+                    Ok(Some(lease)) => return Ok(Some(lease)),
+                    Ok(None) => continue, // padding
+                    Err(e) => {
+                        self.corrupt = true;
+                        return Err(e);
+                    }
+                }
+            }
+            let h = self.sh.header();
+            // SYNC: Acquire, pairs with the Release store of producer.closed in
+            // RingProducer::close; every head store happened before it.
+            if h.producer.closed.load(Ordering::Acquire) != 0 {
+                self.head_cache = h.prod.head.load(Ordering::Acquire);
+                if self.read == self.head_cache {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            let read = self.read;
+            let mut head = self.head_cache;
+            let ready = spin_then_sleep(
+                &h.prod.data_futex,
+                &h.consumer_waiting.waiting,
+                deadline,
+                || {
+                    head = h.prod.head.load(Ordering::Acquire);
+                    head != read || h.producer.closed.load(Ordering::Acquire) != 0
+                },
+            );
+            self.head_cache = head;
+            if ready {
+                continue;
+            }
+            h.consumer.heartbeat.store(now_ms(), Ordering::Relaxed);
+            if on_slice().is_err() {
+                self.head_cache = h.prod.head.load(Ordering::Acquire);
+                if self.read != self.head_cache || h.producer.closed.load(Ordering::Acquire) != 0
+                {
+                    continue;
+                }
+                return Err(NextError::PeerLost);
+            }
+            if Instant::now() >= deadline {
+                return Err(NextError::Timeout);
+            }
+        }
+    }
+
+    /// Takes the record at `read` (which is published). `Ok(None)`: it was padding.
+    fn take(&mut self) -> Result<Option<Lease>, NextError> {
+        let sh = &self.sh;
+        let start = self.read;
+        let off = start & sh.mask;
+        let avail = self.head_cache.wrapping_sub(start);
+        if avail > sh.cap || avail < FRAME_HEADER_SIZE as u64 {
+            return Err(NextError::Corrupt);
+        }
+        // SAFETY: the record header is published (start < head) and inside the payload;
+        // read by value (volatile: the other process shares this memory).
+        let fh: FrameHeader =
+            unsafe { std::ptr::read_volatile(sh.at(start) as *const FrameHeader) };
+        match fh.kind {
+            KIND_PAD => {
+                let size = sh.cap - off;
+                if fh.len.checked_add(FRAME_HEADER_SIZE as u64) != Some(size) || size > avail {
+                    return Err(NextError::Corrupt);
+                }
+                self.read = start + size;
+                sh.release_pad(start, self.read);
+                Ok(None)
+            }
+            KIND_DATA => {
+                if fh.len > sh.max_frame as u64 || fh.seq != self.seq {
+                    return Err(NextError::Corrupt);
+                }
+                let len = fh.len as usize;
+                let size = record_size(len) as u64;
+                if size > avail || off + size > sh.cap {
+                    return Err(NextError::Corrupt);
+                }
+                self.seq += 1;
+                self.read = start + size;
+                lock(&sh.rel).spans.push_back(Span {
+                    start,
+                    end: self.read,
+                    released: false,
+                });
+                // SAFETY: inside the payload, see the checks above.
+                let ptr = unsafe { sh.at(start).add(FRAME_HEADER_SIZE) };
+                Ok(Some(Lease {
+                    sh: Arc::clone(sh),
+                    ptr,
+                    len,
+                    start,
+                    _not_unpin: PhantomData,
+                }))
+            }
+            _ => Err(NextError::Corrupt),
+        }
+    }
+
+    /// Closes the consumer end: the producer's reserve returns `Closed` from now on.
+    pub(crate) fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        let h = self.sh.header();
+        h.consumer.closed.store(1, Ordering::Release);
+        h.cons.space_futex.fetch_add(1, Ordering::Release);
+        futex_wake(&h.cons.space_futex);
+    }
+}
+
+impl Drop for RingConsumer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// One frame handed to the consumer: its bytes stay valid and unchanged until the lease is
+/// dropped. Leases may be held together, moved to other threads and dropped in any order; the
+/// ring reclaims space in ring order as the oldest outstanding leases go.
+pub struct Lease {
+    sh: Arc<Shared>,
+    ptr: *const u8,
+    len: usize,
+    start: u64,
+    _not_unpin: PhantomData<()>,
+}
+
+// SAFETY: the leased bytes are not written by anyone until the lease is dropped (the producer
+// never writes below tail + capacity, and tail stays at or below this frame while it is
+// outstanding); the release queue is behind a mutex; the mapping is kept alive by the Arc.
+unsafe impl Send for Lease {}
+// SAFETY: as above; shared access is read-only.
+unsafe impl Sync for Lease {}
+
+impl Lease {
+    /// The frame's bytes (same as `&*lease`).
+    pub fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Deref for Lease {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: see the `Send` impl: published, inside the payload, immutable while leased.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl AsRef<[u8]> for Lease {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("pos", &self.start)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.sh.release(self.start);
+    }
+}
