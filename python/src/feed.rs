@@ -213,6 +213,66 @@ impl Feed {
         }
     }
 
+    /// Waits for the stream's schema (the feeder's first frame) and returns it as a
+    /// `pyarrow.Schema`, without consuming any batch. Raises the feeder's error if it failed
+    /// before sending one.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_schema<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+        let timeout = match timeout {
+            Some(t) => secs("timeout", t)?,
+            None => self.timeout,
+        };
+        let mut g = self.lock()?;
+        let inner = &mut *g;
+        while inner.dec.schema().is_none() {
+            let Some(consumer) = inner.consumer.as_mut().filter(|_| !inner.done) else {
+                return Err(PeerLostError::new_err("the feed is closed and never sent a schema"));
+            };
+            let what = format!(
+                "the schema from the feeder (pid {}) at {} (stage: feeder planning the input)",
+                self.peer, self.address
+            );
+            let r = wait(py, timeout, &what, || match consumer.next(TICK) {
+                Ok(l) => Step::Ready(l),
+                Err(NextError::Timeout) => Step::Again,
+                Err(e) => Step::Failed(e),
+            })?;
+            let lease = match r {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    inner.done = true;
+                    return Err(PeerLostError::new_err(format!(
+                        "feeder (pid {}) closed the ring before sending a schema",
+                        self.peer
+                    )));
+                }
+                Err(e) => {
+                    inner.done = true;
+                    return Err(error::next(e, self.peer, "waiting for the schema"));
+                }
+            };
+            inner.frames += 1;
+            inner.bytes += lease.len() as u64;
+            match inner.dec.decode(&owned_buffer(lease)).map_err(|e| error::frame(e, self.peer))? {
+                Frame::Schema(..) => {}
+                Frame::Error(_, code, msg) => {
+                    inner.done = true;
+                    return Err(error::from_frame(code, &msg, self.peer));
+                }
+                other => {
+                    return Err(error::frame(
+                        hydrofeed_tfbridge::FrameError::Corrupt(format!(
+                            "expected the schema frame first, got {other:?}"
+                        )),
+                        self.peer,
+                    ))
+                }
+            }
+        }
+        let s = inner.dec.schema().cloned().ok_or_else(|| error::internal("schema vanished"))?;
+        PySchema::new(s).into_pyarrow(py)
+    }
+
     /// The schema of the stream (`pyarrow.Schema`), once the first frame arrived.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
