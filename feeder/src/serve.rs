@@ -358,19 +358,18 @@ fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
 }
 
 fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match l.accept(TICK.min(timeout)) {
-            Ok(p) => return Ok(p),
-            Err(AttachError::Timeout) if Instant::now() < deadline => {}
-            Err(e) => {
-                return Err(Error::Timeout {
-                    what: format!("a trainer to connect to {}: {e}", l.path().display()),
-                    secs: timeout.as_secs_f64(),
-                })
-            }
-        }
-    }
+    // One call with the whole timeout: the handshake runs inside `accept`, and a short
+    // timeout that expires mid-handshake would reset a trainer that is connecting.
+    l.accept(timeout).map_err(|e| match e {
+        AttachError::Timeout => Error::Timeout {
+            what: format!("a trainer to connect to {}", l.path().display()),
+            secs: timeout.as_secs_f64(),
+        },
+        e => Error::PeerLost(format!(
+            "attaching the trainer at {}: {e}",
+            l.path().display()
+        )),
+    })
 }
 
 /// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
@@ -556,4 +555,228 @@ pub const SOCKET_ENV: &str = "HYDROFEED_FEED_SOCKET";
 /// Whether `p` is an existing socket left by a dead server (tests, launchers).
 pub fn stale_socket(p: &Path) -> bool {
     std::os::unix::net::UnixStream::connect(p).is_err() && p.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use hydrofeed_ipc::connect;
+    use hydrofeed_tfbridge::{owned_buffer, Frame, FrameDecoder};
+
+    use super::*;
+    use crate::gen::{write_dataset, GenOptions};
+
+    fn dataset(dir: &Path, rows: u64, files: usize) {
+        write_dataset(
+            dir,
+            &GenOptions {
+                format: Format::Tfrecord,
+                rows,
+                files,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+
+    fn opts(input: &Path, sock: &Path, epochs: u32) -> ServeOptions {
+        ServeOptions {
+            input: input.display().to_string(),
+            socket: sock.to_path_buf(),
+            epochs,
+            ring: RingConfig {
+                capacity: 32 << 20, // holds a whole test feed: `drain` keeps every lease
+                max_frame: None,
+            },
+            accept_timeout: Duration::from_secs(20),
+            stall_timeout: Duration::from_secs(20),
+            ..Default::default()
+        }
+    }
+
+    /// Reads every frame until the ring closes.
+    fn drain(sock: &Path, batch: u64) -> Vec<Frame> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut c = loop {
+            match connect(sock, Duration::from_secs(1)) {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("connect: {e}"),
+            }
+        };
+        c.send_control(
+            &Control::Hello {
+                batch_size: Some(batch),
+                pid: 1,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        let mut dec = FrameDecoder::new();
+        let mut out = Vec::new();
+        loop {
+            match c.next(Duration::from_secs(20)) {
+                Ok(Some(l)) => out.push(dec.decode(&owned_buffer(l)).unwrap()),
+                Ok(None) => break,
+                Err(e) => panic!("after {} frames ({:?}): {e}", out.len(), out.last()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rebatches_across_files_and_marks_epochs() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 1000, 3);
+        let sock = d.path().join("s.sock");
+        let o = opts(&d.path().join("data"), &sock, 2);
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 128);
+        let report = server.join().unwrap().unwrap();
+        assert_eq!(report.rows, 2000);
+        assert!(!sock.exists(), "socket file left behind");
+        assert!(matches!(frames[0], Frame::Schema(..)));
+        let mut ids = vec![Vec::new(), Vec::new()];
+        let mut sizes = Vec::new();
+        let (mut split_ends, mut epoch_ends, mut feed_ends) = (0, 0, 0);
+        let mut seq = 0;
+        for f in &frames {
+            match f {
+                Frame::Schema(m, _) => assert_eq!(m.seq, 0),
+                Frame::Batch(m, b) => {
+                    seq += 1;
+                    assert_eq!(m.seq, seq);
+                    sizes.push(b.num_rows());
+                    let col = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+                    ids[m.epoch as usize].extend(col.values().iter().copied());
+                }
+                Frame::EndOfSplit(m) => {
+                    seq += 1;
+                    assert_eq!(m.seq, seq);
+                    split_ends += 1;
+                }
+                Frame::EndOfEpoch(_) => {
+                    seq += 1;
+                    epoch_ends += 1;
+                }
+                Frame::EndOfFeed(m) => {
+                    seq += 1;
+                    assert_eq!(m.rows, 2000);
+                    feed_ends += 1;
+                }
+                Frame::Error(..) => panic!("{f:?}"),
+            }
+        }
+        let want: Vec<i64> = (0..1000).collect();
+        assert_eq!(ids[0], want);
+        assert_eq!(ids[1], want);
+        // 1000 = 7 * 128 + 104 per epoch, whatever the file boundaries.
+        let per_epoch: Vec<usize> = [vec![128; 7], vec![104]].concat();
+        assert_eq!(sizes, [per_epoch.clone(), per_epoch].concat());
+        assert_eq!((epoch_ends, feed_ends), (2, 1));
+        assert!(
+            split_ends >= 6,
+            "{split_ends} split ends for 3 files x 2 epochs"
+        );
+        assert!(matches!(frames.last(), Some(Frame::EndOfFeed(_))));
+    }
+
+    #[test]
+    fn corrupt_input_becomes_an_error_frame() {
+        let d = tempfile::tempdir().unwrap();
+        let data = d.path().join("data");
+        dataset(&data, 300, 1);
+        let f = std::fs::read_dir(&data)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&f).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x55;
+        std::fs::write(&f, bytes).unwrap();
+        let sock = d.path().join("s.sock");
+        let o = opts(&data, &sock, 1);
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 50);
+        let err = server.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::Data { .. }), "{err}");
+        let Some(Frame::Error(_, code, msg)) = frames.last() else {
+            panic!("last frame {:?}", frames.last())
+        };
+        assert_eq!(*code, ErrorCode::Data);
+        assert!(
+            msg.contains(&f.display().to_string()) && msg.contains("byte offset"),
+            "{msg}"
+        );
+        let rows: usize = frames
+            .iter()
+            .map(|f| {
+                if let Frame::Batch(_, b) = f {
+                    b.num_rows()
+                } else {
+                    0
+                }
+            })
+            .sum();
+        assert!(rows > 0 && rows < 300, "{rows} rows before the error");
+    }
+
+    #[test]
+    fn trainer_gone_is_peer_lost() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 3000, 1);
+        let sock = d.path().join("s.sock");
+        let o = opts(&d.path().join("data"), &sock, 5);
+        let server = thread::spawn(move || serve(&o));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut c = loop {
+            match connect(&sock, Duration::from_secs(1)) {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("connect: {e}"),
+            }
+        };
+        c.send_control(
+            &Control::Hello {
+                batch_size: Some(100),
+                pid: 1,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        let _first = c.next(Duration::from_secs(20)).unwrap().unwrap();
+        drop(_first);
+        drop(c);
+        let t0 = Instant::now();
+        let err = server.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::PeerLost(_)), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn tfrecord_plan_fallback_lists_directories() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 100, 2);
+        std::fs::write(d.path().join("data/_SUCCESS"), b"").unwrap();
+        let storage = storage::open_storage("/").unwrap();
+        let p = plan_input(
+            &storage,
+            &d.path().join("data").display().to_string(),
+            &ReadOptions {
+                columns: Some(vec!["label".into()]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.total_rows(), 100);
+        assert_eq!(p.schema.fields().len(), 1);
+        assert!(p.splits.iter().all(|s| !s.path.ends_with("_SUCCESS")));
+        let missing = plan_input(&storage, "/nonexistent/x", &ReadOptions::default());
+        assert!(matches!(missing, Err(Error::NotFound { .. })));
+    }
 }
