@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(report.rows, 2000);
         assert!(!sock.exists(), "socket file left behind");
         assert!(matches!(frames[0], Frame::Schema(..)));
-        let mut ids = vec![Vec::new(), Vec::new()];
+        let mut ids = [Vec::new(), Vec::new()];
         let mut sizes = Vec::new();
         let (mut split_ends, mut epoch_ends, mut feed_ends) = (0, 0, 0);
         let mut seq = 0;
