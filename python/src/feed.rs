@@ -217,7 +217,11 @@ impl Feed {
     /// `pyarrow.Schema`, without consuming any batch. Raises the feeder's error if it failed
     /// before sending one.
     #[pyo3(signature = (timeout=None))]
-    fn wait_schema<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyAny>> {
+    fn wait_schema<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let timeout = match timeout {
             Some(t) => secs("timeout", t)?,
             None => self.timeout,
@@ -226,7 +230,9 @@ impl Feed {
         let inner = &mut *g;
         while inner.dec.schema().is_none() {
             let Some(consumer) = inner.consumer.as_mut().filter(|_| !inner.done) else {
-                return Err(PeerLostError::new_err("the feed is closed and never sent a schema"));
+                return Err(PeerLostError::new_err(
+                    "the feed is closed and never sent a schema",
+                ));
             };
             let what = format!(
                 "the schema from the feeder (pid {}) at {} (stage: feeder planning the input)",
@@ -253,7 +259,11 @@ impl Feed {
             };
             inner.frames += 1;
             inner.bytes += lease.len() as u64;
-            match inner.dec.decode(&owned_buffer(lease)).map_err(|e| error::frame(e, self.peer))? {
+            match inner
+                .dec
+                .decode(&owned_buffer(lease))
+                .map_err(|e| error::frame(e, self.peer))?
+            {
                 Frame::Schema(..) => {}
                 Frame::Error(_, code, msg) => {
                     inner.done = true;
@@ -269,7 +279,11 @@ impl Feed {
                 }
             }
         }
-        let s = inner.dec.schema().cloned().ok_or_else(|| error::internal("schema vanished"))?;
+        let s = inner
+            .dec
+            .schema()
+            .cloned()
+            .ok_or_else(|| error::internal("schema vanished"))?;
         PySchema::new(s).into_pyarrow(py)
     }
 
