@@ -461,6 +461,20 @@ impl Batch {
         PyList::new(py, v)
     }
 
+    /// A DLPack capsule of a dense column, for TensorFlow
+    /// (`tf.experimental.dlpack.from_dlpack(batch.dlpack("x"))`), which speaks only legacy
+    /// DLPack and so cannot take the read-only numpy views. No copy; the capsule's tensor keeps
+    /// the ring slot alive. (torch, JAX and numpy take `batch["x"]` directly: numpy arrays have
+    /// `__dlpack__` with DLPack 1.0's read-only flag.)
+    fn dlpack<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let i = self
+            .batch
+            .schema()
+            .index_of(name)
+            .map_err(|_| PyKeyError::new_err(name.to_string()))?;
+        tensor::legacy_dlpack(py, name, self.batch.column(i))
+    }
+
     /// The batch as a `pyarrow.RecordBatch` (Arrow PyCapsule interface; no copy, the buffers
     /// keep the ring slot alive).
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -33,7 +33,11 @@ impl BufferOwner {
     }
 }
 
-fn view<'py, T: Element>(py: Python<'py>, d: &Dense) -> PyResult<Bound<'py, PyAny>> {
+fn view<'py, T: Element>(
+    py: Python<'py>,
+    d: &Dense,
+    writeable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let owner = Bound::new(
         py,
         BufferOwner {
@@ -58,10 +62,12 @@ fn view<'py, T: Element>(py: Python<'py>, d: &Dense) -> PyResult<Bound<'py, PyAn
     // SAFETY: `owner` becomes the array's base and holds the buffer, which is never
     // reallocated; the array is made read-only below, so numpy never writes through it.
     let arr = unsafe { PyArray::<T, IxDyn>::borrow_from_array(&v, owner.into_any()) };
-    // SAFETY: `arr` is a live numpy array we own a reference to; clearing WRITEABLE is the
-    // documented way to make it read-only (the ring memory is shared with the feeder).
-    unsafe {
-        (*arr.as_array_ptr()).fields.flags &= !NPY_ARRAY_WRITEABLE;
+    if !writeable {
+        // SAFETY: `arr` is a live numpy array we own a reference to; clearing WRITEABLE is the
+        // documented way to make it read-only (the ring memory is shared with the feeder).
+        unsafe {
+            (*arr.as_array_ptr()).fields.flags &= !NPY_ARRAY_WRITEABLE;
+        }
     }
     let _ = arr.ndim();
     Ok(arr.into_any())
@@ -69,19 +75,42 @@ fn view<'py, T: Element>(py: Python<'py>, d: &Dense) -> PyResult<Bound<'py, PyAn
 
 /// A dense tensor as a read-only numpy array over its buffer.
 pub fn dense<'py>(py: Python<'py>, d: &Dense) -> PyResult<Bound<'py, PyAny>> {
+    dense_view(py, d, false)
+}
+
+/// A dense tensor as a numpy array over its buffer; `writeable` only for exporting through
+/// legacy DLPack, which cannot say "read-only" (the consumers, TF, never write their inputs).
+pub fn dense_view<'py>(py: Python<'py>, d: &Dense, writeable: bool) -> PyResult<Bound<'py, PyAny>> {
+    let w = writeable;
     match d.dtype {
-        DType::Bool => view::<u8>(py, d)?.call_method1("view", ("bool",)),
-        DType::I8 => view::<i8>(py, d),
-        DType::I16 => view::<i16>(py, d),
-        DType::I32 => view::<i32>(py, d),
-        DType::I64 => view::<i64>(py, d),
-        DType::U8 => view::<u8>(py, d),
-        DType::U16 => view::<u16>(py, d),
-        DType::U32 => view::<u32>(py, d),
-        DType::U64 => view::<u64>(py, d),
-        DType::F16 => view::<u16>(py, d)?.call_method1("view", ("float16",)),
-        DType::F32 => view::<f32>(py, d),
-        DType::F64 => view::<f64>(py, d),
+        DType::Bool => view::<u8>(py, d, w)?.call_method1("view", ("bool",)),
+        DType::I8 => view::<i8>(py, d, w),
+        DType::I16 => view::<i16>(py, d, w),
+        DType::I32 => view::<i32>(py, d, w),
+        DType::I64 => view::<i64>(py, d, w),
+        DType::U8 => view::<u8>(py, d, w),
+        DType::U16 => view::<u16>(py, d, w),
+        DType::U32 => view::<u32>(py, d, w),
+        DType::U64 => view::<u64>(py, d, w),
+        DType::F16 => view::<u16>(py, d, w)?.call_method1("view", ("float16",)),
+        DType::F32 => view::<f32>(py, d, w),
+        DType::F64 => view::<f64>(py, d, w),
+    }
+}
+
+/// A legacy DLPack capsule (`"dltensor"`) of a dense column, for consumers that do not speak
+/// DLPack 1.0 (TensorFlow's `tf.experimental.dlpack.from_dlpack`). No copy.
+pub fn legacy_dlpack<'py>(
+    py: Python<'py>,
+    name: &str,
+    a: &ArrayRef,
+) -> PyResult<Bound<'py, PyAny>> {
+    match to_tensor(a).map_err(|e| error::layout(name, e))? {
+        Tensor::Dense(d) => dense_view(py, &d, true)?.call_method0("__dlpack__"),
+        _ => Err(error::SchemaError::new_err(format!(
+            "column {name:?} is not dense: DLPack exports dense columns only (ragged: use \
+             .values and .row_splits)"
+        ))),
     }
 }
 

@@ -353,3 +353,37 @@ def test_env_address(serve: Any, mnist_dir: Path, monkeypatch: pytest.MonkeyPatc
     assert feed.next() is None and feed.should_stop()
     wait_for(lambda: s.proc.poll() is not None)
     assert run_python("import hydrofeed").returncode == 0
+
+
+def test_dlpack_zero_copy(serve: Any, mnist_dir: Path) -> None:
+    import tensorflow as tf
+
+    s = serve("--input", str(mnist_dir), "--columns", "image,label")
+    feed = hf.DataFeed(str(s.sock), batch_size=100)
+    b = feed.next()
+    assert b is not None
+    img = b["image"]
+    addr = img.__array_interface__["data"][0]
+    # numpy (DLPack 1.0, read-only flag): same memory.
+    assert np.from_dlpack(img).__array_interface__["data"][0] == addr
+    # TensorFlow (legacy DLPack) through Batch.dlpack: same memory, no copy.
+    t = tf.experimental.dlpack.from_dlpack(b.dlpack("image"))
+    assert t.shape == (100, 784) and t.dtype == tf.float32
+    np.testing.assert_array_equal(t.numpy(), img)
+    # (t.numpy() copies; TF's own DLPack export shows where the tensor's memory is.)
+
+    class Capsule:
+        def __init__(self, c: object) -> None:
+            self.c = c
+
+        def __dlpack__(self, **kw: object) -> object:
+            return self.c
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    back = np.from_dlpack(Capsule(tf.experimental.dlpack.to_dlpack(t)))
+    assert back.__array_interface__["data"][0] == addr
+    with pytest.raises(KeyError):
+        b.dlpack("nope")
+    feed.terminate()
