@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from typing import Any, final
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
 __all__ = ["__version__", "HydrofeedError", "DataError", "SchemaError", "FeedTimeoutError", "PeerLostError", "CoordinatorError", "Reader", "Feed", "Batch", "Ragged", "BufferOwner", "SOCKET_ENV"]
 

@@ -79,7 +79,8 @@ class ServeProcess:
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        return self.proc.poll() if self.proc.poll() is not None else -1
+        code = self.proc.poll()
+        return -1 if code is None else code
 
     def __exit__(
         self,

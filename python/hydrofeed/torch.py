@@ -54,7 +54,7 @@ def IterableDataset(feed: DataFeed, per_epoch: bool = True) -> Any:  # noqa: N80
         ) from e
     if _cls is None:
 
-        class _FeedDataset(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+        class _FeedDataset(torch.utils.data.IterableDataset):  # type: ignore[misc, unused-ignore]
             def __init__(self, feed: DataFeed, per_epoch: bool) -> None:
                 super().__init__()
                 self._epochs = EpochIterator(feed, per_epoch=per_epoch)
