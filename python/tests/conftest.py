@@ -53,7 +53,7 @@ class Server:
         self.sock = sock
         self.proc = subprocess.Popen(
             [hf_bin, "serve", "--socket", str(sock), "--accept-timeout", "60", *args],
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
