@@ -208,6 +208,17 @@ impl Listener {
     /// connection is closed); call `accept` again for the next one.
     pub fn accept(&self, timeout: Duration) -> Result<Producer, AttachError> {
         let deadline = Instant::now() + timeout;
+        loop {
+            match self.accept_one(deadline) {
+                // The peer hung up before the handshake finished (a liveness probe from a
+                // second `bind`, or a consumer that refused our segment): wait for the next.
+                Err(AttachError::PeerLost) if Instant::now() < deadline => continue,
+                r => return r,
+            }
+        }
+    }
+
+    fn accept_one(&self, deadline: Instant) -> Result<Producer, AttachError> {
         wait_readable(self.fd.as_fd(), deadline)?;
         let sock = rustix::net::accept_with(&self.fd, SocketFlags::CLOEXEC)
             .map_err(|e| AttachError::io(AttachStage::Accept, e))?;

@@ -63,6 +63,7 @@ pub enum AttachError {
 }
 
 impl AttachError {
+    #[cfg(not(loom))]
     pub(crate) fn io(stage: AttachStage, e: rustix::io::Errno) -> AttachError {
         AttachError::Io {
             stage,

@@ -48,9 +48,7 @@ mod sync;
 
 #[cfg(not(loom))]
 pub use attach::{connect, wire, Listener};
-pub use error::{
-    AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError,
-};
+pub use error::{AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError};
 #[cfg(not(loom))]
 pub use peer::CONTROL_SEND_TIMEOUT;
 pub use ring::{Lease, Reservation};
@@ -307,4 +305,18 @@ fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
         return Err(AttachError::InvalidConfig);
     }
     Ok((cap, max_frame))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    fn send<T: Send>() {}
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn thread_bounds() {
+        send::<super::Producer>();
+        send::<super::Consumer>();
+        send_sync_static::<super::Lease>();
+        send::<super::Listener>();
+    }
 }

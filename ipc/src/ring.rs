@@ -20,9 +20,7 @@
 //!   fence and reads the waiting flag (Dekker: at least one of the two sees the other), so a
 //!   wake-up is never lost; the slices bound the damage if a peer dies.
 
-use crate::layout::{
-    record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD,
-};
+use crate::layout::{record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD};
 use crate::segment::Segment;
 use crate::sync::{fence, futex_wait, futex_wake, lock, spin_hint, AtomicU32, Mutex, Ordering};
 use crate::{NextError, ReserveError};
@@ -94,6 +92,15 @@ impl Shared {
     fn at(&self, pos: u64) -> *mut u8 {
         // SAFETY: the offset is masked into the payload, which is `cap` bytes long.
         unsafe { self.seg.payload().add((pos & self.mask) as usize) }
+    }
+
+    /// Records an access to `[pos, pos + len)` for the loom model (no-op elsewhere).
+    #[inline(always)]
+    fn track(&self, pos: u64, len: usize, write: bool) {
+        #[cfg(loom)]
+        self.seg.track((pos & self.mask) as usize, len, write);
+        #[cfg(not(loom))]
+        let _ = (pos, len, write);
     }
 
     /// Marks the lease starting at `start` released and reclaims the released prefix.
@@ -193,7 +200,13 @@ fn spin_then_sleep(
 fn now_ms() -> u64 {
     #[cfg(not(loom))]
     {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        // libc, not rustix: rustix reads the vDSO itself, which valgrind does not provide.
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
         t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
     }
     #[cfg(loom)]
@@ -265,6 +278,7 @@ impl RingProducer {
                 reserved: 0,
                 seq: 0,
             };
+            self.sh.track(self.head, FRAME_HEADER_SIZE, true);
             // SAFETY: [head, head + pad) is free (wait_space) and within the payload; the
             // record start is 64-byte aligned.
             unsafe { std::ptr::write(self.sh.at(self.head) as *mut FrameHeader, fh) };
@@ -389,6 +403,7 @@ impl Reservation<'_> {
             reserved: 0,
             seq: self.prod.seq,
         };
+        self.prod.sh.track(self.pos, FRAME_HEADER_SIZE, true);
         // SAFETY: the record start is inside the reserved, free space and 64-byte aligned.
         unsafe { std::ptr::write(self.prod.sh.at(self.pos) as *mut FrameHeader, fh) };
         self.prod.seq += 1;
@@ -403,16 +418,16 @@ impl Deref for Reservation<'_> {
         // SAFETY: [pos + 64, pos + 64 + len) is reserved for us, inside the payload (the record
         // does not wrap), and no one else touches it until we publish it.
         unsafe {
-            std::slice::from_raw_parts(
-                self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE),
-                self.len,
-            )
+            std::slice::from_raw_parts(self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE), self.len)
         }
     }
 }
 
 impl DerefMut for Reservation<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
+        self.prod
+            .sh
+            .track(self.pos + FRAME_HEADER_SIZE as u64, self.len, true);
         // SAFETY: as in `deref`; `&mut self` makes the slice unique.
         unsafe {
             std::slice::from_raw_parts_mut(
@@ -504,8 +519,7 @@ impl RingConsumer {
             h.consumer.heartbeat.store(now_ms(), Ordering::Relaxed);
             if on_slice().is_err() {
                 self.head_cache = h.prod.head.load(Ordering::Acquire);
-                if self.read != self.head_cache || h.producer.closed.load(Ordering::Acquire) != 0
-                {
+                if self.read != self.head_cache || h.producer.closed.load(Ordering::Acquire) != 0 {
                     continue;
                 }
                 return Err(NextError::PeerLost);
@@ -525,6 +539,7 @@ impl RingConsumer {
         if avail > sh.cap || avail < FRAME_HEADER_SIZE as u64 {
             return Err(NextError::Corrupt);
         }
+        sh.track(start, FRAME_HEADER_SIZE, false);
         // SAFETY: the record header is published (start < head) and inside the payload;
         // read by value (volatile: the other process shares this memory).
         let fh: FrameHeader =
@@ -616,6 +631,8 @@ impl Lease {
 impl Deref for Lease {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
+        self.sh
+            .track(self.start + FRAME_HEADER_SIZE as u64, self.len, false);
         // SAFETY: see the `Send` impl: published, inside the payload, immutable while leased.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }

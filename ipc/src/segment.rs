@@ -23,6 +23,12 @@ pub(crate) unsafe trait Segment: Send + Sync + 'static {
     fn header(&self) -> &Header;
     /// Start of the payload.
     fn payload(&self) -> *mut u8;
+    /// Records an access to payload bytes `[off, off + len)` for the loom model (no-op
+    /// elsewhere): loom then reports any access not ordered by the ring protocol.
+    #[cfg(loom)]
+    fn track(&self, off: usize, len: usize, write: bool) {
+        let _ = (off, len, write);
+    }
 }
 
 /// A ring in process memory (tests, loom models, in-process pairs).
@@ -30,6 +36,9 @@ pub(crate) struct HeapSegment {
     header: Box<Header>,
     payload: NonNull<u8>,
     layout: Layout,
+    /// One loom cell per 64-byte unit of payload.
+    #[cfg(loom)]
+    cells: Vec<loom::cell::UnsafeCell<()>>,
 }
 
 // SAFETY: the payload is plain memory; concurrent access to it is ordered by the ring protocol
@@ -49,6 +58,10 @@ impl HeapSegment {
             header: Box::new(Header::new(capacity, max_frame, std::process::id())),
             payload,
             layout,
+            #[cfg(loom)]
+            cells: (0..capacity / 64)
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
         }
     }
 }
@@ -68,6 +81,16 @@ unsafe impl Segment for HeapSegment {
     }
     fn payload(&self) -> *mut u8 {
         self.payload.as_ptr()
+    }
+    #[cfg(loom)]
+    fn track(&self, off: usize, len: usize, write: bool) {
+        for cell in &self.cells[off / 64..(off + len).div_ceil(64)] {
+            if write {
+                cell.with_mut(|_| ());
+            } else {
+                cell.with(|_| ());
+            }
+        }
     }
 }
 
@@ -102,8 +125,11 @@ pub(crate) fn required_seals() -> rustix::fs::SealFlags {
 #[cfg(not(loom))]
 fn map_fd(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> Result<memmap2::MmapRaw, AttachError> {
     use std::os::fd::AsRawFd;
+    // MAP_POPULATE: fault the whole ring in at attach, not one page at a time on the first
+    // pass of the hot path (the ring is meant to be used whole anyway).
     memmap2::MmapOptions::new()
         .len(len)
+        .populate()
         .map_raw(fd.as_raw_fd())
         .map_err(|e| AttachError::Io {
             stage: crate::AttachStage::Map,

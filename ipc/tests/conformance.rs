@@ -1,7 +1,13 @@
 //! One conformance suite, run on both backings: heap (`heap_pair`) and sealed memfd mapped
 //! twice (`memfd_pair`). The multi-process path (sockets, death) is in `process.rs`.
+//!
+//! This binary has its own small harness (`harness = false`): libtest's main thread keeps
+//! allocations alive at exit that valgrind reports as leaks, and this suite must run clean
+//! under `valgrind --leak-check=full` (`make valgrind`). Usage: `conformance [FILTER]`; other
+//! arguments (`--test-threads=1`, `--nocapture`) are accepted and ignored (tests run one at a
+//! time on the main thread).
 
-use hydrofeed_ipc::{NextError, Producer, Consumer, ReserveError, RingConfig};
+use hydrofeed_ipc::{Consumer, NextError, Producer, ReserveError, RingConfig};
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(10);
@@ -23,7 +29,11 @@ fn check(buf: &[u8], seq: u64) {
 fn send(p: &mut Producer, len: usize, seq: u64) {
     let mut r = p.reserve(len, T).expect("reserve");
     assert_eq!(r.len(), len);
-    assert_eq!(r.as_ptr() as usize % 64, 0, "reservation not 64-byte aligned");
+    assert_eq!(
+        r.as_ptr() as usize % 64,
+        0,
+        "reservation not 64-byte aligned"
+    );
     fill(&mut r, seq);
     r.commit();
 }
@@ -42,10 +52,13 @@ macro_rules! suite {
             use super::*;
 
             fn pair(capacity: usize, max_frame: Option<usize>) -> (Producer, Consumer) {
-                $pair(RingConfig { capacity, max_frame }).expect("pair")
+                $pair(RingConfig {
+                    capacity,
+                    max_frame,
+                })
+                .expect("pair")
             }
 
-            #[test]
             fn order_across_threads() {
                 let (mut p, mut c) = pair(1 << 16, None);
                 let n = 2000u64;
@@ -63,7 +76,6 @@ macro_rules! suite {
                 t.join().unwrap();
             }
 
-            #[test]
             fn wrap_around_keeps_frames_contiguous() {
                 // 4096-byte ring; 1000-byte frames take 1088 bytes, so every few frames the
                 // producer pads to the end and starts again at 0.
@@ -76,10 +88,11 @@ macro_rules! suite {
                 }
             }
 
-            #[test]
             fn odd_sizes() {
                 let (mut p, mut c) = pair(1 << 14, None);
-                let sizes = [0usize, 1, 7, 63, 64, 65, 127, 128, 129, 1000, 4095, 4096, 8000];
+                let sizes = [
+                    0usize, 1, 7, 63, 64, 65, 127, 128, 129, 1000, 4095, 4096, 8000,
+                ];
                 for round in 0..5u64 {
                     for (j, &len) in sizes.iter().enumerate() {
                         let seq = round * 100 + j as u64;
@@ -89,11 +102,13 @@ macro_rules! suite {
                 }
             }
 
-            #[test]
             fn max_frame_is_enforced() {
                 let (mut p, _c) = pair(4096, None);
                 assert_eq!(p.max_frame(), 2048 - 64);
-                assert_eq!(p.reserve(p.max_frame() + 1, T).err(), Some(ReserveError::TooLarge));
+                assert_eq!(
+                    p.reserve(p.max_frame() + 1, T).err(),
+                    Some(ReserveError::TooLarge)
+                );
                 assert!(p.reserve(p.max_frame(), T).is_ok());
                 let (mut p, mut c) = pair(4096, Some(4096 - 64));
                 // Frames of the whole ring, after the ring has wrapped: the padding is
@@ -109,10 +124,13 @@ macro_rules! suite {
                     drop(recv(&mut c, 4096 - 64, 2 * i + 1));
                 }
                 t.join().unwrap();
-                assert!(hydrofeed_ipc::heap_pair(RingConfig { capacity: 4096, max_frame: Some(4096) }).is_err());
+                assert!(hydrofeed_ipc::heap_pair(RingConfig {
+                    capacity: 4096,
+                    max_frame: Some(4096)
+                })
+                .is_err());
             }
 
-            #[test]
             fn full_ring_backpressure() {
                 let (mut p, mut c) = pair(4096, None);
                 // 15 frames of 192 bytes = 2880; 4 more fill 3648 .. each record 256 bytes: 16 fit.
@@ -133,7 +151,10 @@ macro_rules! suite {
                 assert_eq!(sent, 16, "4096 / (64 + 192) records fit");
                 // Holding the oldest lease keeps the ring full.
                 let first = recv(&mut c, 192, 0);
-                assert_eq!(p.reserve(192, Duration::from_millis(20)).err(), Some(ReserveError::Timeout));
+                assert_eq!(
+                    p.reserve(192, Duration::from_millis(20)).err(),
+                    Some(ReserveError::Timeout)
+                );
                 drop(first);
                 send(&mut p, 192, sent);
                 for i in 1..=sent {
@@ -141,7 +162,6 @@ macro_rules! suite {
                 }
             }
 
-            #[test]
             fn blocked_producer_wakes_when_space_frees() {
                 let (mut p, mut c) = pair(4096, None);
                 for i in 0..16 {
@@ -160,7 +180,6 @@ macro_rules! suite {
                 assert!(waited < T, "producer was woken");
             }
 
-            #[test]
             fn many_leases_released_out_of_order() {
                 let (mut p, mut c) = pair(1 << 14, None);
                 for round in 0..20u64 {
@@ -193,7 +212,6 @@ macro_rules! suite {
                 assert!(p.reserve(p.max_frame(), Duration::ZERO).is_ok());
             }
 
-            #[test]
             fn leases_outlive_both_ends_and_cross_threads() {
                 let (mut p, mut c) = pair(1 << 14, None);
                 for i in 0..4 {
@@ -210,20 +228,21 @@ macro_rules! suite {
                 t.join().unwrap();
             }
 
-            #[test]
             fn aborted_reservation_publishes_nothing() {
                 let (mut p, mut c) = pair(4096, None);
                 for _ in 0..100 {
+                    // Dropped at the end of the block without a commit.
                     let mut r = p.reserve(1500, T).unwrap();
                     r[0] = 1;
-                    drop(r);
                 }
-                assert_eq!(c.next(Duration::from_millis(10)).err(), Some(NextError::Timeout));
+                assert_eq!(
+                    c.next(Duration::from_millis(10)).err(),
+                    Some(NextError::Timeout)
+                );
                 send(&mut p, 10, 0);
                 drop(recv(&mut c, 10, 0));
             }
 
-            #[test]
             fn commit_len_publishes_a_prefix() {
                 let (mut p, mut c) = pair(4096, None);
                 for i in 0..50u64 {
@@ -234,15 +253,16 @@ macro_rules! suite {
                 }
             }
 
-            #[test]
             fn next_times_out_on_empty_ring() {
                 let (_p, mut c) = pair(4096, None);
                 let t0 = Instant::now();
-                assert_eq!(c.next(Duration::from_millis(30)).err(), Some(NextError::Timeout));
+                assert_eq!(
+                    c.next(Duration::from_millis(30)).err(),
+                    Some(NextError::Timeout)
+                );
                 assert!(t0.elapsed() >= Duration::from_millis(30));
             }
 
-            #[test]
             fn producer_close_drains_then_ends() {
                 let (mut p, mut c) = pair(4096, None);
                 for i in 0..5 {
@@ -257,7 +277,6 @@ macro_rules! suite {
                 assert!(c.next(T).unwrap().is_none());
             }
 
-            #[test]
             fn producer_close_wakes_waiting_consumer() {
                 let (mut p, mut c) = pair(4096, None);
                 let t = std::thread::spawn(move || {
@@ -272,7 +291,6 @@ macro_rules! suite {
                 assert!(waited < T, "consumer woken by close");
             }
 
-            #[test]
             fn producer_drop_closes() {
                 let (mut p, mut c) = pair(4096, None);
                 send(&mut p, 5, 0);
@@ -281,7 +299,6 @@ macro_rules! suite {
                 assert!(c.next(T).unwrap().is_none());
             }
 
-            #[test]
             fn consumer_close_wakes_blocked_producer() {
                 let (mut p, mut c) = pair(4096, None);
                 for i in 0..16 {
@@ -304,27 +321,140 @@ macro_rules! suite {
                 assert!(c.next(T).unwrap().is_none());
             }
 
-            #[test]
             fn in_process_pair_has_no_control_channel() {
                 let (mut p, mut c) = pair(4096, None);
-                assert_eq!(c.send_control(b"x"), Err(hydrofeed_ipc::ControlError::NoChannel));
-                assert_eq!(p.try_recv_control(), Err(hydrofeed_ipc::ControlError::NoChannel));
+                assert_eq!(
+                    c.send_control(b"x"),
+                    Err(hydrofeed_ipc::ControlError::NoChannel)
+                );
+                assert_eq!(
+                    p.try_recv_control(),
+                    Err(hydrofeed_ipc::ControlError::NoChannel)
+                );
                 assert_eq!(p.peer_pid(), std::process::id());
                 assert!(p.check_peer().is_ok());
             }
+            /// The suite's tests, by name.
+            pub const TESTS: &[(&str, fn())] = &[
+                ("order_across_threads", order_across_threads),
+                (
+                    "wrap_around_keeps_frames_contiguous",
+                    wrap_around_keeps_frames_contiguous,
+                ),
+                ("odd_sizes", odd_sizes),
+                ("max_frame_is_enforced", max_frame_is_enforced),
+                ("full_ring_backpressure", full_ring_backpressure),
+                (
+                    "blocked_producer_wakes_when_space_frees",
+                    blocked_producer_wakes_when_space_frees,
+                ),
+                (
+                    "many_leases_released_out_of_order",
+                    many_leases_released_out_of_order,
+                ),
+                (
+                    "leases_outlive_both_ends_and_cross_threads",
+                    leases_outlive_both_ends_and_cross_threads,
+                ),
+                (
+                    "aborted_reservation_publishes_nothing",
+                    aborted_reservation_publishes_nothing,
+                ),
+                (
+                    "commit_len_publishes_a_prefix",
+                    commit_len_publishes_a_prefix,
+                ),
+                ("next_times_out_on_empty_ring", next_times_out_on_empty_ring),
+                (
+                    "producer_close_drains_then_ends",
+                    producer_close_drains_then_ends,
+                ),
+                (
+                    "producer_close_wakes_waiting_consumer",
+                    producer_close_wakes_waiting_consumer,
+                ),
+                ("producer_drop_closes", producer_drop_closes),
+                (
+                    "consumer_close_wakes_blocked_producer",
+                    consumer_close_wakes_blocked_producer,
+                ),
+                (
+                    "in_process_pair_has_no_control_channel",
+                    in_process_pair_has_no_control_channel,
+                ),
+            ];
         }
     };
 }
 
 suite!(heap, hydrofeed_ipc::heap_pair);
+#[cfg(not(loom))]
 suite!(memfd, hydrofeed_ipc::memfd_pair);
+/// Under loom (only `loom_ring` is meant to run there) the memfd backing does not exist.
+#[cfg(loom)]
+mod memfd {
+    pub const TESTS: &[(&str, fn())] = &[];
+}
 
-#[test]
+#[cfg(not(loom))]
 fn memfd_pair_leaves_nothing_in_dev_shm() {
-    let before: Vec<_> = std::fs::read_dir("/dev/shm").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
-    let (mut p, mut c) = hydrofeed_ipc::memfd_pair(RingConfig { capacity: 1 << 16, max_frame: None }).unwrap();
+    let before: Vec<_> = std::fs::read_dir("/dev/shm")
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let (mut p, mut c) = hydrofeed_ipc::memfd_pair(RingConfig {
+        capacity: 1 << 16,
+        max_frame: None,
+    })
+    .unwrap();
     send(&mut p, 10, 0);
     drop(recv(&mut c, 10, 0));
-    let after: Vec<_> = std::fs::read_dir("/dev/shm").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let after: Vec<_> = std::fs::read_dir("/dev/shm")
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
     assert_eq!(before, after);
+}
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if std::env::args().any(|a| a == "--list") {
+        for (m, list) in [("heap", heap::TESTS), ("memfd", memfd::TESTS)] {
+            for (n, _) in list {
+                println!("{m}::{n}: test");
+            }
+        }
+        println!("memfd_pair_leaves_nothing_in_dev_shm: test");
+        return;
+    }
+    let mut all: Vec<(String, fn())> = Vec::new();
+    for (m, list) in [("heap", heap::TESTS), ("memfd", memfd::TESTS)] {
+        all.extend(list.iter().map(|(n, f)| (format!("{m}::{n}"), *f)));
+    }
+    #[cfg(not(loom))]
+    all.push((
+        "memfd_pair_leaves_nothing_in_dev_shm".into(),
+        memfd_pair_leaves_nothing_in_dev_shm,
+    ));
+    let selected: Vec<_> = all
+        .into_iter()
+        .filter(|(n, _)| filter.as_ref().is_none_or(|f| n.contains(f.as_str())))
+        .collect();
+    println!("\nrunning {} tests", selected.len());
+    let mut failed = Vec::new();
+    for (name, f) in &selected {
+        let ok = std::panic::catch_unwind(f).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(name.clone());
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        selected.len() - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        println!("failures: {failed:?}");
+        std::process::exit(101);
+    }
 }
