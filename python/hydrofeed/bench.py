@@ -150,6 +150,10 @@ def bench_feed(rows: int, repeat: int, work: Path) -> dict[str, Any]:
             "" if feed_fmt == "parquet"
             else "this build has no Parquet reader: the feed side reads the same rows as TFRecord"
         ),
+        "feed_timing_note": (
+            "feed times include starting hydrofeed serve, its plan (TFRecord index pass) and "
+            "the attach; feeder and trainer share this machine's CPUs"
+        ),
         "hydrofeed_bin": binary,
         "build": "release" if "/release/" in binary else "debug" if "/debug/" in binary else "?",
         "cpus": os.cpu_count(),
