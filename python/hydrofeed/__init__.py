@@ -1,5 +1,54 @@
-"""hydrofeed: feed training data from HDFS or local disk into TensorFlow, PyTorch and JAX."""
+"""hydrofeed: feed training data from HDFS or local disk into TensorFlow, PyTorch and JAX.
 
-from hydrofeed._native import __version__
+Most users want :class:`DataFeed` (in a trainer that a launcher or ``hydrofeed serve`` feeds)
+or :func:`read` (an input's batches as ``pyarrow.RecordBatch`` in this process).
 
-__all__ = ["__version__"]
+``hydrofeed.tf`` and ``hydrofeed.torch`` are imported on first use, so neither TensorFlow nor
+torch is needed to import ``hydrofeed``.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from hydrofeed._native import (
+    Batch,
+    CoordinatorError,
+    DataError,
+    FeedTimeoutError,
+    HydrofeedError,
+    PeerLostError,
+    Ragged,
+    SchemaError,
+    __version__,
+)
+from hydrofeed.feed import DataFeed
+from hydrofeed.read import read
+
+collections.abc.Mapping.register(Batch)
+
+if TYPE_CHECKING:
+    from hydrofeed import tf as tf
+    from hydrofeed import torch as torch
+
+__all__ = [
+    "Batch",
+    "CoordinatorError",
+    "DataError",
+    "DataFeed",
+    "FeedTimeoutError",
+    "HydrofeedError",
+    "PeerLostError",
+    "Ragged",
+    "SchemaError",
+    "__version__",
+    "read",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("tf", "torch"):
+        return importlib.import_module(f"hydrofeed.{name}")
+    raise AttributeError(f"module 'hydrofeed' has no attribute {name!r}")

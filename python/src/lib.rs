@@ -1,9 +1,31 @@
 //! `hydrofeed._native`: the compiled half of the `hydrofeed` Python package.
+//!
+//! - [`read::Reader`]: `hydrofeed.read(path)`, an input's batches as `pyarrow.RecordBatch`.
+//! - [`feed::Feed`] / [`feed::Batch`]: the trainer's end of a ring; batches are mappings of
+//!   column -> numpy array viewing the ring memory (zero-copy).
+//! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
+//!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
+//!
+//! Most users want the pure-Python `hydrofeed.DataFeed` built on these.
+
 use pyo3::prelude::*;
+
+pub mod blocking;
+pub mod error;
+pub mod feed;
+pub mod read;
+pub mod tensor;
 
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    error::register(m)?;
+    m.add_class::<read::Reader>()?;
+    m.add_class::<feed::Feed>()?;
+    m.add_class::<feed::Batch>()?;
+    m.add_class::<tensor::Ragged>()?;
+    m.add_class::<tensor::BufferOwner>()?;
+    m.add("SOCKET_ENV", hydrofeed_feeder::serve::SOCKET_ENV)?;
     Ok(())
 }

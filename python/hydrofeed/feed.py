@@ -1,0 +1,209 @@
+"""``DataFeed``: the trainer's end of a feed.
+
+A feeder (``hydrofeed serve``, or the feeder daemon a launcher starts) listens on a Unix
+socket; ``DataFeed`` attaches to it, tells it the batch size, and reads batches out of a
+shared-memory ring. ``batches()`` is the fast path (numpy views of ring memory, no copy);
+``next_batch()`` / ``should_stop()`` / ``batch_results()`` / ``terminate()`` follow
+TensorFlowOnSpark's ``TFNode.DataFeed`` so existing training loops run unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from hydrofeed._native import SOCKET_ENV, Batch, Feed
+
+__all__ = ["SOCKET_ENV", "DataFeed"]
+
+
+class DataFeed:
+    """Batches from this node's feeder.
+
+    Args:
+        address: the feeder's socket; default: the ``HYDROFEED_FEED_SOCKET`` environment
+            variable (set by ``hydrofeed launch``, the Spark integration, or by hand).
+        batch_size: rows per batch the feeder sends (it rebatches to this size); default:
+            the feeder's own.
+        timeout: seconds any single wait may last before :class:`hydrofeed.FeedTimeoutError`.
+        connect_timeout: seconds to wait for the feeder to come up.
+        input_mapping: TFoS compatibility: ``{column: name}``; ``next_batch`` then returns a
+            dict ``{name: array}`` instead of a list of rows.
+
+    A ``DataFeed`` belongs to the process that made it: using it in a ``fork()`` child raises
+    :class:`hydrofeed.HydrofeedError` (make a new one there).
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        batch_size: int | None = None,
+        timeout: float = 600.0,
+        connect_timeout: float = 60.0,
+        input_mapping: Mapping[str, str] | None = None,
+    ) -> None:
+        if address is None:
+            address = os.environ.get(SOCKET_ENV)
+            if not address:
+                raise ValueError(
+                    f"no feeder address: pass DataFeed(address=...) or set {SOCKET_ENV} "
+                    "(hydrofeed launch and the Spark integration set it)"
+                )
+        self.address = address
+        self.input_mapping = dict(input_mapping) if input_mapping is not None else None
+        self._feed = Feed(
+            address, batch_size=batch_size, timeout=timeout, connect_timeout=connect_timeout
+        )
+        self._pending: list[Any] = []  # TFoS path: pyarrow batches not yet handed out
+        self._pending_rows = 0
+        self._stop = False
+        self._results: list[Any] = []
+
+    # -- fast path -------------------------------------------------------------------------
+
+    def next(self, timeout: float | None = None) -> Batch | None:
+        """The next batch, or ``None`` at end-of-feed."""
+        b = self._feed.next(timeout)
+        if b is None:
+            self._stop = True
+        return b
+
+    def batches(self, batch_size: int | None = None) -> Iterator[Batch]:
+        """Yields batches until end-of-feed.
+
+        Each :class:`hydrofeed.Batch` maps column names to read-only numpy arrays that view the
+        ring memory (fixed-size lists are 2-D, variable lists :class:`hydrofeed.Ragged`,
+        strings ``pyarrow`` arrays); an array keeps its ring slot alive until it is collected.
+        Every numpy array also offers ``__dlpack__``, so ``torch.from_dlpack(batch["x"])`` and
+        ``tf.experimental.dlpack`` take it without a copy. ``batch_size`` must match the size
+        given to the constructor (the feeder rebatches once, at attach).
+        """
+        if batch_size is not None and self._feed.batch_size not in (None, batch_size):
+            raise ValueError(
+                f"batch_size={batch_size}, but this feed asked the feeder for "
+                f"{self._feed.batch_size} rows per batch at attach"
+            )
+        while True:
+            b = self.next()
+            if b is None:
+                return
+            yield b
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self.batches()
+
+    # -- TensorFlowOnSpark-compatible API --------------------------------------------------
+
+    def next_batch(self, batch_size: int) -> Any:
+        """Up to ``batch_size`` rows (fewer only at the end of the feed).
+
+        Without ``input_mapping``: a list of rows, each a tuple of column values (Python
+        objects, as TFoS hands out). With ``input_mapping``: a dict ``{name: numpy array}``
+        (dense columns stacked, e.g. ``(n, 784)``). Returns an empty batch once the feed ended;
+        :meth:`should_stop` then says so.
+        """
+        import pyarrow as pa
+
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        while self._pending_rows < batch_size and not self._stop:
+            b = self.next()
+            if b is None:
+                break
+            rb = b.to_arrow()
+            self._pending.append(rb)
+            self._pending_rows += rb.num_rows
+        if self._pending:
+            table = pa.Table.from_batches(self._pending)
+        else:
+            schema = self._feed.schema
+            table = pa.Table.from_batches([], schema=schema) if schema is not None else None
+        if table is None:
+            return {} if self.input_mapping is not None else []
+        take = table.slice(0, batch_size)
+        rest = table.slice(batch_size)
+        self._pending = rest.to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        if self.input_mapping is not None:
+            return {name: _column_numpy(take, col) for col, name in self.input_mapping.items()}
+        cols = [take.column(i).to_pylist() for i in range(take.num_columns)]
+        return list(zip(*cols, strict=True))
+
+    def should_stop(self) -> bool:
+        """True once the feed ended (end-of-feed, ``terminate()``) and no rows are pending."""
+        return self._stop and self._pending_rows == 0
+
+    def batch_results(self, results: Sequence[Any]) -> None:
+        """Hands back inference results for the rows just read (TFoS inference mode).
+
+        The results are kept in :attr:`results`; the feeder is told how many arrived.
+        """
+        self._results.extend(results)
+        self._feed.send_results(len(results))
+
+    @property
+    def results(self) -> list[Any]:
+        """Results handed to :meth:`batch_results` so far."""
+        return self._results
+
+    def terminate(self) -> None:
+        """Stops the feed: tells the feeder, closes the ring. Pending rows are dropped."""
+        self._stop = True
+        self._pending = []
+        self._pending_rows = 0
+        self._feed.close()
+
+    close = terminate
+
+    def __enter__(self) -> DataFeed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.terminate()
+
+    # -- introspection ---------------------------------------------------------------------
+
+    @property
+    def schema(self) -> Any:
+        """The stream's ``pyarrow.Schema`` (``None`` until the first batch arrived)."""
+        return self._feed.schema
+
+    def state(self) -> dict[str, Any]:
+        """Where the feed stands: ``epoch``, ``split``, ``rows`` delivered, ``done``.
+
+        A placeholder: without a coordinator it describes the position but cannot resume a
+        feed; the coordinator will fill in seeds and acked offsets so a state can be handed
+        back to resume.
+        """
+        return dict(self._feed.state())
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters: rows, batches, frames, bytes, seconds waiting on the ring, results."""
+        return dict(self._feed.metrics())
+
+    @property
+    def feeder_pid(self) -> int:
+        """The feeder process id."""
+        return int(self._feed.peer_pid)
+
+
+def _column_numpy(table: Any, name: str) -> Any:
+    """A column of a pyarrow table as numpy (fixed-size lists as N-D arrays)."""
+    import pyarrow as pa
+
+    col = table.column(name).combine_chunks()
+    t = col.type
+    if pa.types.is_fixed_size_list(t):
+        shape = [len(col)]
+        while pa.types.is_fixed_size_list(t):
+            shape.append(t.list_size)
+            t = t.value_type
+        flat = col.flatten()
+        while pa.types.is_fixed_size_list(flat.type):
+            flat = flat.flatten()
+        return flat.to_numpy(zero_copy_only=False).reshape(shape)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return col.to_pylist()
+    return col.to_numpy(zero_copy_only=False)
+

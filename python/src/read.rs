@@ -1,0 +1,160 @@
+//! `hydrofeed.read`: an input's batches as `pyarrow.RecordBatch`es, in this process.
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use hydrofeed_feeder::format::{OnError, Plan, ReadOptions, SplitReader};
+use hydrofeed_feeder::serve::{open_split, plan_input};
+use hydrofeed_feeder::split::Format;
+use hydrofeed_feeder::storage::{open_storage, Storage};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3_arrow::PyRecordBatch;
+
+use crate::blocking::Owner;
+use crate::error;
+
+struct State {
+    next_split: usize,
+    current: Option<Box<dyn SplitReader>>,
+}
+
+/// Iterator of `pyarrow.RecordBatch` over every split of an input, in plan order.
+#[pyclass(module = "hydrofeed._native")]
+pub struct Reader {
+    storage: Arc<dyn Storage>,
+    plan: Arc<Plan>,
+    opts: ReadOptions,
+    state: Mutex<State>,
+    owner: Owner,
+}
+
+pub(crate) fn parse_format(f: Option<&str>) -> PyResult<Option<Format>> {
+    Ok(match f {
+        None => None,
+        Some("parquet") => Some(Format::Parquet),
+        Some("orc") => Some(Format::Orc),
+        Some("avro") => Some(Format::Avro),
+        Some("tfrecord") => Some(Format::Tfrecord),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "format={other:?}: expected 'parquet', 'orc', 'avro' or 'tfrecord'"
+            )))
+        }
+    })
+}
+
+pub(crate) fn parse_on_error(s: &str) -> PyResult<OnError> {
+    match s {
+        "raise" => Ok(OnError::Raise),
+        "skip" => Ok(OnError::Skip),
+        other => Err(PyValueError::new_err(format!(
+            "on_error={other:?}: expected 'raise' or 'skip'"
+        ))),
+    }
+}
+
+impl Reader {
+    fn next_batch(&self) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
+        let mut st = self.state.lock().map_err(|_| {
+            hydrofeed_feeder::Error::Internal("reader poisoned by an earlier panic".into())
+        })?;
+        loop {
+            if let Some(r) = st.current.as_mut() {
+                match r.next() {
+                    Some(Ok(b)) if b.num_rows() == 0 => continue,
+                    Some(Ok(b)) => return Ok(Some(b)),
+                    Some(Err(e)) => {
+                        st.current = None;
+                        st.next_split = self.plan.splits.len();
+                        return Err(e);
+                    }
+                    None => st.current = None,
+                }
+            }
+            let Some(split) = self.plan.splits.get(st.next_split) else {
+                return Ok(None);
+            };
+            st.next_split += 1;
+            st.current = Some(open_split(&self.storage, &self.plan, split, &self.opts)?);
+        }
+    }
+}
+
+#[pymethods]
+impl Reader {
+    #[new]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        columns: Option<Vec<String>>,
+        format: Option<&str>,
+        on_error: &str,
+        batch_rows: usize,
+    ) -> PyResult<Self> {
+        if batch_rows == 0 {
+            return Err(PyValueError::new_err("batch_rows must be at least 1"));
+        }
+        let opts = ReadOptions {
+            columns,
+            format: parse_format(format)?,
+            on_error: parse_on_error(on_error)?,
+            batch_rows,
+            ..ReadOptions::default()
+        };
+        let path = path.to_string();
+        let o = opts.clone();
+        let (storage, plan) = py
+            .detach(move || -> hydrofeed_feeder::Result<_> {
+                let storage = open_storage(&path)?;
+                let plan = plan_input(&storage, &path, &o)?;
+                Ok((storage, plan))
+            })
+            .map_err(error::feeder)?;
+        Ok(Self {
+            storage,
+            plan: Arc::new(plan),
+            opts,
+            state: Mutex::new(State {
+                next_split: 0,
+                current: None,
+            }),
+            owner: Owner::here(),
+        })
+    }
+
+    /// The schema of the batches, as a `pyarrow.Schema`.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        pyo3_arrow::PySchema::new(self.plan.schema.clone()).into_pyarrow(py)
+    }
+
+    /// Total rows of the input (from the plan).
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.plan.total_rows()
+    }
+
+    /// Number of splits.
+    #[getter]
+    fn num_splits(&self) -> usize {
+        self.plan.splits.len()
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.owner.check("hydrofeed.read iterator")?;
+        // Decoding runs without the GIL; one batch takes milliseconds, so signals are seen
+        // between batches.
+        let b = py.detach(|| self.next_batch()).map_err(error::feeder)?;
+        py.check_signals()?;
+        match b {
+            Some(b) => Ok(Some(PyRecordBatch::new(b).into_pyarrow(py)?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+"""Fixtures: the hydrofeed binary, generated datasets, a `hydrofeed serve` process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def hydrofeed_bin() -> str:
+    env = os.environ.get("HYDROFEED_BIN")
+    if env:
+        return env
+    for p in (ROOT / "target/release/hydrofeed", ROOT / "target/debug/hydrofeed"):
+        if p.exists():
+            return str(p)
+    pytest.fail("no hydrofeed binary: cargo build -p hydrofeed-feeder, or set HYDROFEED_BIN")
+
+
+@pytest.fixture(scope="session")
+def hf_bin() -> str:
+    return hydrofeed_bin()
+
+
+@pytest.fixture(scope="session")
+def mnist_dir(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
+    """2500 MNIST-shaped rows in 3 TFRecord files, written by `hydrofeed gen`."""
+    out = tmp_path_factory.mktemp("mnist")
+    subprocess.run(
+        [hf_bin, "gen", "--format", "tfrecord", "--rows", "2500", "--files", "3", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def shm_listing() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+class Server:
+    """A `hydrofeed serve` process; killed at teardown whatever happened."""
+
+    def __init__(self, hf_bin: str, sock: Path, args: list[str]) -> None:
+        self.sock = sock
+        self.proc = subprocess.Popen(
+            [hf_bin, "serve", "--socket", str(sock), "--accept-timeout", "60", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def wait(self, timeout: float = 30) -> tuple[int, str]:
+        _, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, err
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+        self.proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def serve(hf_bin: str, tmp_path: Path) -> Iterator[object]:
+    servers: list[Server] = []
+
+    def start(*args: str) -> Server:
+        s = Server(hf_bin, tmp_path / f"feed{len(servers)}.sock", list(args))
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def run_python(code: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
+    )
+
+
+def wait_for(pred: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():  # type: ignore[operator]
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")

@@ -1,0 +1,630 @@
+//! Frames: a fixed 64-byte [`FrameHeader`] followed by a payload.
+//!
+//! Payload by [`FrameKind`]:
+//! - `Schema`: Arrow IPC stream messages: the schema message (and an empty record batch, which
+//!   the decoder ignores). Sent once per stream, before any batch.
+//! - `Batch`: Arrow IPC messages: dictionary batches (if any) then one record batch message.
+//! - `EndOfSplit`, `EndOfEpoch`, `EndOfFeed`: no payload (`rows` may carry a count).
+//! - `Error`: a UTF-8 message; `code` says which kind of error it is ([`ErrorCode`]).
+//!
+//! Every IPC message is written with `IpcWriteOptions` alignment 64, and the header is 64 bytes,
+//! so in a 64-byte aligned slot every Arrow buffer starts 64-byte aligned: numpy, TF and torch
+//! take them as they are. The decoder asks for aligned buffers (`require_alignment`), so a
+//! misaligned frame is an error rather than a silent copy.
+//!
+//! Producer side: [`FrameEncoder::batch`] returns an [`Encoded`] frame whose parts still point
+//! at the batch's own buffers; [`Encoded::len`] is known before anything is copied, so the
+//! producer reserves exactly that many bytes in the ring and [`Encoded::write_to`] copies the
+//! data once, into the reservation.
+//!
+//! Consumer side: [`owned_buffer`] wraps a ring lease (anything that derefs to bytes and owns
+//! them) into an Arrow [`Buffer`] without copying; [`FrameDecoder::decode`] slices the arrays
+//! out of it. Every array keeps the lease alive until the last view of it is dropped.
+
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::panic::RefUnwindSafe;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_buffer::Buffer;
+use arrow_ipc::convert::fb_to_schema;
+use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
+use arrow_ipc::writer::{IpcWriteOptions, StreamEncoder};
+use arrow_ipc::{root_as_message, MessageHeader, MetadataVersion};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+
+/// `b"HFFR"`: hydrofeed frame.
+pub const MAGIC: [u8; 4] = *b"HFFR";
+/// Layout version of [`FrameHeader`]; a reader refuses any other.
+pub const VERSION: u16 = 1;
+/// Bytes of the header, and the alignment of every Arrow buffer in a frame.
+pub const HEADER_LEN: usize = 64;
+/// Alignment the IPC messages are written with.
+pub const ALIGN: usize = 64;
+/// `split` of a frame that belongs to no split.
+pub const NO_SPLIT: u32 = u32::MAX;
+
+/// What a frame carries.
+#[repr(u16)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// The stream's Arrow schema.
+    Schema = 1,
+    /// One record batch.
+    Batch = 2,
+    /// The split named in the header is done.
+    EndOfSplit = 3,
+    /// The epoch named in the header is done.
+    EndOfEpoch = 4,
+    /// Nothing more will come.
+    EndOfFeed = 5,
+    /// The producer failed; the payload is a UTF-8 message.
+    Error = 6,
+}
+
+impl FrameKind {
+    fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            1 => Self::Schema,
+            2 => Self::Batch,
+            3 => Self::EndOfSplit,
+            4 => Self::EndOfEpoch,
+            5 => Self::EndOfFeed,
+            6 => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// Which kind of error an `Error` frame reports (so the trainer raises the right exception).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// Anything else (internal errors).
+    Other = 0,
+    /// Corrupt or unreadable input: the message names file, split and byte offset.
+    Data = 1,
+    /// Schema mismatch or a missing column.
+    Schema = 2,
+    /// A file does not exist.
+    NotFound = 3,
+    /// Access to a file was refused.
+    PermissionDenied = 4,
+    /// An I/O error.
+    Io = 5,
+    /// A wait timed out on the producer side.
+    Timeout = 6,
+    /// Bad argument (e.g. the batch size the trainer asked for).
+    InvalidArgument = 7,
+}
+
+impl ErrorCode {
+    /// The code of a raw value (unknown values are `Other`).
+    pub fn from_u32(v: u32) -> Self {
+        match v {
+            1 => Self::Data,
+            2 => Self::Schema,
+            3 => Self::NotFound,
+            4 => Self::PermissionDenied,
+            5 => Self::Io,
+            6 => Self::Timeout,
+            7 => Self::InvalidArgument,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// The fixed header in front of every frame. Plain bytes, no pointers, little-endian fields
+/// (the ring never crosses machines).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// [`MAGIC`].
+    pub magic: [u8; 4],
+    /// [`VERSION`].
+    pub version: u16,
+    /// [`FrameKind`] as `u16`.
+    pub kind: u16,
+    /// Epoch (0-based).
+    pub epoch: u32,
+    /// Split id, or [`NO_SPLIT`].
+    pub split: u32,
+    /// Sequence number of the frame in the stream (0-based, no gaps).
+    pub seq: u64,
+    /// Rows of a batch (or rows of the split/epoch/feed for end markers).
+    pub rows: u64,
+    /// Bytes of payload after the header.
+    pub payload_len: u64,
+    /// [`ErrorCode`] of an `Error` frame, 0 otherwise.
+    pub code: u32,
+    /// Reserved, zero.
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved: [u8; 16],
+}
+
+const _: () = assert!(std::mem::size_of::<FrameHeader>() == HEADER_LEN);
+
+/// Where a frame sits in the feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrameMeta {
+    /// Epoch.
+    pub epoch: u32,
+    /// Split id, or [`NO_SPLIT`].
+    pub split: u32,
+    /// Sequence number.
+    pub seq: u64,
+    /// Rows.
+    pub rows: u64,
+}
+
+impl FrameHeader {
+    fn new(kind: FrameKind, meta: FrameMeta, payload_len: u64, code: u32) -> Self {
+        Self {
+            magic: MAGIC,
+            version: VERSION,
+            kind: kind as u16,
+            epoch: meta.epoch,
+            split: meta.split,
+            seq: meta.seq,
+            rows: meta.rows,
+            payload_len,
+            code,
+            flags: 0,
+            reserved: [0; 16],
+        }
+    }
+
+    /// The header as bytes.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..4].copy_from_slice(&self.magic);
+        b[4..6].copy_from_slice(&self.version.to_le_bytes());
+        b[6..8].copy_from_slice(&self.kind.to_le_bytes());
+        b[8..12].copy_from_slice(&self.epoch.to_le_bytes());
+        b[12..16].copy_from_slice(&self.split.to_le_bytes());
+        b[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        b[24..32].copy_from_slice(&self.rows.to_le_bytes());
+        b[32..40].copy_from_slice(&self.payload_len.to_le_bytes());
+        b[40..44].copy_from_slice(&self.code.to_le_bytes());
+        b[44..48].copy_from_slice(&self.flags.to_le_bytes());
+        b[48..64].copy_from_slice(&self.reserved);
+        b
+    }
+
+    /// Parses and checks a header (magic, version, kind, payload length against `frame_len`).
+    pub fn parse(buf: &[u8]) -> Result<Self, FrameError> {
+        if buf.len() < HEADER_LEN {
+            return Err(FrameError::Corrupt(format!(
+                "frame of {} bytes is shorter than its {HEADER_LEN}-byte header",
+                buf.len()
+            )));
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([buf[i], buf[i + 1]]);
+        let u32_at = |i: usize| u32::from_le_bytes(buf[i..i + 4].try_into().unwrap_or([0; 4]));
+        let u64_at = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap_or([0; 8]));
+        let mut magic = [0u8; 4];
+        magic.copy_from_slice(&buf[0..4]);
+        if magic != MAGIC {
+            return Err(FrameError::Corrupt(format!(
+                "bad frame magic {magic:02x?} (expected {MAGIC:02x?})"
+            )));
+        }
+        let version = u16_at(4);
+        if version != VERSION {
+            return Err(FrameError::Version(version));
+        }
+        let mut reserved = [0u8; 16];
+        reserved.copy_from_slice(&buf[48..64]);
+        let h = Self {
+            magic,
+            version,
+            kind: u16_at(6),
+            epoch: u32_at(8),
+            split: u32_at(12),
+            seq: u64_at(16),
+            rows: u64_at(24),
+            payload_len: u64_at(32),
+            code: u32_at(40),
+            flags: u32_at(44),
+            reserved,
+        };
+        if FrameKind::from_u16(h.kind).is_none() {
+            return Err(FrameError::Corrupt(format!(
+                "unknown frame kind {}",
+                h.kind
+            )));
+        }
+        if h.payload_len > (buf.len() - HEADER_LEN) as u64 {
+            return Err(FrameError::Corrupt(format!(
+                "frame header says {} payload bytes but the frame holds {}",
+                h.payload_len,
+                buf.len() - HEADER_LEN
+            )));
+        }
+        Ok(h)
+    }
+
+    /// The kind (checked by [`FrameHeader::parse`]).
+    pub fn kind(&self) -> Option<FrameKind> {
+        FrameKind::from_u16(self.kind)
+    }
+
+    /// The meta fields.
+    pub fn meta(&self) -> FrameMeta {
+        FrameMeta {
+            epoch: self.epoch,
+            split: self.split,
+            seq: self.seq,
+            rows: self.rows,
+        }
+    }
+}
+
+/// Errors of encoding and decoding frames.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The bytes are not a valid frame.
+    #[error("corrupt frame: {0}")]
+    Corrupt(String),
+    /// A frame of another layout version.
+    #[error("frame layout version {0} is not supported (this build reads {VERSION})")]
+    Version(u16),
+    /// A batch arrived before the stream's schema.
+    #[error("batch frame before the schema frame")]
+    NoSchema,
+    /// Arrow could not encode or decode.
+    #[error("arrow ipc: {0}")]
+    Arrow(#[from] ArrowError),
+    /// The destination slice has the wrong length.
+    #[error("frame needs {need} bytes, got a slot of {got}")]
+    Size {
+        /// Bytes the frame needs.
+        need: usize,
+        /// Bytes given.
+        got: usize,
+    },
+}
+
+/// A frame ready to be copied into a ring slot: header plus payload parts that still point at
+/// the source batch's buffers.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    header: FrameHeader,
+    parts: Vec<Buffer>,
+    inline: Vec<u8>,
+}
+
+impl Encoded {
+    /// Total bytes of the frame (header + payload).
+    pub fn len(&self) -> usize {
+        HEADER_LEN + self.header.payload_len as usize
+    }
+
+    /// Always false (a frame holds at least its header).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The header.
+    pub fn header(&self) -> &FrameHeader {
+        &self.header
+    }
+
+    /// Copies the frame into `dst`, which must be exactly [`Encoded::len`] bytes. This is the
+    /// one copy of the producer side.
+    pub fn write_to(&self, dst: &mut [u8]) -> Result<(), FrameError> {
+        if dst.len() != self.len() {
+            return Err(FrameError::Size {
+                need: self.len(),
+                got: dst.len(),
+            });
+        }
+        dst[..HEADER_LEN].copy_from_slice(&self.header.to_bytes());
+        let mut at = HEADER_LEN;
+        for p in &self.parts {
+            dst[at..at + p.len()].copy_from_slice(p.as_slice());
+            at += p.len();
+        }
+        dst[at..at + self.inline.len()].copy_from_slice(&self.inline);
+        Ok(())
+    }
+
+    /// The frame as one vector (tests, tools; costs a copy).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.len()];
+        // Cannot fail: the length is right.
+        let _ = self.write_to(&mut v);
+        v
+    }
+}
+
+/// Encodes one stream: the schema frame, then batch frames.
+pub struct FrameEncoder {
+    schema: SchemaRef,
+    inner: StreamEncoder,
+}
+
+impl std::fmt::Debug for FrameEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameEncoder")
+            .field("schema", &self.schema)
+            .finish()
+    }
+}
+
+fn write_options() -> Result<IpcWriteOptions, ArrowError> {
+    IpcWriteOptions::try_new(ALIGN, false, MetadataVersion::V5)
+}
+
+impl FrameEncoder {
+    /// A new stream of batches of `schema`. Call [`FrameEncoder::schema_frame`] once first.
+    pub fn new(schema: SchemaRef) -> Result<Self, FrameError> {
+        let inner = StreamEncoder::try_new_with_options(&schema, write_options()?)?;
+        Ok(Self { schema, inner })
+    }
+
+    /// The stream's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The schema frame (the schema message followed by an empty batch, which the decoder
+    /// ignores: arrow-ipc's stream encoder writes the schema with the first batch).
+    pub fn schema_frame(&mut self, meta: FrameMeta) -> Result<Encoded, FrameError> {
+        let empty = RecordBatch::new_empty(self.schema.clone());
+        let parts = self.inner.encode(&empty)?;
+        Ok(Self::assemble(FrameKind::Schema, meta, parts))
+    }
+
+    /// A batch frame; `meta.rows` is set from the batch.
+    pub fn batch(
+        &mut self,
+        batch: &RecordBatch,
+        mut meta: FrameMeta,
+    ) -> Result<Encoded, FrameError> {
+        meta.rows = batch.num_rows() as u64;
+        let parts = self.inner.encode(batch)?;
+        Ok(Self::assemble(FrameKind::Batch, meta, parts))
+    }
+
+    fn assemble(kind: FrameKind, meta: FrameMeta, parts: Vec<Buffer>) -> Encoded {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        Encoded {
+            header: FrameHeader::new(kind, meta, len as u64, 0),
+            parts,
+            inline: Vec::new(),
+        }
+    }
+}
+
+/// An end marker (`EndOfSplit`, `EndOfEpoch`, `EndOfFeed`) without payload.
+pub fn marker(kind: FrameKind, meta: FrameMeta) -> Encoded {
+    Encoded {
+        header: FrameHeader::new(kind, meta, 0, 0),
+        parts: Vec::new(),
+        inline: Vec::new(),
+    }
+}
+
+/// An error frame carrying `message` (UTF-8). The message is cut (on a char boundary) to
+/// `max_len - HEADER_LEN` bytes so it always fits a ring slot.
+pub fn error_frame(code: ErrorCode, message: &str, meta: FrameMeta, max_len: usize) -> Encoded {
+    let room = max_len.saturating_sub(HEADER_LEN);
+    let mut end = message.len().min(room);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let inline = message.as_bytes()[..end].to_vec();
+    Encoded {
+        header: FrameHeader::new(FrameKind::Error, meta, inline.len() as u64, code as u32),
+        parts: Vec::new(),
+        inline,
+    }
+}
+
+/// A decoded frame.
+#[derive(Debug, Clone)]
+pub enum Frame {
+    /// The stream's schema (the decoder keeps it for the batches that follow).
+    Schema(FrameMeta, SchemaRef),
+    /// A batch whose arrays point into the frame's buffer.
+    Batch(FrameMeta, RecordBatch),
+    /// End of a split.
+    EndOfSplit(FrameMeta),
+    /// End of an epoch.
+    EndOfEpoch(FrameMeta),
+    /// End of the feed.
+    EndOfFeed(FrameMeta),
+    /// The producer's error.
+    Error(FrameMeta, ErrorCode, String),
+}
+
+/// Decodes the frames of one stream, keeping its schema and dictionaries.
+#[derive(Debug, Default)]
+pub struct FrameDecoder {
+    schema: Option<SchemaRef>,
+    dicts: HashMap<i64, ArrayRef>,
+}
+
+/// The owner of a region of bytes that an Arrow [`Buffer`] borrows (a ring lease).
+struct Owner<T>(T);
+
+// The owner is only read through the Buffer and dropped; a panic cannot leave it half-updated.
+impl<T> RefUnwindSafe for Owner<T> {}
+
+/// Wraps `owner`'s bytes in an Arrow [`Buffer`] without copying. The bytes stay valid (and
+/// `owner` alive) until the last Buffer or array sliced from it is dropped.
+pub fn owned_buffer<T>(owner: T) -> Buffer
+where
+    T: Deref<Target = [u8]> + Send + Sync + 'static,
+{
+    let owner = Arc::new(Owner(owner));
+    let bytes: &[u8] = &owner.0;
+    let len = bytes.len();
+    let ptr = NonNull::new(bytes.as_ptr() as *mut u8).unwrap_or(NonNull::dangling());
+    // SAFETY: `ptr` points at `len` bytes that `owner` owns; `owner` moves into the Buffer's
+    // allocation handle (an Arc), so the bytes stay valid and unchanged (Deref gives shared
+    // access only, and a lease's bytes are never rewritten while it lives) for as long as any
+    // Buffer sliced from this one exists. A moved `T` keeps pointing at the same bytes: the
+    // lease/Vec owns heap or shared memory, not inline storage (checked by the tests).
+    unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
+}
+
+impl FrameDecoder {
+    /// A decoder for a new stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The schema, once the schema frame was seen.
+    pub fn schema(&self) -> Option<&SchemaRef> {
+        self.schema.as_ref()
+    }
+
+    /// Decodes one frame. `frame` is the whole slot (header included); batches slice their
+    /// arrays out of it without copying.
+    pub fn decode(&mut self, frame: &Buffer) -> Result<Frame, FrameError> {
+        if frame.as_ptr() as usize % ALIGN != 0 {
+            return Err(FrameError::Corrupt(format!(
+                "frame at {:p} is not {ALIGN}-byte aligned (ring slots are)",
+                frame.as_ptr()
+            )));
+        }
+        let h = FrameHeader::parse(frame.as_slice())?;
+        let meta = h.meta();
+        let payload = frame.slice_with_length(HEADER_LEN, h.payload_len as usize);
+        match h.kind() {
+            Some(FrameKind::Schema) => {
+                let schema = self.read_messages(&payload, true)?.0.ok_or_else(|| {
+                    FrameError::Corrupt("schema frame without a schema message".into())
+                })?;
+                self.dicts.clear();
+                self.schema = Some(schema.clone());
+                Ok(Frame::Schema(meta, schema))
+            }
+            Some(FrameKind::Batch) => {
+                let batch = self.read_messages(&payload, false)?.1.ok_or_else(|| {
+                    FrameError::Corrupt("batch frame without a record batch message".into())
+                })?;
+                if batch.num_rows() as u64 != h.rows {
+                    return Err(FrameError::Corrupt(format!(
+                        "frame header says {} rows, batch has {}",
+                        h.rows,
+                        batch.num_rows()
+                    )));
+                }
+                Ok(Frame::Batch(meta, batch))
+            }
+            Some(FrameKind::EndOfSplit) => Ok(Frame::EndOfSplit(meta)),
+            Some(FrameKind::EndOfEpoch) => Ok(Frame::EndOfEpoch(meta)),
+            Some(FrameKind::EndOfFeed) => Ok(Frame::EndOfFeed(meta)),
+            Some(FrameKind::Error) => Ok(Frame::Error(
+                meta,
+                ErrorCode::from_u32(h.code),
+                String::from_utf8_lossy(payload.as_slice()).into_owned(),
+            )),
+            None => Err(FrameError::Corrupt(format!(
+                "unknown frame kind {}",
+                h.kind
+            ))),
+        }
+    }
+
+    /// Walks the IPC messages of a payload. Returns the schema (if a schema message came) and
+    /// the record batch (the last one, if any).
+    fn read_messages(
+        &mut self,
+        payload: &Buffer,
+        schema_frame: bool,
+    ) -> Result<(Option<SchemaRef>, Option<RecordBatch>), FrameError> {
+        let bytes = payload.as_slice();
+        let mut at = 0usize;
+        let mut schema_out = None;
+        let mut batch_out = None;
+        while at + 8 <= bytes.len() {
+            let mut word = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
+            let mut prefix = 4;
+            if word == 0xFFFF_FFFF {
+                word = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap_or([0; 4]));
+                prefix = 8;
+            }
+            let meta_len = word as usize;
+            if meta_len == 0 {
+                break; // end-of-stream marker
+            }
+            let meta_start = at + prefix;
+            let meta_end = meta_start
+                .checked_add(meta_len)
+                .filter(|&e| e <= bytes.len())
+                .ok_or_else(|| {
+                    FrameError::Corrupt(format!(
+                        "IPC message at payload offset {at} claims {meta_len} metadata bytes, \
+                         {} remain",
+                        bytes.len() - meta_start
+                    ))
+                })?;
+            let msg = root_as_message(&bytes[meta_start..meta_end]).map_err(|e| {
+                FrameError::Corrupt(format!("IPC message at payload offset {at}: {e}"))
+            })?;
+            let body_len = usize::try_from(msg.bodyLength()).unwrap_or(usize::MAX);
+            let body_end = meta_end
+                .checked_add(body_len)
+                .filter(|&e| e <= bytes.len())
+                .ok_or_else(|| {
+                    FrameError::Corrupt(format!(
+                        "IPC message at payload offset {at} claims a {body_len}-byte body, {} \
+                         remain",
+                        bytes.len() - meta_end
+                    ))
+                })?;
+            let body = payload.slice_with_length(meta_end, body_len);
+            let version = msg.version();
+            match msg.header_type() {
+                MessageHeader::Schema => {
+                    let fb = msg
+                        .header_as_schema()
+                        .ok_or_else(|| FrameError::Corrupt("unreadable schema message".into()))?;
+                    schema_out = Some(Arc::new(fb_to_schema(fb)));
+                }
+                MessageHeader::DictionaryBatch => {
+                    let schema = schema_out
+                        .clone()
+                        .or_else(|| self.schema.clone())
+                        .ok_or(FrameError::NoSchema)?;
+                    let d = msg.header_as_dictionary_batch().ok_or_else(|| {
+                        FrameError::Corrupt("unreadable dictionary batch message".into())
+                    })?;
+                    read_dictionary(&body, d, &schema, &mut self.dicts, &version)?;
+                }
+                MessageHeader::RecordBatch => {
+                    if !schema_frame {
+                        let schema = self.schema.clone().ok_or(FrameError::NoSchema)?;
+                        let rb = msg.header_as_record_batch().ok_or_else(|| {
+                            FrameError::Corrupt("unreadable record batch message".into())
+                        })?;
+                        let batch =
+                            RecordBatchDecoder::try_new(&body, rb, schema, &self.dicts, &version)?
+                                .with_require_alignment(true)
+                                .read_record_batch()?;
+                        batch_out = Some(batch);
+                    }
+                }
+                other => {
+                    return Err(FrameError::Corrupt(format!(
+                        "unexpected IPC message {other:?} in a frame"
+                    )))
+                }
+            }
+            at = body_end;
+        }
+        Ok((schema_out, batch_out))
+    }
+}
+
+/// The schema of a stream as an `Arc`.
+pub fn schema_ref(s: Schema) -> SchemaRef {
+    Arc::new(s)
+}
