@@ -31,7 +31,7 @@ use hydrofeed_tfbridge::{
 
 use crate::error::Location;
 use crate::format::{self, Plan, ReadOptions, SplitReader};
-use crate::split::{Format, Split};
+use crate::split::Split;
 use crate::storage::{self, Storage};
 use crate::{Error, Result};
 
@@ -87,15 +87,9 @@ pub struct ServeReport {
     pub batch_size: usize,
 }
 
-/// Plans `input`: [`format::plan`], or, while that is not built in this tree, a local plan of
-/// TFRecord files (the format that has a reader here).
+/// Plans `input` with [`format::plan`].
 pub fn plan_input(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
-    match format::plan(storage, input, opts) {
-        Err(Error::Internal(m)) if m.contains("not built yet") => {
-            plan_tfrecord(storage, input, opts)
-        }
-        other => other,
-    }
+    format::plan(storage, input, opts)
 }
 
 /// Opens a split of a plan made by [`plan_input`].
@@ -105,60 +99,7 @@ pub fn open_split(
     split: &Split,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    match format::open_split(storage, plan, split, opts) {
-        Err(Error::Internal(m))
-            if m.contains("not built yet") && split.format == Format::Tfrecord =>
-        {
-            format::tfrecord::open(storage, split, &plan.schema, opts)
-        }
-        other => other,
-    }
-}
-
-fn plan_tfrecord(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
-    if let Some(f) = opts.format {
-        if f != Format::Tfrecord {
-            return Err(Error::InvalidArgument(format!(
-                "{input}: the {f:?} reader is not in this build (TFRecord is)"
-            )));
-        }
-    }
-    let st = storage.stat(input)?;
-    let mut files = if st.is_dir {
-        let mut v: Vec<_> = storage
-            .list(input)?
-            .into_iter()
-            .filter(|f| {
-                let name = f.path.rsplit('/').next().unwrap_or("");
-                !f.is_dir && !name.starts_with('_') && !name.starts_with('.')
-            })
-            .collect();
-        v.sort_by(|a, b| a.path.cmp(&b.path));
-        v
-    } else {
-        vec![st]
-    };
-    files.retain(|f| f.len > 0 || opts.schema.is_some());
-    if files.is_empty() {
-        return Err(Error::NotFound {
-            path: format!("{input} (no data files)"),
-        });
-    }
-    let mut schema = None;
-    let mut splits = Vec::new();
-    for f in &files {
-        let (s, mut sp) = format::tfrecord::plan_file(storage, f, opts, splits.len() as u32)?;
-        schema.get_or_insert(s);
-        splits.append(&mut sp);
-    }
-    let schema = schema.ok_or_else(|| Error::Internal("no schema".into()))?;
-    let schema = format::tfrecord::project(input, &schema, opts.columns.as_deref())?;
-    Ok(Plan {
-        input: input.to_string(),
-        format: Format::Tfrecord,
-        schema,
-        splits,
-    })
+    format::open_split(storage, plan, split, opts)
 }
 
 /// What the reader thread sends.
@@ -573,7 +514,7 @@ mod tests {
         write_dataset(
             dir,
             &GenOptions {
-                format: Format::Tfrecord,
+                format: crate::split::Format::Tfrecord,
                 rows,
                 files,
                 ..Default::default()
@@ -759,7 +700,7 @@ mod tests {
     }
 
     #[test]
-    fn tfrecord_plan_fallback_lists_directories() {
+    fn plan_input_lists_directories_and_projects() {
         let d = tempfile::tempdir().unwrap();
         dataset(&d.path().join("data"), 100, 2);
         std::fs::write(d.path().join("data/_SUCCESS"), b"").unwrap();
