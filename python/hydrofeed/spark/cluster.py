@@ -123,17 +123,8 @@ class TFCluster:
         self._raise_if_failed()
         fn = _feed_fn(self.cluster_id, self._gen, "infer", feed_timeout, FEED_BATCH_ROWS)
         if _is_dataframe(dataRDD):
-            import pickle
-
-            def arrow_infer(batches):
-                import pyarrow as pa
-                from pyspark import TaskContext
-
-                res = fn(TaskContext.get().partitionId(), batches, arrow=True)
-                yield pa.record_batch([pa.array([pickle.dumps(r, protocol=5) for r in res], type=pa.binary())], names=["r"])
-
-            out = dataRDD.mapInArrow(arrow_infer, "r binary")
-            return out.rdd.map(lambda row: pickle.loads(row[0]))
+            batches, schema = _arrow_batches(dataRDD)
+            return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True))
         return dataRDD.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False))
 
     def _feed_rdd(self, rdd: Any, num_epochs: int, feed_timeout: float) -> None:
@@ -143,16 +134,9 @@ class TFCluster:
 
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
-
-        def arrow_feed(batches):
-            import pyarrow as pa
-            from pyspark import TaskContext
-
-            n = fn(TaskContext.get().partitionId(), batches, arrow=True)
-            yield pa.record_batch([pa.array([n[0] if n else 0], type=pa.int64())], names=["rows"])
-
-        union = functools.reduce(lambda a, b: a.union(b), [df] * num_epochs)
-        self._run_feed_job(lambda: union.mapInArrow(arrow_feed, "rows long").collect())
+        batches, schema = _arrow_batches(df)
+        union = batches if num_epochs == 1 else self.sc.union([batches] * num_epochs)
+        self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
 
     def _run_feed_job(self, job: Callable[[], Any]) -> None:
         """Runs a feeding job in a job group that is cancelled at once if a node fails."""
@@ -367,6 +351,42 @@ def _is_dataframe(x: Any) -> bool:
         return isinstance(x, CDF)
     except ImportError:
         return False
+
+
+def _arrow_batches(df: Any) -> tuple[Any, Any]:
+    """A DataFrame as an RDD of Arrow IPC record-batch messages, plus their Arrow schema.
+
+    Spark itself encodes each partition as Arrow (``Dataset.toArrowBatchRdd``, the same code
+    ``toPandas`` and ``mapInArrow`` use), so rows are never pickled one by one and pandas is
+    not needed. ``toArrowBatchRdd`` is ``private[sql]`` in Scala (public in bytecode): if a
+    Spark version hides it, we fall back to ``mapInArrow`` (which needs pandas installed)."""
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        from pyspark.core.rdd import RDD
+    except ImportError:  # pyspark 3.x
+        from pyspark.rdd import RDD  # type: ignore[no-redef]
+    schema = to_arrow_schema(df.schema)
+    try:
+        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
+    except Exception:  # noqa: BLE001 - py4j raises its own types
+
+        def to_ipc(it: Any) -> Any:
+            import pyarrow as pa
+
+            for b in it:
+                yield pa.record_batch([pa.array([b.serialize().to_pybytes()], pa.binary())], names=["ipc"])
+
+        return df.mapInArrow(to_ipc, "ipc binary").rdd.map(lambda row: bytes(row[0])), schema
+    return RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer()), schema
+
+
+def _decode(it: Any, schema: Any) -> Any:
+    import pyarrow as pa
+
+    for msg in it:
+        yield pa.ipc.read_record_batch(pa.py_buffer(msg), schema)
 
 
 def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_rows: int) -> Callable:

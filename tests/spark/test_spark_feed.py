@@ -1,0 +1,137 @@
+"""InputMode.SPARK: train/inference through barrier-mode nodes on local[2]."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+import numpy as np
+import pytest
+
+import spark_funs
+from hydrofeed.spark import InputMode, TFCluster, TrainerFailedError
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
+
+
+def _results(out, n):
+    res = {}
+    for r in range(n):
+        with open(os.path.join(out, f"rank{r}.json")) as f:
+            res[r] = json.load(f)
+    return res
+
+
+def test_every_row_delivered_exactly_num_epochs_times(sc, tmp_path):
+    rows = [(i, np.full(784, i, dtype=np.float32), i % 10) for i in range(3000)]
+    rdd = sc.parallelize(rows, 6)
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 100}, 2, input_mode=InputMode.SPARK)
+    assert [n["job_name"] for n in cluster.cluster_info] == ["worker", "worker"]
+    assert cluster.num_executors == 2 and cluster.nodeRDD.getNumPartitions() == 2
+    assert cluster.cluster_meta["cluster_template"] == {"worker": [0, 1]}
+    cluster.train(rdd, num_epochs=3)
+    cluster.shutdown()
+    res = _results(str(tmp_path), 2)
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == set(range(3000))
+    assert set(counts.values()) == {3}
+    # both trainers got data, and each saw the cluster as two workers
+    assert all(r["batches"] > 0 for r in res.values())
+    for rank, r in res.items():
+        assert r["num_workers"] == 2
+        cfg = json.loads(r["tf_config"])
+        assert cfg["task"] == {"type": "worker", "index": rank}
+        assert cfg["cluster"]["worker"] == [f"{n['host']}:{n['port']}" for n in cluster.cluster_info]
+
+
+def test_dataframe_travels_as_arrow_with_input_mapping(spark, sc, tmp_path):
+    import pyarrow as pa
+
+    n = 2000
+    table = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "features": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * 8, dtype=np.float32)), 8),
+    })
+    df = spark.createDataFrame(table.to_pandas()) if False else spark.createDataFrame(
+        [(int(i), [float(v) for v in range(8)]) for i in range(n)], "id long, features array<float>"
+    ).repartition(5)
+    cluster = TFCluster.run(sc, spark_funs.record_columns, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
+    cluster.train(df, num_epochs=2)
+    cluster.shutdown()
+    res = _results(str(tmp_path), 2)
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == set(range(n)) and set(counts.values()) == {2}
+    # variable-length Spark arrays arrive as one numpy array per row (a list); ids as numpy
+    for r in res.values():
+        assert r["shapes"], r
+
+
+def test_inference_returns_one_result_per_row_in_order(sc, tmp_path):
+    data = [(i, float(i)) for i in range(1234)]
+    rdd = sc.parallelize(data, 5)
+    cluster = TFCluster.run(sc, spark_funs.double_it, {"out": str(tmp_path), "batch": 7}, 2, input_mode=InputMode.SPARK)
+    out = cluster.inference(rdd).collect()
+    out2 = cluster.inference(sc.parallelize(data[:10], 3)).collect()
+    cluster.shutdown()
+    assert out == [(i, 2 * i) for i in range(1234)]
+    assert out2 == [(i, 2 * i) for i in range(10)]
+
+
+def test_uneven_partitions_never_hang(sc, tmp_path):
+    sizes = [1, 900, 3, 0, 2500, 7, 40]
+    rows, parts = [], []
+    start = 0
+    for s in sizes:
+        parts.append([(i,) for i in range(start, start + s)])
+        start += s
+    rdd = sc.parallelize(range(len(sizes)), len(sizes)).flatMap(lambda p, parts=parts: parts[p])
+    assert rdd.glom().map(len).collect() == sizes
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 16}, 2, input_mode=InputMode.SPARK)
+    cluster.train(rdd, num_epochs=1)
+    cluster.shutdown()  # every trainer's should_stop() turned true, or this would not return
+    res = _results(str(tmp_path), 2)
+    ids = sorted(i for r in res.values() for i in r["ids"])
+    assert ids == list(range(sum(sizes)))
+
+
+def test_trainer_that_raises_fails_the_driver_naming_its_rank(sc, tmp_path):
+    rdd = sc.parallelize([(i,) for i in range(20000)], 8)
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 10, "fail_rank": 1}, 2,
+                            input_mode=InputMode.SPARK)
+    with pytest.raises(TrainerFailedError) as ei:
+        cluster.train(rdd, num_epochs=1, feed_timeout=600)
+        cluster.shutdown()
+    err = ei.value
+    assert err.rank == 1 and err.job_name == "worker" and err.task_index == 1
+    assert "boom on executor 1" in str(err) and "rank 1" in str(err)
+    with pytest.raises(TrainerFailedError):
+        cluster.shutdown()
+
+
+def test_trainer_killed_with_sigkill_mid_feed_fails_clearly(sc, tmp_path):
+    rdd = sc.parallelize([(i,) for i in range(20000)], 8)
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 10, "kill_rank": 0}, 2,
+                            input_mode=InputMode.SPARK)
+    with pytest.raises(TrainerFailedError) as ei:
+        cluster.train(rdd, num_epochs=1, feed_timeout=600)
+    assert ei.value.rank == 0 and "SIGKILL" in str(ei.value)
+    with pytest.raises(TrainerFailedError, match="rank 0"):
+        cluster.shutdown()
+
+
+@pytest.mark.tf
+def test_keras_model_trains_on_two_executors(sc, tmp_path):
+    pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4096, 4)).astype(np.float32)
+    y = x @ np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32) + 0.1
+    rdd = sc.parallelize(list(zip(x, y.tolist())), 4)
+    cluster = TFCluster.run(sc, spark_funs.keras_train, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
+    cluster.train(rdd, num_epochs=3)
+    cluster.shutdown()
+    res = _results(str(tmp_path), 2)
+    for r in res.values():
+        losses = r["losses"]
+        assert len(losses) > 10
+        assert np.mean(losses[-5:]) < 0.2 * np.mean(losses[:3]), losses
