@@ -87,7 +87,7 @@ def tf_mode(args, ctx):
     open(f"{marker}-{attempt}", "w").close()
     if args.get("fail_first_attempt") == ctx.executor_id and attempt == 0:
         raise RuntimeError("first attempt fails on purpose")
-    with open(os.path.join(args["data"], f"part-{ctx.task_index}")) as f:
+    with open(os.path.join(args["data"], f"part-{ctx.executor_id}")) as f:
         n = sum(1 for _ in f)
     _dump(args, ctx, {"job": ctx.job_name, "index": ctx.task_index, "rows": n,
                       "tf_config": json.loads(os.environ["TF_CONFIG"]), "attempt": attempt})

@@ -214,14 +214,17 @@ class TFCluster:
             while True:
                 gen = self._gen
                 feeding = [i for i in self._ranks_of(("chief", "master", "worker"))]
-                ok = ctl.wait_for(
-                    lambda: self._error is not None
-                    or self._done
-                    or self._gen != gen
-                    or all(ctl.gen_nodes(gen).get(r) is not None and ctl.gen_nodes(gen)[r].exited for r in feeding)
-                    or (self._failed_node_locked(gen) is not None and gen >= self._max_restarts),
-                    _left(deadline),
-                )
+                def settled(gen: int = gen, feeding: list[int] = feeding) -> bool:
+                    if self._error is not None or self._done or self._gen != gen:
+                        return True
+                    nodes = ctl.gen_nodes(gen)
+                    failed = self._failed_node_locked(gen)
+                    if failed is not None and gen >= self._max_restarts:
+                        return True  # no restart left: report now, stop the rest
+                    all_done = all(nodes.get(r) is not None and nodes[r].exited for r in feeding)
+                    return all_done and failed is None  # else a restart is coming: wait for it
+
+                ok = ctl.wait_for(settled, _left(deadline))
                 if not ok:
                     raise TimeoutError(f"hydrofeed: nodes still running after shutdown timeout={timeout}s; stopping them")
                 if self._gen != gen and self._error is None:

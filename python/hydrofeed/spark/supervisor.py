@@ -186,12 +186,15 @@ def main(spec_path: str) -> int:
                 os.unlink(p)
             except FileNotFoundError:
                 pass
-    try:
-        os.rmdir(os.path.dirname(spec_path))  # last node on this host removes the directory
-    except OSError:
-        pass
+    for d in (os.path.dirname(spec_path), os.path.dirname(os.path.dirname(spec_path))):
+        try:
+            os.rmdir(d)  # the last node on this host removes the directories
+        except OSError:
+            break
     drv.close()
-    return 0 if code == 0 else 1
+    # Stopped on the driver's order (ps/evaluator at shutdown, or the rest of a failed gang):
+    # not this node's failure, so the barrier task must not report one.
+    return 0 if code == 0 or (stopping and driver_alive) else 1
 
 
 if __name__ == "__main__":
