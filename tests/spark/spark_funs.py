@@ -27,7 +27,10 @@ def record_ids(args, ctx):
         if args.get("fail_rank") == ctx.executor_id and batches >= 2:
             raise ValueError(f"boom on executor {ctx.executor_id}")
         if args.get("kill_rank") == ctx.executor_id and batches >= 2:
-            os.kill(os.getpid(), signal.SIGKILL)
+            once = os.path.join(args["out"], "killed-once")
+            if not args.get("kill_once") or not os.path.exists(once):
+                open(once, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
     _dump(args, ctx, {"ids": ids, "batches": batches, "job": ctx.job_name, "index": ctx.task_index,
                       "tf_config": os.environ.get("TF_CONFIG"), "num_workers": ctx.num_workers})
 

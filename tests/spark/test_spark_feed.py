@@ -114,6 +114,16 @@ def test_trainer_killed_with_sigkill_mid_feed_fails_clearly(sc, tmp_path):
         cluster.shutdown()
 
 
+def test_spark_mode_restart_feeds_the_new_gang_again(sc, tmp_path):
+    rdd = sc.parallelize([(i,) for i in range(5000)], 6)
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 10, "kill_rank": 0, "kill_once": True},
+                            2, input_mode=InputMode.SPARK, max_restarts=1)
+    cluster.train(rdd, num_epochs=1)  # rank 0 is SIGKILLed once; the gang restarts and is fed again
+    cluster.shutdown()
+    res = _results(str(tmp_path), 2)
+    assert sorted(i for r in res.values() for i in r["ids"]) == list(range(5000))
+
+
 @pytest.mark.tf
 def test_keras_model_trains_on_two_executors(sc, tmp_path):
     pytest.importorskip("tensorflow")
