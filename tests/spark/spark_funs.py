@@ -44,7 +44,8 @@ def record_columns(args, ctx):
         if len(cols["x_id"]) == 0:
             continue
         ids.extend(int(i) for i in cols["x_id"])
-        shapes.add(str((type(cols["x"]).__name__, getattr(cols["x"], "shape", (0, 0))[1:])))
+        first = cols["x"][0]
+        shapes.add(f"{type(cols['x']).__name__} of {type(first).__name__}{list(first.shape)} {first.dtype}; ids {cols['x_id'].dtype}")
     _dump(args, ctx, {"ids": ids, "shapes": sorted(shapes)})
 
 
@@ -94,3 +95,32 @@ def tf_mode(args, ctx):
         n = sum(1 for _ in f)
     _dump(args, ctx, {"job": ctx.job_name, "index": ctx.task_index, "rows": n,
                       "tf_config": json.loads(os.environ["TF_CONFIG"]), "attempt": attempt})
+
+
+def tfos_terminate_early(args, ctx):
+    """TFoS's Keras example shape: DataFeed(ctx.mgr, False) for training, terminate() when done."""
+    from hydrofeed.compat.tensorflowonspark import TFNode
+
+    tf_feed = TFNode.DataFeed(ctx.mgr, False)
+    seen = 0
+    while not tf_feed.should_stop() and seen < args["stop_after"]:
+        batch = tf_feed.next_batch(1)
+        seen += len(batch)
+    tf_feed.terminate()  # Spark still schedules the other partitions: they must be skipped
+    try:
+        ctx.start_cluster_server()
+        tf1 = "no error"
+    except NotImplementedError as e:
+        tf1 = str(e)
+    _dump(args, ctx, {"seen": seen, "tf1": tf1, "abs": TFNode.hdfs_path(ctx, "model"),
+                      "abs_root": ctx.absolute_path("/data")})
+
+
+def tfos_inference(args, ctx):
+    from hydrofeed.compat.tensorflowonspark import TFNode
+
+    tf_feed = TFNode.DataFeed(ctx.mgr, False)
+    while not tf_feed.should_stop():
+        batch = tf_feed.next_batch(args["batch"])
+        if len(batch) > 0:
+            tf_feed.batch_results([f"{r[0]}:{ctx.executor_id}" for r in batch])

@@ -56,9 +56,9 @@ def test_dataframe_travels_as_arrow_with_input_mapping(spark, sc, tmp_path):
     res = _results(str(tmp_path), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(n)) and set(counts.values()) == {2}
-    # Spark arrays (variable-length lists in Arrow) arrive as one numpy array per row
+    # Spark arrays of equal length arrive as one dense 2-D numpy array, dtype kept
     for r in res.values():
-        assert r["shapes"] == ["('list', ())"], r
+        assert r["shapes"] == ["ndarray of ndarray[8] float32; ids int64"], r
 
 
 def test_inference_returns_one_result_per_row_in_order(sc, tmp_path):

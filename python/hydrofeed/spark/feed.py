@@ -44,6 +44,7 @@ class SparkDataFeed:
         self._cur: pa.RecordBatch | None = None
         self._cur_conn = -1
         self._cur_off = 0
+        self._cur_infer = False
         self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
         self.rows_delivered = 0
 
@@ -114,19 +115,22 @@ class SparkDataFeed:
                     self.done_feeding = True
                     break
                 if item.kind == "end_partition":
-                    if not self.train_mode and count > 0:
-                        break
+                    if count > 0:
+                        break  # results of this partition can flow back now
                     continue
                 if item.kind == "error":
                     raise RuntimeError(item.message)
                 self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
+                self._cur_infer = item.infer
             rb = self._cur
             k = min(batch_size - count, rb.num_rows - self._cur_off)
             piece = rb.slice(self._cur_off, k)
             slices.append(piece)
             count += k
             self._cur_off += k
-            if self.train_mode:
+            # Whether a row needs a result depends on how it was fed (train() or inference()),
+            # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
+            if not self._cur_infer:
                 self._hub.ack(self._cur_conn, k)
             else:
                 if self._pending and self._pending[-1][0] == self._cur_conn:

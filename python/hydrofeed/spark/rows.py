@@ -102,6 +102,15 @@ def column_to_numpy(col: pa.Array | pa.ChunkedArray, field: pa.Field) -> Any:
         width = col.type.list_size
         values = col.flatten().to_numpy(zero_copy_only=False)
         return values.reshape(len(col), width)
+    if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and col.null_count == 0:
+        # Spark array columns: a dense 2-D array when every row has the same length (what a
+        # model wants), else one numpy view per row; the element dtype is kept either way.
+        offsets = col.offsets.to_numpy()
+        values = col.flatten().to_numpy(zero_copy_only=False)
+        lengths = np.diff(offsets)
+        if len(col) and (lengths == lengths[0]).all():
+            return values.reshape(len(col), lengths[0])  # flatten() already honours a slice
+        return [values[a - offsets[0] : b - offsets[0]] for a, b in zip(offsets[:-1], offsets[1:])]
     if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
         return [np.asarray(v) if v is not None else None for v in col.to_pylist()]
     return col.to_numpy(zero_copy_only=False)

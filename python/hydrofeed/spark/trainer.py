@@ -57,6 +57,8 @@ def main(spec_path: str) -> int:
         sys.argv = args
     try:
         fn(args, ctx)
+        if hub is not None:
+            hub.drain_until_end_of_feed()
     except BaseException:
         sys.stderr.write(
             f"hydrofeed: map_fun failed on {meta['job_name']}:{meta['task_index']} (executor {meta['executor_id']}):\n"

@@ -96,6 +96,7 @@ class Item:
     conn_id: int = -1
     batch: pa.RecordBatch | None = None
     message: str = ""
+    infer: bool = False  # rows of an inference partition: each needs a result
 
 
 @dataclass
@@ -125,6 +126,7 @@ class Hub:
         self._lock = threading.Lock()
         self._terminating = threading.Event()
         self._closed = threading.Event()
+        self.eof_received = threading.Event()
         self._srv: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
@@ -215,7 +217,15 @@ class Hub:
 
     def end_of_feed(self) -> None:
         """Queues the end-of-feed marker (after everything already queued)."""
+        self.eof_received.set()
         self._put(Item("end_of_feed"))
+
+    def drain_until_end_of_feed(self) -> None:
+        """After ``map_fun`` returned: keep accepting (and ignoring) partitions Spark still
+        schedules, as TFoS's manager does, until the driver ends the feed."""
+        self.terminate()
+        while not self.eof_received.wait(0.2) and not self._closed.is_set():
+            pass
 
     # -- internals
     def _finish(self, conn_id: int, c: _Conn) -> None:
@@ -266,6 +276,8 @@ class Hub:
                 send_frame(sock, ACK, _json({"rows": 0}))
                 sock.close()
                 return
+            if self._terminating.is_set() and mode == "infer":
+                raise TransportError("its map_fun called terminate() or returned: it cannot answer inference rows")
             state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
             send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state}))
             with self._lock:
@@ -288,7 +300,7 @@ class Hub:
                         with c.lock:
                             c.consumed += rb.num_rows
                         continue
-                    if not self._put(Item("batch", conn_id, rb)):
+                    if not self._put(Item("batch", conn_id, rb, infer=mode == "infer")):
                         with c.lock:
                             c.consumed += rb.num_rows
                 elif kind == END:
@@ -296,7 +308,7 @@ class Hub:
                         c.ended = True
                         done = c.consumed >= c.received and (mode == "train" or c.received == 0)
                     if mode == "infer" and c.received > 0:
-                        self._put(Item("end_partition", conn_id))
+                        self._put(Item("end_partition", conn_id, infer=True))
                     if done:
                         self._finish(conn_id, c)
                     return
