@@ -345,12 +345,16 @@ class Channel:
                     raise TransportError(f"no trainer listening on {path}: {e}") from e
                 time.sleep(0.1)
         self.sock = sock
-        send_frame(sock, HELLO, _json({"mode": mode, "partition": partition}))
-        kind, payload = recv_frame(sock)
-        if kind == ERROR:
-            raise TransportError(json.loads(bytes(payload))["error"])
-        if kind != WELCOME:
-            raise TransportError(f"expected WELCOME from {path}, got frame kind {kind}")
+        try:
+            send_frame(sock, HELLO, _json({"mode": mode, "partition": partition}))
+            kind, payload = recv_frame(sock)
+            if kind == ERROR:
+                raise TransportError(json.loads(bytes(payload))["error"])
+            if kind != WELCOME:
+                raise TransportError(f"expected WELCOME from {path}, got frame kind {kind}")
+        except BaseException:
+            sock.close()
+            raise
         info = json.loads(bytes(payload))
         self.rank: int = info["rank"]
         self.terminating: bool = info["state"] == "terminating"
