@@ -61,7 +61,10 @@ def _describe(n: NodeState) -> str:
             why = f"was killed by signal {-n.exit_code}"
     else:
         why = f"failed with exit code {n.exit_code}"
-    tail = "\n".join("    " + line for line in n.tail[-25:])
+    summary = [line[len("hydrofeed-error: ") :] for line in n.tail if line.startswith("hydrofeed-error: ")]
+    if summary:
+        why += f": {summary[-1]}"
+    tail = "\n".join("    " + line for line in n.tail[-25:] if not line.startswith("hydrofeed-error: "))
     return f"hydrofeed: {where} {why}" + (f"; last output lines:\n{tail}" if tail else "")
 
 

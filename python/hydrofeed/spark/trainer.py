@@ -14,6 +14,8 @@ import socket
 import sys
 import traceback
 
+ERROR_PREFIX = "hydrofeed-error: "
+
 
 def main(spec_path: str) -> int:
     from pyspark import cloudpickle
@@ -64,6 +66,10 @@ def main(spec_path: str) -> int:
             f"hydrofeed: map_fun failed on {meta['job_name']}:{meta['task_index']} (executor {meta['executor_id']}):\n"
         )
         traceback.print_exc()
+        # One short line the driver can put first, however long the traceback's message is.
+        exc = sys.exc_info()[1]
+        summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        sys.stderr.write(f"{ERROR_PREFIX}{summary}\n")
         sys.stderr.flush()
         return 1
     finally:
