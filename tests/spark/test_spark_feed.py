@@ -98,7 +98,9 @@ def test_trainer_that_raises_fails_the_driver_naming_its_rank(sc, tmp_path):
         cluster.shutdown()
     err = ei.value
     assert err.rank == 1 and err.job_name == "worker" and err.task_index == 1
-    assert "boom on executor 1" in str(err) and "rank 1" in str(err)
+    # the exception summary heads the message, the output tail follows
+    assert "rank 1 (worker:1 on 127.0.0.1) failed with exit code 1: ValueError: boom on executor 1" in str(err)
+    assert any("Traceback" in line for line in err.log_tail)
     with pytest.raises(TrainerFailedError):
         cluster.shutdown()
 
