@@ -554,6 +554,8 @@ def run(
             cluster._tb_url = f"http://{info['host']}:{info['tb_port']}"
             logger.info("TensorBoard running at: %s", cluster._tb_url)
             sc.setJobDescription(f"hydrofeed cluster {cluster.cluster_id}, TensorBoard at {cluster._tb_url}")
+    if tensorboard and cluster._tb_url is None:
+        logger.warning("hydrofeed: tensorboard=True but no TensorBoard started (is the tensorboard package installed on the executors?)")
     logger.info("hydrofeed: all %d nodes started (cluster %s)", num_executors, cluster.cluster_id)
     return cluster
 

@@ -58,6 +58,11 @@ def _start_tensorboard(spec: dict) -> tuple[subprocess.Popen | None, int]:
     tb_job = "chief" if "chief" in jobs else ("master" if "master" in jobs else "worker")
     if meta["job_name"] != tb_job or meta["task_index"] != 0:
         return None, 0
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        sys.stderr.write("hydrofeed: tensorboard=True but the tensorboard package is not installed here; not started\n")
+        return None, 0
     port = int(os.environ.get("TENSORBOARD_PORT", "0"))
     if port == 0:
         with socket.socket() as s:
