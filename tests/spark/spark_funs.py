@@ -32,7 +32,8 @@ def record_ids(args, ctx):
                 open(once, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
     _dump(args, ctx, {"ids": ids, "batches": batches, "job": ctx.job_name, "index": ctx.task_index,
-                      "tf_config": os.environ.get("TF_CONFIG"), "num_workers": ctx.num_workers})
+                      "tf_config": os.environ.get("TF_CONFIG"), "num_workers": ctx.num_workers,
+                      "cuda": os.environ.get("CUDA_VISIBLE_DEVICES")})
 
 
 def record_columns(args, ctx):

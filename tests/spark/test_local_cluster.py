@@ -29,3 +29,5 @@ def test_two_executor_jvms_feed_every_row_exactly_num_epochs_times():
     assert res["distinct"] == 4000 and res["times"] == [2]
     assert res["workers"] == ["worker", "worker"]
     assert len(res["node_pids"]) == 2  # each node was started by a different Python worker
+    # GPU addresses from Spark's resource scheduling reach the trainer (fake discovery script)
+    assert res["gpus"] == [["3"], ["3"]] and res["cuda"] == ["3"]

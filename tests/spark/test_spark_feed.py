@@ -61,15 +61,19 @@ def test_dataframe_travels_as_arrow_with_input_mapping(spark, sc, tmp_path):
         assert r["shapes"] == ["ndarray of ndarray[8] float32; ids int64"], r
 
 
-def test_inference_returns_one_result_per_row_in_order(sc, tmp_path):
+def test_inference_returns_one_result_per_row_in_order(spark, sc, tmp_path):
     data = [(i, float(i)) for i in range(1234)]
     rdd = sc.parallelize(data, 5)
     cluster = TFCluster.run(sc, spark_funs.double_it, {"out": str(tmp_path), "batch": 7}, 2, input_mode=InputMode.SPARK)
     out = cluster.inference(rdd).collect()
     out2 = cluster.inference(sc.parallelize(data[:10], 3)).collect()
+    df = spark.createDataFrame(data, "id long, x double").repartition(3).sortWithinPartitions("id")
+    expected_df = [(r.id, 2 * r.id) for r in df.collect()]  # the DataFrame's own row order
+    out_df = cluster.inference(df).collect()
     cluster.shutdown()
     assert out == [(i, 2 * i) for i in range(1234)]
     assert out2 == [(i, 2 * i) for i in range(10)]
+    assert out_df == expected_df
 
 
 def test_uneven_partitions_never_hang(sc, tmp_path):
