@@ -26,10 +26,11 @@ PICKLED = b"hf.pickled"
 def _row_kind(row: Any) -> str:
     try:
         from pyspark.sql import Row
+
+        if isinstance(row, Row):
+            return "row"
     except ImportError:  # pragma: no cover - pyspark always present where this runs
-        Row = ()  # type: ignore[assignment]
-    if Row and isinstance(row, Row):
-        return "row"
+        pass
     if isinstance(row, tuple):
         return "tuple"
     if isinstance(row, list):
@@ -60,6 +61,7 @@ def _column(values: list) -> tuple[pa.Array, bool]:
 def rows_to_batch(rows: list) -> pa.RecordBatch:
     """Converts a non-empty list of rows of one shape into a record batch."""
     kind = _row_kind(rows[0])
+    cols: list[Any]
     if kind in ("tuple", "list"):
         names = [f"_{i}" for i in range(len(rows[0]))]
         cols = list(zip(*rows)) if names else []

@@ -35,8 +35,8 @@ def main(spec_path: str) -> int:
         hub = Hub(meta["sock"], meta["executor_id"])
         hub.start()
 
-    tmp_sock = socket.socket(fileno=spec["port_fd"])
-    if cm.get("release_port", True):
+    tmp_sock: socket.socket | None = socket.socket(fileno=spec["port_fd"])
+    if cm.get("release_port", True) and tmp_sock is not None:
         tmp_sock.close()
         tmp_sock = None
 
