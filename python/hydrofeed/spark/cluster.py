@@ -545,7 +545,7 @@ def run(
     with ctl.cond:
         g = cluster._gen
         cluster.cluster_info = sorted(
-            (dict(x.meta, tb_port=x.tb_port) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
+            (dict(x.meta, tb_port=x.tb_port, supervisor_pid=x.pid) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
         )
     cluster._ready_gen = g
     threading.Thread(target=_track_ready, args=(cluster,), daemon=True).start()
@@ -575,7 +575,7 @@ def _track_ready(cluster: TFCluster) -> None:
         if ctl.wait_for(ready, 1.0) and not cluster._done and cluster._error is None:
             with ctl.cond:
                 cluster.cluster_info = sorted(
-                    (dict(x.meta, tb_port=x.tb_port) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
+                    (dict(x.meta, tb_port=x.tb_port, supervisor_pid=x.pid) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
                 )
             with cluster._gen_ready:
                 cluster._ready_gen = g

@@ -38,6 +38,7 @@ class NodeState:
     lost: bool = False
     tail: list[str] = field(default_factory=list)
     order: int = 0  # arrival order of the exit report
+    pid: int = 0  # the supervisor's pid on its host
 
     @property
     def failed(self) -> bool:
@@ -133,7 +134,7 @@ class Control:
                 conn.close()
                 return
             gen, rank = int(hello["gen"]), int(hello["rank"])
-            node = NodeState(rank, hello["meta"], conn)
+            node = NodeState(rank, hello["meta"], conn, pid=int(hello.get("pid", 0)))
             with self.cond:
                 self.gen_nodes(gen)[rank] = node
                 self.cond.notify_all()
