@@ -10,7 +10,6 @@ the feed, waits for the nodes and raises :class:`TrainerFailedError` naming the 
 
 from __future__ import annotations
 
-import functools
 import glob
 import logging
 import os
@@ -415,8 +414,9 @@ def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_ro
         # Partitions are spread over this host's trainers by index (round-robin).
         ch = open_channel(socks[index % len(socks)], mode, index)
         try:
-            if ch.terminating:
-                skipped = sum(b.num_rows for b in it) if arrow else sum(1 for _ in it)
+            if ch.terminating:  # the trainer called terminate(): skip the partition (TFoS)
+                for _ in it:
+                    pass
                 return [0] if mode == "train" else []
             batches = it if arrow else _rows.batches_from_rows(it, batch_rows)
             sent = 0

@@ -14,7 +14,6 @@ still reported to the driver with its exit status and the tail of its output.
 
 from __future__ import annotations
 
-import errno
 import getpass
 import json
 import logging
@@ -298,11 +297,9 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 
 
 def _wait(proc: subprocess.Popen) -> int:
+    # Short waits so the task stays responsive to Spark's kill (barrier stage failure).
     while True:
         try:
             return proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             continue
-        except OSError as e:  # pragma: no cover
-            if e.errno != errno.EINTR:
-                raise
