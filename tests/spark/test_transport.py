@@ -117,3 +117,23 @@ def test_terminate_skips_later_partitions(hub):
     ch = open_channel(hub.path, "train", 1)
     assert ch.terminating
     ch.close()
+
+
+def test_batches_fast_path_yields_numpy_columns(hub):
+    feed = SparkDataFeed(hub)
+
+    def feeder():
+        ch = open_channel(hub.path, "train", 0)
+        for rb in rows.batches_from_rows(((i, np.full(3, i, np.float32)) for i in range(250)), 64):
+            ch.send(rb)
+        ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+
+    t = threading.Thread(target=feeder)
+    t.start()
+    got = list(feed.batches(100))
+    t.join(10)
+    assert [len(b["_0"]) for b in got] == [100, 100, 50]
+    assert got[0]["_1"].shape == (100, 3) and got[0]["_1"].dtype == np.float32
+    assert np.concatenate([b["_0"] for b in got]).tolist() == list(range(250))
