@@ -215,7 +215,7 @@ class TFCluster:
             # Wait for worker/chief nodes of the current generation (restarts may happen meanwhile).
             while True:
                 gen = self._gen
-                feeding = [i for i in self._ranks_of(("chief", "master", "worker"))]
+                feeding = self._feeding_ranks()
                 def settled(gen: int = gen, feeding: list[int] = feeding) -> bool:
                     if self._error is not None or self._done or self._gen != gen:
                         return True
@@ -264,8 +264,13 @@ class TFCluster:
     # ------------------------------------------------------------------ internals
 
     def _send_eof(self) -> None:
-        for r in self._ranks_of(("chief", "master", "worker")):
+        for r in self._feeding_ranks():
             self.server.send(self._gen, r, {"t": "eof"})
+
+    def _feeding_ranks(self) -> list[int]:
+        """Every node but ps/evaluator (the master node may have any name, e.g. "chief")."""
+        tmpl = self.cluster_meta["cluster_template"]
+        return sorted(r for j, ids in tmpl.items() if j not in _node.NON_FEEDING_JOBS for r in ids)
 
     def _ranks_of(self, jobs: tuple[str, ...]) -> list[int]:
         tmpl = self.cluster_meta["cluster_template"]

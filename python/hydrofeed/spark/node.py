@@ -27,7 +27,8 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-FEEDING_JOBS = ("chief", "master", "worker")
+FEEDING_JOBS = ("chief", "master", "worker")  # TFoS's count of ctx.num_workers
+NON_FEEDING_JOBS = ("ps", "evaluator")  # nodes that get no data feed
 RUN_ROOT_ENV = "HYDROFEED_SPARK_DIR"
 
 
@@ -207,7 +208,7 @@ def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generatio
         rdir = run_dir(cluster_meta["id"], generation)
         os.makedirs(rdir, mode=0o700, exist_ok=True)
         sock_path = os.path.join(rdir, f"rank{executor_id}.sock") if (
-            cluster_meta["input_mode"] == 1 and job_name in FEEDING_JOBS
+            cluster_meta["input_mode"] == 1 and job_name not in NON_FEEDING_JOBS
         ) else None
         meta = {
             "executor_id": executor_id,
