@@ -120,6 +120,41 @@ def test_trainer_killed_with_sigkill_mid_feed_fails_clearly(sc, tmp_path):
         cluster.shutdown()
 
 
+def test_supervisor_killed_with_sigkill_is_reported_lost_and_its_trainer_dies(sc, tmp_path):
+    import signal
+    import time
+
+    from hydrofeed.spark.node import run_dir, sweep_stale
+
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
+    victim = cluster.cluster_info[1]["supervisor_pid"]
+    os.kill(victim, signal.SIGKILL)
+    with pytest.raises(TrainerFailedError, match="rank 1 .* was lost") as ei:
+        cluster.shutdown()
+    assert ei.value.rank == 1
+
+    def trainers() -> list[int]:
+        pids = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read()
+                if cluster.cluster_id.encode() in cmd and b"hydrofeed.spark.trainer" in cmd:
+                    pids.append(int(pid))
+            except (OSError, ValueError):
+                pass
+        return pids
+
+    deadline = time.monotonic() + 20
+    while trainers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert trainers() == []  # the orphaned trainer was killed with its supervisor (PDEATHSIG)
+    # the SIGKILLed supervisor could not clean up; the next node start sweeps it
+    assert os.path.exists(os.path.join(run_dir(cluster.cluster_id, 0), "rank1.sock"))
+    assert sweep_stale(min_age_s=0) >= 2
+    assert not os.path.exists(run_dir(cluster.cluster_id, 0))
+
+
 def test_spark_mode_restart_feeds_the_new_gang_again(sc, tmp_path):
     rdd = sc.parallelize([(i,) for i in range(5000)], 6)
     cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 10, "kill_rank": 0, "kill_once": True},

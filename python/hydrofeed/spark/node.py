@@ -32,10 +32,67 @@ NON_FEEDING_JOBS = ("ps", "evaluator")  # nodes that get no data feed
 RUN_ROOT_ENV = "HYDROFEED_SPARK_DIR"
 
 
+def run_root() -> str:
+    """Per-host, per-user directory holding every cluster's run directory."""
+    return os.environ.get(RUN_ROOT_ENV) or os.path.join(tempfile.gettempdir(), f"hydrofeed-spark-{os.getuid()}")
+
+
 def run_dir(cluster_id: str, generation: int) -> str:
     """Per-host directory holding a cluster's feeding sockets and node specs."""
-    root = os.environ.get(RUN_ROOT_ENV) or os.path.join(tempfile.gettempdir(), f"hydrofeed-spark-{os.getuid()}")
-    return os.path.join(root, f"{cluster_id}-g{generation}")
+    return os.path.join(run_root(), f"{cluster_id}-g{generation}")
+
+
+def sweep_stale(min_age_s: float = 600.0) -> int:
+    """Removes what nodes killed without cleaning up (supervisor SIGKILLed, host crash) left in
+    the run root: sockets nobody listens on, then specs and directories older than
+    ``min_age_s`` with no live socket beside them. Returns the number of paths removed."""
+    removed = 0
+    root = run_root()
+    now = time.time()
+    try:
+        dirs = [os.path.join(root, d) for d in os.listdir(root)]
+    except FileNotFoundError:
+        return 0
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        live = False
+        for n in names:
+            p = os.path.join(d, n)
+            if n.endswith(".sock"):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    s.connect(p)
+                    live = True
+                except ConnectionRefusedError:
+                    try:
+                        os.unlink(p)
+                        removed += 1
+                    except OSError:
+                        pass
+                except OSError:
+                    live = True  # unsure: leave it
+                finally:
+                    s.close()
+        if live:
+            continue
+        for n in names:
+            p = os.path.join(d, n)
+            try:
+                if n.endswith(".spec") and now - os.path.getmtime(p) > min_age_s:
+                    os.unlink(p)
+                    removed += 1
+            except OSError:
+                pass
+        try:
+            if now - os.path.getmtime(d) > min_age_s:
+                os.rmdir(d)
+                removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def local_host() -> str:
@@ -205,6 +262,7 @@ def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generatio
         host = local_host()
         port_sock = _reserve_port()
         gpus = _gpus_from_spark()
+        sweep_stale()
         rdir = run_dir(cluster_meta["id"], generation)
         os.makedirs(rdir, mode=0o700, exist_ok=True)
         sock_path = os.path.join(rdir, f"rank{executor_id}.sock") if (

@@ -10,6 +10,7 @@ or why not.
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import os
 import select
@@ -32,6 +33,28 @@ def _say(line: str) -> None:
         os.close(1)
     except OSError:
         pass
+
+
+def _log(line: str) -> None:
+    # The executor's stderr pipe dies with the executor: never let a log line kill the supervisor.
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+_LIBC: ctypes.CDLL | None
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before fork: preexec_fn must not import
+except OSError:  # pragma: no cover - not glibc/musl
+    _LIBC = None
+
+
+def _die_with_parent() -> None:
+    """preexec_fn of the trainer: SIGKILL it if the supervisor dies (even by kill -9)."""
+    if _LIBC is not None:
+        _LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _connect_driver(cm: dict, hello: dict) -> socket.socket:
@@ -61,7 +84,7 @@ def _start_tensorboard(spec: dict) -> tuple[subprocess.Popen | None, int]:
     import importlib.util
 
     if importlib.util.find_spec("tensorboard") is None:
-        sys.stderr.write("hydrofeed: tensorboard=True but the tensorboard package is not installed here; not started\n")
+        _log("hydrofeed: tensorboard=True but the tensorboard package is not installed here; not started")
         return None, 0
     port = int(os.environ.get("TENSORBOARD_PORT", "0"))
     if port == 0:
@@ -109,8 +132,30 @@ def main(spec_path: str) -> int:
         stderr=subprocess.STDOUT,
         env=env,
         pass_fds=(spec["port_fd"],),
+        preexec_fn=_die_with_parent,
     )
     os.close(spec["port_fd"])
+    try:
+        return _supervise(spec, spec_path, drv, trainer)
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+            trainer.wait()
+        for p in (meta["sock"], spec_path):
+            if p:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+        for d in (os.path.dirname(spec_path), os.path.dirname(os.path.dirname(spec_path))):
+            try:
+                os.rmdir(d)  # the last node on this host removes the directories
+            except OSError:
+                break
+
+
+def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subprocess.Popen) -> int:
+    cm, meta = spec["cluster_meta"], spec["meta"]
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     prefix = f"[hydrofeed {meta['job_name']}:{meta['task_index']}] "
 
@@ -119,11 +164,7 @@ def main(spec_path: str) -> int:
         for raw in trainer.stdout:
             line = raw.decode(errors="replace").rstrip("\n")
             tail.append(line)
-            try:
-                sys.stderr.write(prefix + line + "\n")
-                sys.stderr.flush()
-            except OSError:
-                pass
+            _log(prefix + line)
 
     pumper = threading.Thread(target=pump, daemon=True)
     pumper.start()
@@ -157,9 +198,9 @@ def main(spec_path: str) -> int:
                 chunk = b""
             if not chunk:
                 driver_alive = False
-                sys.stderr.write(prefix + "driver connection lost: stopping the trainer\n")
                 stopping, stop_at = True, time.monotonic()
                 trainer.send_signal(signal.SIGTERM)
+                _log(prefix + "driver connection lost: stopping the trainer")
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
@@ -170,7 +211,7 @@ def main(spec_path: str) -> int:
                     try:
                         send_end_of_feed(sock)
                     except OSError as e:
-                        sys.stderr.write(prefix + f"could not deliver end of feed: {e}\n")
+                        _log(prefix + f"could not deliver end of feed: {e}")
                 elif msg["t"] == "stop" and not stopping:
                     stopping, stop_at = True, time.monotonic()
                     trainer.send_signal(signal.SIGTERM)
@@ -185,17 +226,6 @@ def main(spec_path: str) -> int:
         except subprocess.TimeoutExpired:
             tb.kill()
     _send(drv, {"t": "exit", "code": code, "stopped": stopping, "tail": list(tail)})
-    for p in (sock, spec_path):
-        if p:
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
-    for d in (os.path.dirname(spec_path), os.path.dirname(os.path.dirname(spec_path))):
-        try:
-            os.rmdir(d)  # the last node on this host removes the directories
-        except OSError:
-            break
     drv.close()
     # Stopped on the driver's order (ps/evaluator at shutdown, or the rest of a failed gang):
     # not this node's failure, so the barrier task must not report one.
