@@ -1,0 +1,160 @@
+"""Trainer-side ``DataFeed`` for InputMode.SPARK, compatible with TFoS's ``TFNode.DataFeed``.
+
+It reads from a transport hub (``transport.Hub`` today, the shared-memory ring later): anything
+with ``get(timeout) -> Item | None``, ``ack(conn_id, rows)``, ``send_results(conn_id, objs)``
+and ``terminate()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from hydrofeed.spark import rows as _rows
+
+logger = logging.getLogger(__name__)
+
+_POLL_S = 0.1
+
+
+class SparkDataFeed:
+    """``next_batch(n)`` -> list of rows (or dict of numpy columns with ``input_mapping``),
+    ``should_stop()``, ``batch_results(results)``, ``terminate()`` -- TFoS's methods and meaning.
+
+    Blocking waits poll every 100 ms so Ctrl-C and the supervisor's SIGTERM are honoured; the
+    wait for data ends with the end-of-feed marker that ``TFCluster.shutdown()`` sends (or the
+    trainer is stopped when the driver goes away), so it never waits forever.
+    """
+
+    def __init__(self, hub: Any, train_mode: bool = True, input_mapping: dict[str, str] | None = None) -> None:
+        if hub is None:
+            raise RuntimeError(
+                "this node has no data feed: get_data_feed() is only available on worker/chief nodes "
+                "of a cluster started with input_mode=InputMode.SPARK"
+            )
+        self._hub = hub
+        self.train_mode = train_mode
+        self.input_mapping = input_mapping
+        self.input_tensors = [t for _, t in sorted(input_mapping.items())] if input_mapping else None
+        self.done_feeding = False
+        self._cur: pa.RecordBatch | None = None
+        self._cur_conn = -1
+        self._cur_off = 0
+        self._cur_infer = False
+        self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
+        self.rows_delivered = 0
+
+    # -- TFoS API
+    def next_batch(self, batch_size: int) -> Any:
+        """Up to ``batch_size`` rows; fewer at end of feed (and, for inference, at the end of a
+        partition, so results can flow back while Spark schedules the next one)."""
+        slices = self._take(batch_size)
+        if self.input_tensors is None:
+            out: list = []
+            for rb in slices:
+                out.extend(_rows.batch_to_rows(rb))
+            return out
+        if not slices:
+            return {t: [] for t in self.input_tensors}
+        cols = [_rows.batch_to_columns(rb, self.input_mapping or {}) for rb in slices]
+        return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
+
+    def should_stop(self) -> bool:
+        """True once the end-of-feed marker was seen."""
+        return self.done_feeding
+
+    def batch_results(self, results: Any) -> None:
+        """Returns one result per row of the previous ``next_batch`` (inference), in order."""
+        results = list(results)
+        i = 0
+        while i < len(results):
+            if not self._pending:
+                raise ValueError(f"batch_results() got {len(results)} results but only {i} rows are waiting for one")
+            entry = self._pending[0]
+            k = min(entry[1], len(results) - i)
+            self._hub.send_results(entry[0], results[i : i + k])
+            entry[1] -= k
+            i += k
+            if entry[1] == 0:
+                self._pending.popleft()
+
+    def terminate(self) -> None:
+        """Ignore the rest of the data (partitions still scheduled by Spark are skipped)."""
+        logger.info("terminate() invoked")
+        self._cur = None
+        self._hub.terminate()
+
+    # -- fast path
+    def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
+        """Yields dicts of numpy columns (by column name) until end of feed."""
+        while not self.done_feeding:
+            slices = self._take(batch_size)
+            if not slices:
+                continue
+            for rb in _combine(slices):
+                yield {
+                    name: _rows.column_to_numpy(rb.column(i), rb.schema.field(i))
+                    for i, name in enumerate(rb.schema.names)
+                }
+
+    # -- internals
+    def _take(self, batch_size: int) -> list[pa.RecordBatch]:
+        slices: list[pa.RecordBatch] = []
+        count = 0
+        while count < batch_size and not self.done_feeding:
+            if self._cur is None:
+                item = self._hub.get(_POLL_S)
+                if item is None:
+                    continue
+                if item.kind == "end_of_feed":
+                    logger.info("next_batch() got end of feed")
+                    self.done_feeding = True
+                    break
+                if item.kind == "end_partition":
+                    if count > 0:
+                        break  # results of this partition can flow back now
+                    continue
+                if item.kind == "error":
+                    raise RuntimeError(item.message)
+                self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
+                self._cur_infer = item.infer
+            rb = self._cur
+            k = min(batch_size - count, rb.num_rows - self._cur_off)
+            piece = rb.slice(self._cur_off, k)
+            slices.append(piece)
+            count += k
+            self._cur_off += k
+            # Whether a row needs a result depends on how it was fed (train() or inference()),
+            # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
+            if not self._cur_infer:
+                self._hub.ack(self._cur_conn, k)
+            else:
+                if self._pending and self._pending[-1][0] == self._cur_conn:
+                    self._pending[-1][1] += k
+                else:
+                    self._pending.append([self._cur_conn, k])
+            if self._cur_off >= rb.num_rows:
+                self._cur = None
+        self.rows_delivered += count
+        return slices
+
+
+def _combine(slices: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if len(slices) == 1:
+        return slices
+    if all(s.schema.equals(slices[0].schema) for s in slices[1:]):
+        return pa.Table.from_batches(slices).combine_chunks().to_batches()[:1]
+    return slices  # partitions typed differently (e.g. int64 vs double): one dict each
+
+
+def _concat(parts: list[Any]) -> Any:
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    out: list = []
+    for p in parts:
+        out.extend(list(p))
+    return out

@@ -1,0 +1,236 @@
+"""Per-node supervisor: ``python -m hydrofeed.spark.supervisor <spec>``.
+
+Starts the trainer, relays its output to the executor's log while keeping the last lines,
+reports to the driver (ready, exit status + output tail), and obeys the driver: ``eof``
+(end of feed -> the hub), ``stop`` (terminate the trainer). If the driver goes away the trainer
+is stopped too: no orphan trainers. Prints one line on stdout for the barrier task: ``READY``
+or why not.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+TAIL_LINES = 40
+STOP_GRACE_S = 5.0
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        sys.stdout.close()
+        os.close(1)
+    except OSError:
+        pass
+
+
+def _log(line: str) -> None:
+    # The executor's stderr pipe dies with the executor: never let a log line kill the supervisor.
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+_LIBC: ctypes.CDLL | None
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded before fork: preexec_fn must not import
+except OSError:  # pragma: no cover - not glibc/musl
+    _LIBC = None
+
+
+def _die_with_parent() -> None:
+    """preexec_fn of the trainer: SIGKILL it if the supervisor dies (even by kill -9)."""
+    if _LIBC is not None:
+        _LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def _connect_driver(cm: dict, hello: dict) -> socket.socket:
+    host, port = cm["driver_addr"]
+    s = socket.create_connection((host, port), timeout=30)
+    s.settimeout(None)
+    s.sendall((json.dumps(hello) + "\n").encode())
+    return s
+
+
+def _send(s: socket.socket, msg: dict) -> None:
+    try:
+        s.sendall((json.dumps(msg) + "\n").encode())
+    except OSError:
+        pass
+
+
+def _start_tensorboard(spec: dict) -> tuple[subprocess.Popen | None, int]:
+    cm = spec["cluster_meta"]
+    meta = spec["meta"]
+    if not cm.get("tensorboard"):
+        return None, 0
+    jobs = sorted(k for k in cm["cluster_template"] if k in ("chief", "master", "worker"))
+    tb_job = "chief" if "chief" in jobs else ("master" if "master" in jobs else "worker")
+    if meta["job_name"] != tb_job or meta["task_index"] != 0:
+        return None, 0
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        _log("hydrofeed: tensorboard=True but the tensorboard package is not installed here; not started")
+        return None, 0
+    port = int(os.environ.get("TENSORBOARD_PORT", "0"))
+    if port == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+    logdir = cm.get("log_dir") or os.path.join(cm["working_dir"], f"tensorboard_{meta['executor_id']}")
+    try:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "tensorboard.main", f"--logdir={logdir}", f"--port={port}", "--bind_all"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None, 0
+    return p, port
+
+
+def main(spec_path: str) -> int:
+    from pyspark import cloudpickle
+
+    with open(spec_path, "rb") as f:
+        spec = cloudpickle.load(f)
+    cm, meta = spec["cluster_meta"], spec["meta"]
+    rank = meta["executor_id"]
+    try:
+        drv = _connect_driver(
+            cm,
+            {"t": "hello", "token": cm["token"], "gen": spec["generation"], "rank": rank, "meta": meta, "pid": os.getpid()},
+        )
+    except OSError as e:
+        _say(f"cannot reach the driver at {cm['driver_addr']}: {e}")
+        return 2
+
+    env = dict(os.environ)
+    env["TF_CONFIG"] = json.dumps(spec["tf_config"])
+    if meta["gpus"]:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(meta["gpus"])
+    env["PYTHONUNBUFFERED"] = "1"
+    trainer = subprocess.Popen(
+        [sys.executable, "-m", "hydrofeed.spark.trainer", spec_path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        pass_fds=(spec["port_fd"],),
+        preexec_fn=_die_with_parent,
+    )
+    os.close(spec["port_fd"])
+    try:
+        return _supervise(spec, spec_path, drv, trainer)
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+            trainer.wait()
+        for p in (meta["sock"], spec_path):
+            if p:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+        for d in (os.path.dirname(spec_path), os.path.dirname(os.path.dirname(spec_path))):
+            try:
+                os.rmdir(d)  # the last node on this host removes the directories
+            except OSError:
+                break
+
+
+def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subprocess.Popen) -> int:
+    cm, meta = spec["cluster_meta"], spec["meta"]
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    prefix = f"[hydrofeed {meta['job_name']}:{meta['task_index']}] "
+
+    def pump() -> None:
+        assert trainer.stdout is not None
+        for raw in trainer.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            tail.append(line)
+            _log(prefix + line)
+
+    pumper = threading.Thread(target=pump, daemon=True)
+    pumper.start()
+
+    # Ready = the hub listens (feeding nodes) or the trainer is running (others).
+    sock = meta["sock"]
+    deadline = time.monotonic() + float(cm["reservation_timeout"])
+    while sock and not os.path.exists(sock) and trainer.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    tb, tb_port = _start_tensorboard(spec)
+    if trainer.poll() is not None and trainer.returncode != 0:
+        pumper.join(2)
+        _say("trainer exited before it was ready: " + " | ".join(list(tail)[-5:]))
+    elif sock and not os.path.exists(sock) and trainer.poll() is None:
+        _say(f"trainer's feeding socket did not appear within {cm['reservation_timeout']}s")
+        trainer.kill()
+    else:
+        _send(drv, {"t": "ready", "tb_port": tb_port})
+        _say("READY")
+
+    stopping = False
+    stop_at = 0.0
+    buf = b""
+    driver_alive = True
+    while trainer.poll() is None:
+        r, _, _ = select.select([drv] if driver_alive else [], [], [], 0.2)
+        if r:
+            try:
+                chunk = drv.recv(4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                driver_alive = False
+                stopping, stop_at = True, time.monotonic()
+                trainer.send_signal(signal.SIGTERM)
+                _log(prefix + "driver connection lost: stopping the trainer")
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                msg = json.loads(line)
+                if msg["t"] == "eof" and sock:
+                    from hydrofeed.spark.transport import send_end_of_feed
+
+                    try:
+                        send_end_of_feed(sock)
+                    except OSError as e:
+                        _log(prefix + f"could not deliver end of feed: {e}")
+                elif msg["t"] == "stop" and not stopping:
+                    stopping, stop_at = True, time.monotonic()
+                    trainer.send_signal(signal.SIGTERM)
+        if stopping and time.monotonic() - stop_at > STOP_GRACE_S:
+            trainer.kill()
+    code = trainer.wait()
+    pumper.join(5)
+    if tb is not None:
+        tb.terminate()
+        try:
+            tb.wait(5)
+        except subprocess.TimeoutExpired:
+            tb.kill()
+    _send(drv, {"t": "exit", "code": code, "stopped": stopping, "tail": list(tail)})
+    drv.close()
+    # Stopped on the driver's order (ps/evaluator at shutdown, or the rest of a failed gang):
+    # not this node's failure, so the barrier task must not report one.
+    return 0 if code == 0 or (stopping and driver_alive) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

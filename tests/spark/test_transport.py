@@ -1,0 +1,139 @@
+"""Transport and row conversion without Spark: hub <-> channel in one process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hydrofeed.spark import rows
+from hydrofeed.spark.feed import SparkDataFeed
+from hydrofeed.spark.transport import Hub, TransportError, open_channel, send_end_of_feed
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(60)]
+
+
+def test_rows_round_trip_keeps_shape_and_types():
+    feats = [np.arange(4, dtype=np.float32) + i for i in range(5)]
+    tup = [(i, feats[i], f"s{i}") for i in range(5)]
+    rb = rows.rows_to_batch(tup)
+    assert rb.schema.field("_1").type == pa.list_(pa.float32(), 4)
+    back = rows.batch_to_rows(rb)
+    assert [r[0] for r in back] == list(range(5)) and [r[2] for r in back] == [f"s{i}" for i in range(5)]
+    assert all(isinstance(r, tuple) for r in back)
+    np.testing.assert_array_equal(np.stack([r[1] for r in back]), np.stack(feats))
+    assert rows.batch_to_rows(rows.rows_to_batch([3, 4, 5])) == [3, 4, 5]
+    assert rows.batch_to_rows(rows.rows_to_batch([[1, 2.5], [2, 3.5]])) == [[1, 2.5], [2, 3.5]]
+    assert rows.batch_to_rows(rows.rows_to_batch([{"a": 1}, {"a": 2}])) == [{"a": 1}, {"a": 2}]
+    # arbitrary objects travel pickled, per batch
+    objs = rows.batch_to_rows(rows.rows_to_batch([(1, {"nested": [1, (2, 3)]}), (2, {"nested": []})]))
+    assert objs[0][1] == {"nested": [1, (2, 3)]}
+    cols = rows.batch_to_columns(rows.rows_to_batch(tup), {"a": "ids", "b": "x", "c": "names"})
+    assert cols["ids"].tolist() == list(range(5)) and cols["x"].shape == (5, 4)
+
+
+@pytest.fixture
+def hub(tmp_path):
+    h = Hub(str(tmp_path / "rank0.sock"), 0, max_queued=2)
+    h.start()
+    yield h
+    h.close()
+    assert not os.path.exists(tmp_path / "rank0.sock")
+
+
+def test_train_partition_acked_only_when_consumed_and_end_of_feed(hub):
+    feed = SparkDataFeed(hub, train_mode=True)
+    data = [(i, float(i)) for i in range(1000)]
+    done = {}
+
+    def feeder():
+        ch = open_channel(hub.path, "train", 0)
+        for rb in rows.batches_from_rows(iter(data), 64):
+            ch.send(rb)
+        ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+        done["ok"] = True
+
+    t = threading.Thread(target=feeder)
+    t.start()
+    got = []
+    while not feed.should_stop():
+        got.extend(feed.next_batch(100))
+    t.join(10)
+    assert done == {"ok": True}
+    assert [r[0] for r in got] == list(range(1000))
+
+
+def test_inference_results_flow_back_in_order(hub):
+    feed = SparkDataFeed(hub, train_mode=False)
+    out = {}
+
+    def feeder():
+        ch = open_channel(hub.path, "infer", 3)
+        for rb in rows.batches_from_rows(iter([(i,) for i in range(250)]), 100):
+            ch.send(rb)
+        out["r"] = ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+
+    t = threading.Thread(target=feeder)
+    t.start()
+    while not feed.should_stop():
+        batch = feed.next_batch(40)
+        if batch:
+            feed.batch_results([r[0] * 10 for r in batch])
+    t.join(10)
+    assert out["r"] == [i * 10 for i in range(250)]
+
+
+def test_feeder_gets_a_clear_error_when_the_trainer_goes_away(tmp_path):
+    h = Hub(str(tmp_path / "rank5.sock"), 5)
+    h.start()
+    ch = open_channel(h.path, "train", 0)
+    ch.send(rows.rows_to_batch([(1,)]))
+    h.close()
+    with pytest.raises(TransportError, match="rank 5"):
+        ch.finish(30)
+    ch.close()
+    with pytest.raises(TransportError, match="no trainer listening"):
+        open_channel(str(tmp_path / "rank5.sock"), "train", 0, connect_timeout=0.3)
+
+
+def test_feed_timeout_when_nobody_consumes(hub):
+    ch = open_channel(hub.path, "train", 0)
+    ch.send(rows.rows_to_batch([(1,)]))
+    with pytest.raises(TimeoutError, match="feed_timeout=1"):
+        ch.finish(1)
+    ch.close()
+
+
+def test_terminate_skips_later_partitions(hub):
+    feed = SparkDataFeed(hub)
+    feed.terminate()
+    ch = open_channel(hub.path, "train", 1)
+    assert ch.terminating
+    ch.close()
+
+
+def test_batches_fast_path_yields_numpy_columns(hub):
+    feed = SparkDataFeed(hub)
+
+    def feeder():
+        ch = open_channel(hub.path, "train", 0)
+        for rb in rows.batches_from_rows(((i, np.full(3, i, np.float32)) for i in range(250)), 64):
+            ch.send(rb)
+        ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+
+    t = threading.Thread(target=feeder)
+    t.start()
+    got = list(feed.batches(100))
+    t.join(10)
+    assert [len(b["_0"]) for b in got] == [100, 100, 50]
+    assert got[0]["_1"].shape == (100, 3) and got[0]["_1"].dtype == np.float32
+    assert np.concatenate([b["_0"] for b in got]).tolist() == list(range(250))
