@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from hydrofeed._native import HydrofeedError
 from hydrofeed.spark import node as _node
 from hydrofeed.spark.control import Control, NodeState
 
@@ -35,7 +36,7 @@ class InputMode:
     SPARK = 1  #: Spark feeds RDD/DataFrame partitions with ``TFCluster.train``/``inference``
 
 
-class TrainerFailedError(RuntimeError):
+class TrainerFailedError(HydrofeedError, RuntimeError):
     """A node of the cluster failed; carries its rank, role, host, exit status and output tail."""
 
     def __init__(self, node: NodeState | None, message: str) -> None:

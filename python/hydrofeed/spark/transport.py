@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from hydrofeed._native import PeerLostError
 
 # Frame kinds.
 HELLO = 1  # feeder -> hub: JSON {"mode": "train"|"infer"|"control", "partition": int}
@@ -49,7 +50,7 @@ _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 31
 
 
-class TransportError(ConnectionError):
+class TransportError(PeerLostError, ConnectionError):
     """The peer on the other end of a feeding socket failed or went away."""
 
 
