@@ -37,12 +37,12 @@
 
 use serde::{Deserialize, Serialize};
 
-// pub mod client;
+pub mod client;
 pub mod cluster;
 mod ledger;
 mod machine;
-// pub mod metrics;
-// pub mod service;
+pub mod metrics;
+pub mod service;
 pub mod sim;
 pub mod token;
 
