@@ -8,6 +8,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let proto = "proto/hydrofeed/coord/v1/coord.proto";
     println!("cargo:rerun-if-changed={proto}");
-    tonic_prost_build::configure().build_server(true).build_client(true).compile_protos(&[proto], &["proto"])?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_protos(&[proto], &["proto"])?;
     Ok(())
 }

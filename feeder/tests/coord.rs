@@ -20,7 +20,10 @@ const B: u64 = 32;
 const SEED: u64 = 20_261_123;
 
 fn splits() -> Vec<SplitInfo> {
-    ROWS.iter().enumerate().map(|(i, &r)| SplitInfo::new(i as u32, r)).collect()
+    ROWS.iter()
+        .enumerate()
+        .map(|(i, &r)| SplitInfo::new(i as u32, r))
+        .collect()
 }
 
 fn total() -> u64 {
@@ -28,7 +31,13 @@ fn total() -> u64 {
 }
 
 fn cfg(w: u32) -> Config {
-    Config { epochs: 2, seed: SEED, stall_after_ms: 150, dead_after_ms: 400, ..Config::new(w, B) }
+    Config {
+        epochs: 2,
+        seed: SEED,
+        stall_after_ms: 150,
+        dead_after_ms: 400,
+        ..Config::new(w, B)
+    }
 }
 
 fn start(m: Machine, token: &Token, log: Option<std::path::PathBuf>) -> RunningService {
@@ -92,34 +101,54 @@ fn feeder(
     rank: u32,
     tally: Arc<Mutex<Tally>>,
     stop_after: Option<usize>,
+    host: String,
 ) -> Result<Option<u64>, Error> {
     let mut c = CoordClient::connect(&addr, &token, Duration::from_secs(5))?
         .with_call_timeout(Duration::from_secs(10));
     let reg = c.register(&Registration {
         rank: Some(rank),
-        host: format!("node-{rank}"),
+        host,
         port: 2222,
         gpus: vec![],
         role: if rank == 0 { Role::Chief } else { Role::Worker },
     })?;
     assert_eq!(reg.rank, rank);
+    assert_eq!(
+        (reg.num_splits, reg.total_rows),
+        (ROWS.len() as u32, total())
+    );
     let (spec, tf) = c.wait_cluster_spec(rank, Duration::from_secs(10))?;
-    assert_eq!(spec.values().map(Vec::len).sum::<usize>(), reg.num_workers as usize);
+    assert_eq!(
+        spec.values().map(Vec::len).sum::<usize>(),
+        reg.num_workers as usize
+    );
     let tf: serde_json::Value = serde_json::from_str(&tf).unwrap();
-    assert_eq!(tf["task"]["type"], if rank == 0 { "chief" } else { "worker" });
+    assert_eq!(
+        tf["task"]["type"],
+        if rank == 0 { "chief" } else { "worker" }
+    );
     let inc = reg.incarnation;
     let mut acks = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(Instant::now() < deadline, "rank {rank}: feed did not end within 60 s");
+        assert!(
+            Instant::now() < deadline,
+            "rank {rank}: feed did not end within 60 s"
+        );
         match c.request_work(rank, inc, "")? {
             Work::Lease(l) => {
-                assert_eq!(l.shuffle_seed, hydrofeed_feeder::coord::shuffle_seed(SEED, l.epoch, rank));
+                assert_eq!(
+                    l.shuffle_seed,
+                    hydrofeed_feeder::coord::shuffle_seed(SEED, l.epoch, rank)
+                );
                 let mut done = 0;
                 while done < l.rows {
                     let to = (done + 300).min(l.rows);
                     c.ack(rank, inc, l.lease, l.split, to)?;
-                    tally.lock().unwrap().add(&l, rank, l.first_row + done, l.first_row + to);
+                    tally
+                        .lock()
+                        .unwrap()
+                        .add(&l, rank, l.first_row + done, l.first_row + to);
                     done = to;
                     acks += 1;
                     if stop_after.is_some_and(|n| acks >= n) && done < l.rows {
@@ -147,7 +176,7 @@ fn run_feeders(
         .iter()
         .map(|&r| {
             let (a, t, ta, s) = (svc.addr.to_string(), token.clone(), tally.clone(), stop(r));
-            std::thread::spawn(move || feeder(a, t, r, ta, s))
+            std::thread::spawn(move || feeder(a, t, r, ta, s, format!("node-{r}")))
         })
         .collect()
 }
@@ -163,7 +192,10 @@ fn read_log(p: &std::path::Path) -> Vec<LogRecord> {
 /// First appearance order of splits in the assignments of a data epoch.
 fn first_seen(log: &[LogRecord], data_epoch: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for r in log.iter().filter(|r| r.kind == LogKind::Assign && r.data_epoch == data_epoch && !r.pad) {
+    for r in log
+        .iter()
+        .filter(|r| r.kind == LogKind::Assign && r.data_epoch == data_epoch && !r.pad)
+    {
         if !out.contains(&r.split) {
             out.push(r.split);
         }
@@ -176,10 +208,17 @@ fn three_workers_two_epochs_over_grpc() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("assign.jsonl");
     let token = Token::generate().unwrap();
-    let svc = start(Machine::new(splits(), cfg(3)).unwrap(), &token, Some(log.clone()));
+    let svc = start(
+        Machine::new(splits(), cfg(3)).unwrap(),
+        &token,
+        Some(log.clone()),
+    );
     let tally = Arc::new(Mutex::new(Tally::default()));
     let hs = run_feeders(&svc, &token, &[0, 1, 2], &tally, |_| None);
-    let steps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap().unwrap().unwrap()).collect();
+    let steps: Vec<u64> = hs
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap().unwrap())
+        .collect();
 
     // Equal steps: floor(17416 / (3 * 32)) = 181 per epoch, on every rank; end of feed at 362.
     let s = total() / (3 * B);
@@ -215,7 +254,11 @@ fn three_workers_two_epochs_over_grpc() {
         let seen = first_seen(&recs, e);
         assert_eq!(seen[..], order[..seen.len()], "epoch {e}");
     }
-    let dropped: u64 = recs.iter().filter(|x| x.kind == LogKind::Drop).map(|x| x.rows).sum();
+    let dropped: u64 = recs
+        .iter()
+        .filter(|x| x.kind == LogKind::Drop)
+        .map(|x| x.rows)
+        .sum();
     assert_eq!(dropped, k.rows_dropped);
     assert_ne!(split_order(SEED, 0, 7), split_order(SEED, 1, 7));
 }
@@ -225,16 +268,29 @@ fn three_workers_two_epochs_over_grpc() {
 fn same_seed_same_order_other_epoch_other_order() {
     let run = |seed: u64| {
         let c = Config { seed, ..cfg(3) };
-        let mut sim = Sim::new(Machine::new(splits(), c).unwrap(), SimOptions { seed: 5, ..Default::default() })
-            .unwrap();
+        let mut sim = Sim::new(
+            Machine::new(splits(), c).unwrap(),
+            SimOptions {
+                seed: 5,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         sim.run(10_000_000).unwrap();
         sim.m.drain_log()
     };
     let a = run(SEED);
     let b = run(SEED);
     assert_eq!(a, b);
-    assert_ne!(first_seen(&a, 0), first_seen(&a, 1), "epochs 0 and 1 share an order");
-    assert_eq!(first_seen(&a, 0)[..], split_order(SEED, 0, 7)[..first_seen(&a, 0).len()]);
+    assert_ne!(
+        first_seen(&a, 0),
+        first_seen(&a, 1),
+        "epochs 0 and 1 share an order"
+    );
+    assert_eq!(
+        first_seen(&a, 0)[..],
+        split_order(SEED, 0, 7)[..first_seen(&a, 0).len()]
+    );
     let c = run(SEED + 1);
     assert_ne!(first_seen(&a, 0), first_seen(&c, 0));
 }
@@ -248,22 +304,35 @@ fn dead_worker_rows_are_reassigned_from_last_ack() {
     let mut hs = run_feeders(&svc, &token, &[0, 1, 2], &tally, |r| (r == 2).then_some(3));
     let h2 = hs.pop().unwrap();
     assert_eq!(h2.join().unwrap().unwrap(), None);
-    let acked_before = tally.lock().unwrap().per_rank.get(&(0, 2)).copied().unwrap_or(0);
+    let acked_before = tally
+        .lock()
+        .unwrap()
+        .per_rank
+        .get(&(0, 2))
+        .copied()
+        .unwrap_or(0);
     assert!(acked_before > 0);
     // The coordinator names it dead after 400 ms of silence.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let m = svc.shared.with_machine(|m| (m.ranks()[2].alive, m.counters().deaths));
+        let m = svc
+            .shared
+            .with_machine(|m| (m.ranks()[2].alive, m.counters().deaths));
         if m == (false, 1) {
             break;
         }
         assert!(Instant::now() < deadline, "rank 2 was not declared dead");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // A replacement takes rank 2 (a new incarnation) and the feed completes.
+    // A replacement on another host takes rank 2 (a new incarnation); the feed completes.
     let (a, t, ta) = (svc.addr.to_string(), token.clone(), tally.clone());
-    hs.push(std::thread::spawn(move || feeder(a, t, 2, ta, None)));
-    let steps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap().unwrap().unwrap()).collect();
+    hs.push(std::thread::spawn(move || {
+        feeder(a, t, 2, ta, None, "node-2-rescheduled".into())
+    }));
+    let steps: Vec<u64> = hs
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap().unwrap())
+        .collect();
     let s = total() / (3 * B);
     assert_eq!(steps, vec![2 * s; 3]);
     let t = tally.lock().unwrap();
@@ -273,7 +342,9 @@ fn dead_worker_rows_are_reassigned_from_last_ack() {
         }
         assert_eq!(t.once(e), 3 * s * B, "epoch {e}: rows lost or duplicated");
     }
-    let m = svc.shared.with_machine(|m| (m.counters(), m.ranks()[2].incarnation));
+    let m = svc
+        .shared
+        .with_machine(|m| (m.counters(), m.ranks()[2].incarnation));
     assert_eq!(m.0.deaths, 1);
     assert_eq!(m.1, 2);
     svc.shutdown().unwrap();
@@ -289,7 +360,8 @@ fn resume_with_two_workers_instead_of_three() {
     for h in hs {
         assert_eq!(h.join().unwrap().unwrap(), None);
     }
-    let mut c = CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
+    let mut c =
+        CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
     let st = c.state().unwrap();
     drop(c);
     svc.shutdown().unwrap();
@@ -299,9 +371,16 @@ fn resume_with_two_workers_instead_of_three() {
 
     // The state travels as JSON; the new run has 2 workers.
     let st = State::from_json(&st.to_json()).unwrap();
-    let svc = start(Machine::resume(splits(), cfg(2), &st).unwrap(), &token, None);
+    let svc = start(
+        Machine::resume(splits(), cfg(2), &st).unwrap(),
+        &token,
+        None,
+    );
     let hs = run_feeders(&svc, &token, &[0, 1], &tally, |_| None);
-    let steps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap().unwrap().unwrap()).collect();
+    let steps: Vec<u64> = hs
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap().unwrap())
+        .collect();
     assert_eq!(steps[0], steps[1]);
     let k = svc.shared.with_machine(|m| m.counters());
     let t = tally.lock().unwrap();
@@ -312,7 +391,10 @@ fn resume_with_two_workers_instead_of_three() {
     assert_eq!(steps[0], s0 + s1);
     assert_eq!(t.once(0), first_run + 2 * s0 * B);
     assert_eq!(t.once(1), 2 * s1 * B);
-    assert_eq!(k.rows_dropped, (rest0 - 2 * s0 * B) + (total() - 2 * s1 * B));
+    assert_eq!(
+        k.rows_dropped,
+        (rest0 - 2 * s0 * B) + (total() - 2 * s1 * B)
+    );
     assert_eq!(t.once(0) + t.once(1) + k.rows_dropped, 2 * total());
     svc.shutdown().unwrap();
 }
@@ -328,16 +410,32 @@ fn missing_worker_at_reservation_is_named() {
         log_path: None,
         token: token.clone(),
     };
-    let svc = service::spawn(Machine::new(splits(), cfg(3)).unwrap(), opts, "127.0.0.1:0".parse().unwrap(), None)
-        .unwrap();
-    let mut c = CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
+    let svc = service::spawn(
+        Machine::new(splits(), cfg(3)).unwrap(),
+        opts,
+        "127.0.0.1:0".parse().unwrap(),
+        None,
+    )
+    .unwrap();
+    let mut c =
+        CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
     for (rank, host) in [(0, "node-a"), (1, "node-b")] {
-        let reg = Registration { rank: Some(rank), host: host.into(), port: 2222, gpus: vec![0], role: Role::Worker };
+        let reg = Registration {
+            rank: Some(rank),
+            host: host.into(),
+            port: 2222,
+            gpus: vec![0],
+            role: Role::Worker,
+        };
         c.register(&reg).unwrap();
     }
     let t0 = Instant::now();
     let e = c.wait_cluster_spec(0, Duration::from_secs(10)).unwrap_err();
-    assert!(t0.elapsed() < Duration::from_secs(5), "waited {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "waited {:?}",
+        t0.elapsed()
+    );
     let msg = e.to_string();
     assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
     assert!(msg.contains("missing ranks [2 (worker)] of 3"), "{msg}");
@@ -350,16 +448,29 @@ fn wrong_token_is_refused() {
     let token = Token::generate().unwrap();
     let svc = start(Machine::new(splits(), cfg(3)).unwrap(), &token, None);
     let other = Token::generate().unwrap();
-    let mut c = CoordClient::connect(&svc.addr.to_string(), &other, Duration::from_secs(5)).unwrap();
-    let reg = Registration { rank: None, host: "intruder".into(), port: 1, gpus: vec![], role: Role::Worker };
+    let mut c =
+        CoordClient::connect(&svc.addr.to_string(), &other, Duration::from_secs(5)).unwrap();
+    let reg = Registration {
+        rank: None,
+        host: "intruder".into(),
+        port: 1,
+        gpus: vec![],
+        role: Role::Worker,
+    };
     let e = c.register(&reg).unwrap_err().to_string();
-    assert!(e.contains("unauthenticated") && e.contains("wrong token"), "{e}");
+    assert!(
+        e.contains("unauthenticated") && e.contains("wrong token"),
+        "{e}"
+    );
     let e = c.state().unwrap_err().to_string();
     assert!(e.contains("wrong token"), "{e}");
     // Nothing reached the state.
-    assert!(svc.shared.with_machine(|m| m.ranks().iter().all(|r| !r.joined)));
+    assert!(svc
+        .shared
+        .with_machine(|m| m.ranks().iter().all(|r| !r.joined)));
     // The right token works.
-    let mut ok = CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
+    let mut ok =
+        CoordClient::connect(&svc.addr.to_string(), &token, Duration::from_secs(5)).unwrap();
     assert_eq!(ok.register(&reg).unwrap().rank, 0);
     svc.shutdown().unwrap();
 }
@@ -370,8 +481,12 @@ fn unreachable_coordinator_is_a_clear_error() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
     drop(l);
-    let e = CoordClient::connect(&addr, &Token::generate().unwrap(), Duration::from_secs(2)).unwrap_err();
-    assert!(matches!(e, Error::PeerLost(_) | Error::Timeout { .. }), "{e:?}");
+    let e = CoordClient::connect(&addr, &Token::generate().unwrap(), Duration::from_secs(2))
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::PeerLost(_) | Error::Timeout { .. }),
+        "{e:?}"
+    );
     assert!(e.to_string().contains(&addr), "{e}");
 }
 
@@ -381,10 +496,24 @@ fn unreachable_coordinator_is_a_clear_error() {
 fn pad_and_wrap_over_grpc() {
     for rem in [Remainder::Pad, Remainder::Wrap] {
         let token = Token::generate().unwrap();
-        let svc = start(Machine::new(splits(), Config { remainder: rem, ..cfg(3) }).unwrap(), &token, None);
+        let svc = start(
+            Machine::new(
+                splits(),
+                Config {
+                    remainder: rem,
+                    ..cfg(3)
+                },
+            )
+            .unwrap(),
+            &token,
+            None,
+        );
         let tally = Arc::new(Mutex::new(Tally::default()));
         let hs = run_feeders(&svc, &token, &[0, 1, 2], &tally, |_| None);
-        let steps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap().unwrap().unwrap()).collect();
+        let steps: Vec<u64> = hs
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap().unwrap())
+            .collect();
         let t = tally.lock().unwrap();
         let k = svc.shared.with_machine(|m| m.counters());
         let s0 = total().div_ceil(3 * B); // 182

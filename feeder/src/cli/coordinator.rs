@@ -83,10 +83,17 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
             hosts: Vec<String>,
         }
         let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-        let v: Vec<S> = serde_json::from_str(&text).with_context(|| format!("{}: not a split list", p.display()))?;
-        return Ok(v.into_iter().map(|s| SplitInfo::new(s.id, s.rows).with_hosts(s.hosts)).collect());
+        let v: Vec<S> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a split list", p.display()))?;
+        return Ok(v
+            .into_iter()
+            .map(|s| SplitInfo::new(s.id, s.rows).with_hosts(s.hosts))
+            .collect());
     }
-    let input = args.input.as_deref().expect("clap requires input or splits");
+    let input = args
+        .input
+        .as_deref()
+        .expect("clap requires input or splits");
     let storage = crate::storage::open_storage(input)?;
     let plan = crate::format::plan(&storage, input, &crate::format::ReadOptions::default())?;
     Ok(SplitInfo::from_plan(&plan))
@@ -105,19 +112,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let m = match &args.resume {
         Some(p) => {
-            let st = State::from_json(&std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?)
-                .with_context(|| format!("{}", p.display()))?;
+            let st = State::from_json(
+                &std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
+            )
+            .with_context(|| format!("{}", p.display()))?;
             for (what, given, saved) in [
                 ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
                 ("--seed", args.seed, st.seed),
                 ("--batch-size", Some(args.batch_size), st.batch_size),
             ] {
                 if let Some(g) = given {
-                    anyhow::ensure!(g == saved, "{what} {g} differs from the resumed state's {saved}");
+                    anyhow::ensure!(
+                        g == saved,
+                        "{what} {g} differs from the resumed state's {saved}"
+                    );
                 }
             }
             if let Some(r) = args.remainder {
-                anyhow::ensure!(r == st.remainder, "--remainder differs from the resumed state's {:?}", st.remainder);
+                anyhow::ensure!(
+                    r == st.remainder,
+                    "--remainder differs from the resumed state's {:?}",
+                    st.remainder
+                );
             }
             cfg.seed = st.seed;
             Machine::resume(splits, cfg, &st)?
@@ -150,9 +166,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("metrics: http://{a}/metrics");
     }
     std::io::stdout().flush()?;
-    tracing::info!(workers, total_rows = total, rows_per_worker = quota, "epoch 0");
+    tracing::info!(
+        workers,
+        total_rows = total,
+        rows_per_worker = quota,
+        "epoch 0"
+    );
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let interrupted = rt.block_on(async {
         let done = async {
             loop {

@@ -46,6 +46,10 @@ pub struct Registered {
     pub epochs: u32,
     /// How often to heartbeat.
     pub heartbeat_interval: Duration,
+    /// Splits in the coordinator's plan (a feeder checks its own plan against it).
+    pub num_splits: u32,
+    /// Rows in the coordinator's plan.
+    pub total_rows: u64,
 }
 
 /// A blocking coordinator client.
@@ -70,7 +74,11 @@ impl CoordClient {
             .enable_all()
             .build()
             .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
-        let uri = if addr.contains("://") { addr.to_string() } else { format!("http://{addr}") };
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
         let ep = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::InvalidArgument(format!("coordinator address {addr:?}: {e}")))?
             .connect_timeout(connect_timeout)
@@ -79,7 +87,9 @@ impl CoordClient {
         let ch = match ch {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
-                return Err(Error::PeerLost(format!("coordinator at {addr} unreachable: {e}")))
+                return Err(Error::PeerLost(format!(
+                    "coordinator at {addr} unreachable: {e}"
+                )))
             }
             Err(_) => {
                 return Err(Error::Timeout {
@@ -92,7 +102,12 @@ impl CoordClient {
             .parse()
             .map_err(|_| Error::InvalidArgument("token is not valid metadata".into()))?;
         let inner = CoordinatorClient::with_interceptor(ch, AddToken(v));
-        Ok(Self { rt, inner, addr: addr.to_string(), call_timeout: Duration::from_secs(30) })
+        Ok(Self {
+            rt,
+            inner,
+            addr: addr.to_string(),
+            call_timeout: Duration::from_secs(30),
+        })
     }
 
     /// Sets the deadline of each call (default 30 s).
@@ -112,9 +127,10 @@ impl CoordClient {
                 Error::PeerLost(format!("coordinator {} ({what}): {msg}", self.addr))
             }
             tonic::Code::InvalidArgument => Error::InvalidArgument(msg),
-            tonic::Code::Unauthenticated => {
-                Error::Coordinator(format!("{} refused {what}: unauthenticated: {msg}", self.addr))
-            }
+            tonic::Code::Unauthenticated => Error::Coordinator(format!(
+                "{} refused {what}: unauthenticated: {msg}",
+                self.addr
+            )),
             _ => Error::Coordinator(format!("{} ({what}): {msg}", self.addr)),
         }
     }
@@ -127,7 +143,9 @@ impl CoordClient {
         let mut req = Request::new(msg);
         req.set_timeout(timeout);
         let c = self.inner.clone();
-        let r = self.rt.block_on(async { tokio::time::timeout(timeout, f(c, req)).await });
+        let r = self
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, f(c, req)).await });
         match r {
             Ok(Ok(resp)) => Ok(resp.into_inner()),
             Ok(Err(s)) => Err(self.err(what, s)),
@@ -154,7 +172,12 @@ impl CoordClient {
             role: role as i32,
         };
         let t = self.call_timeout;
-        let r = self.call("register", msg, t, |mut c, r| async move { c.register(r).await })?;
+        let r = self.call(
+            "register",
+            msg,
+            t,
+            |mut c, r| async move { c.register(r).await },
+        )?;
         Ok(Registered {
             rank: r.rank,
             incarnation: r.incarnation,
@@ -162,16 +185,28 @@ impl CoordClient {
             batch_size: r.batch_size,
             epochs: r.epochs,
             heartbeat_interval: Duration::from_millis(r.heartbeat_interval_ms),
+            num_splits: r.num_splits,
+            total_rows: r.total_rows,
         })
     }
 
     /// Waits (at most `timeout`) until every rank registered; returns the cluster spec and
     /// this rank's `TF_CONFIG` JSON. Times out naming the missing ranks.
-    pub fn wait_cluster_spec(&mut self, rank: u32, timeout: Duration) -> Result<(ClusterSpec, String)> {
-        let msg = proto::WaitClusterSpecRequest { rank, timeout_ms: timeout.as_millis() as u64 };
-        let r = self.call("the cluster spec", msg, timeout + Duration::from_secs(5), |mut c, r| async move {
-            c.wait_cluster_spec(r).await
-        })?;
+    pub fn wait_cluster_spec(
+        &mut self,
+        rank: u32,
+        timeout: Duration,
+    ) -> Result<(ClusterSpec, String)> {
+        let msg = proto::WaitClusterSpecRequest {
+            rank,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let r = self.call(
+            "the cluster spec",
+            msg,
+            timeout + Duration::from_secs(5),
+            |mut c, r| async move { c.wait_cluster_spec(r).await },
+        )?;
         let spec = serde_json::from_str(&r.cluster_json)
             .map_err(|e| Error::Coordinator(format!("bad cluster spec from {}: {e}", self.addr)))?;
         Ok((spec, r.tf_config_json))
@@ -179,9 +214,15 @@ impl CoordClient {
 
     /// Asks for work.
     pub fn request_work(&mut self, rank: u32, incarnation: u64, host: &str) -> Result<Work> {
-        let msg = proto::WorkRequest { rank, incarnation, host: host.to_string() };
+        let msg = proto::WorkRequest {
+            rank,
+            incarnation,
+            host: host.to_string(),
+        };
         let t = self.call_timeout;
-        let r = self.call("a work request", msg, t, |mut c, r| async move { c.request_work(r).await })?;
+        let r = self.call("a work request", msg, t, |mut c, r| async move {
+            c.request_work(r).await
+        })?;
         use proto::work_reply::Kind;
         match r.kind {
             Some(Kind::Lease(l)) => Ok(Work::Lease(Lease {
@@ -196,19 +237,43 @@ impl CoordClient {
             })),
             Some(Kind::WaitMs(ms)) => Ok(Work::Wait { retry_ms: ms }),
             Some(Kind::EndOfFeedSteps(steps)) => Ok(Work::EndOfFeed { steps }),
-            None => Err(Error::Coordinator(format!("{}: empty work reply", self.addr))),
+            None => Err(Error::Coordinator(format!(
+                "{}: empty work reply",
+                self.addr
+            ))),
         }
     }
 
     /// Acks `rows_acked` rows (cumulative) of a lease; returns the coordinator's epoch.
-    pub fn ack(&mut self, rank: u32, incarnation: u64, lease: u64, split: u32, rows_acked: u64) -> Result<u32> {
-        let msg = proto::AckRequest { rank, incarnation, lease, split, rows_acked };
+    pub fn ack(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        lease: u64,
+        split: u32,
+        rows_acked: u64,
+    ) -> Result<u32> {
+        let msg = proto::AckRequest {
+            rank,
+            incarnation,
+            lease,
+            split,
+            rows_acked,
+        };
         let t = self.call_timeout;
-        Ok(self.call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?.epoch)
+        Ok(self
+            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .epoch)
     }
 
     /// Sends a heartbeat; `false` means this incarnation was declared dead (re-register).
-    pub fn heartbeat(&mut self, rank: u32, incarnation: u64, stage: Stage, c: WorkerCounters) -> Result<bool> {
+    pub fn heartbeat(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        stage: Stage,
+        c: WorkerCounters,
+    ) -> Result<bool> {
         let msg = proto::HeartbeatRequest {
             rank,
             incarnation,
@@ -219,19 +284,33 @@ impl CoordClient {
             ring_bytes_used: c.ring_bytes_used,
         };
         let t = self.call_timeout;
-        Ok(self.call("a heartbeat", msg, t, |mut c, r| async move { c.heartbeat(r).await })?.alive)
+        Ok(self
+            .call("a heartbeat", msg, t, |mut c, r| async move {
+                c.heartbeat(r).await
+            })?
+            .alive)
     }
 
     /// The resumable state.
     pub fn state(&mut self) -> Result<State> {
         let t = self.call_timeout;
-        let r = self.call("the state", proto::GetStateRequest {}, t, |mut c, r| async move { c.get_state(r).await })?;
+        let r = self.call(
+            "the state",
+            proto::GetStateRequest {},
+            t,
+            |mut c, r| async move { c.get_state(r).await },
+        )?;
         State::from_json(&r.state_json)
     }
 
     /// Counters.
     pub fn metrics(&mut self) -> Result<proto::MetricsReply> {
         let t = self.call_timeout;
-        self.call("metrics", proto::MetricsRequest {}, t, |mut c, r| async move { c.metrics(r).await })
+        self.call(
+            "metrics",
+            proto::MetricsRequest {},
+            t,
+            |mut c, r| async move { c.metrics(r).await },
+        )
     }
 }

@@ -70,7 +70,12 @@ impl Reservation {
     /// Expects `workers` data ranks, `ps` parameter servers and `evaluators` evaluators.
     pub fn new(workers: u32, ps: u32, evaluators: u32) -> Self {
         let n = (workers + ps + evaluators) as usize;
-        Self { workers, ps, evaluators, slots: vec![None; n] }
+        Self {
+            workers,
+            ps,
+            evaluators,
+            slots: vec![None; n],
+        }
     }
 
     fn range_of(&self, role: Role) -> std::ops::Range<u32> {
@@ -82,13 +87,28 @@ impl Reservation {
     }
 
     /// Registers a process; returns its rank. Registering a rank again from the same host
-    /// (a restarted process) replaces the old registration; from another host it is refused.
+    /// (a restarted process) replaces the old registration; from another host it is refused
+    /// unless [`Reservation::register_replacing`] says the old holder is gone.
     pub fn register(&mut self, reg: Registration) -> Result<u32> {
+        self.register_replacing(reg, |_| false)
+    }
+
+    /// Like [`Reservation::register`], but a rank whose holder `gone(rank)` (declared dead by
+    /// the coordinator) may be taken over from another host: a rescheduled worker.
+    pub fn register_replacing(
+        &mut self,
+        reg: Registration,
+        gone: impl Fn(u32) -> bool,
+    ) -> Result<u32> {
         let range = self.range_of(reg.role);
         if reg.role == Role::Chief {
             if let Some(c) = self.slots.iter().flatten().find(|r| r.role == Role::Chief) {
                 if reg.rank != c.rank || c.host != reg.host {
-                    let at = self.slots.iter().position(|s| s.as_ref() == Some(c)).unwrap_or(0);
+                    let at = self
+                        .slots
+                        .iter()
+                        .position(|s| s.as_ref() == Some(c))
+                        .unwrap_or(0);
                     return Err(Error::Coordinator(format!(
                         "a chief is already registered (rank {at} on {}); {} asked to be chief too",
                         c.host, reg.host
@@ -109,7 +129,7 @@ impl Reservation {
                     )));
                 }
                 if let Some(old) = &self.slots[r as usize] {
-                    if old.host != reg.host {
+                    if old.host != reg.host && !gone(r) {
                         return Err(Error::Coordinator(format!(
                             "rank {r} is already registered by {}:{}; {}:{} asked for it too",
                             old.host, old.port, reg.host, reg.port
@@ -138,7 +158,9 @@ impl Reservation {
 
     /// Ranks not registered yet.
     pub fn missing(&self) -> Vec<u32> {
-        (0..self.slots.len() as u32).filter(|&r| self.slots[r as usize].is_none()).collect()
+        (0..self.slots.len() as u32)
+            .filter(|&r| self.slots[r as usize].is_none())
+            .collect()
     }
 
     /// Whether every expected process registered.
@@ -239,7 +261,13 @@ mod tests {
     use super::*;
 
     fn reg(rank: Option<u32>, host: &str, role: Role) -> Registration {
-        Registration { rank, host: host.into(), port: 2222, gpus: vec![0], role }
+        Registration {
+            rank,
+            host: host.into(),
+            port: 2222,
+            gpus: vec![0],
+            role,
+        }
     }
 
     #[test]
@@ -251,7 +279,10 @@ mod tests {
         assert!(r.spec().is_err());
         assert_eq!(r.missing(), vec![2, 4]);
         let msg = r.timeout_error(5.0).to_string();
-        assert!(msg.contains("missing ranks [2 (worker), 4 (evaluator)]"), "{msg}");
+        assert!(
+            msg.contains("missing ranks [2 (worker), 4 (evaluator)]"),
+            "{msg}"
+        );
         assert_eq!(r.register(reg(None, "c", Role::Worker)).unwrap(), 2);
         assert_eq!(r.register(reg(None, "e", Role::Evaluator)).unwrap(), 4);
         let spec = r.spec().unwrap();
@@ -267,13 +298,29 @@ mod tests {
         assert_eq!(tc["task"]["type"], "evaluator");
         assert_eq!(tc["task"]["index"], 0);
         // Conflicts are refused with names.
-        let e = r.register(reg(Some(1), "zz", Role::Worker)).unwrap_err().to_string();
+        let e = r
+            .register(reg(Some(1), "zz", Role::Worker))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rank 1 is already registered by b:2222"), "{e}");
-        let e = r.register(reg(None, "x", Role::Worker)).unwrap_err().to_string();
+        let e = r
+            .register(reg(None, "x", Role::Worker))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no free worker rank"), "{e}");
-        let e = r.register(reg(Some(1), "zz", Role::Chief)).unwrap_err().to_string();
+        let e = r
+            .register(reg(Some(1), "zz", Role::Chief))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a chief is already registered"), "{e}");
-        // A restarted process on the same host takes its rank back.
+        // A restarted process on the same host takes its rank back; another host only once
+        // the old holder is gone.
         assert_eq!(r.register(reg(Some(1), "b", Role::Worker)).unwrap(), 1);
+        assert_eq!(
+            r.register_replacing(reg(Some(1), "b2", Role::Worker), |r| r == 1)
+                .unwrap(),
+            1
+        );
+        assert_eq!(r.get(1).unwrap().host, "b2");
     }
 }

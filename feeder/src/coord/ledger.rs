@@ -39,7 +39,11 @@ pub struct PartialSplit {
 
 impl Ledger {
     pub(crate) fn new(num_splits: usize) -> Self {
-        Self { done: vec![0; num_splits.div_ceil(64)], partial: HashMap::new(), acked_rows: 0 }
+        Self {
+            done: vec![0; num_splits.div_ceil(64)],
+            partial: HashMap::new(),
+            acked_rows: 0,
+        }
     }
 
     pub(crate) fn is_done(&self, split: u32) -> bool {
@@ -103,7 +107,11 @@ impl Ledger {
             return Vec::new();
         }
         let Some(iv) = self.partial.get(&split) else {
-            return if split_rows > 0 { vec![(0, split_rows)] } else { Vec::new() };
+            return if split_rows > 0 {
+                vec![(0, split_rows)]
+            } else {
+                Vec::new()
+            };
         };
         let mut out = Vec::new();
         let mut at = 0;
@@ -148,7 +156,11 @@ impl Ledger {
             })
             .collect();
         partial.sort_by_key(|p| p.split);
-        LedgerState { data_epoch, done, partial }
+        LedgerState {
+            data_epoch,
+            done,
+            partial,
+        }
     }
 
     /// Rebuilds a ledger, checking every split id and interval against the plan's row counts.
@@ -156,7 +168,10 @@ impl Ledger {
         let mut l = Ledger::new(split_rows.len());
         for &[a, b] in &st.done {
             if a > b || b as usize > split_rows.len() {
-                return Err(format!("done run [{a}, {b}) outside the {} splits", split_rows.len()));
+                return Err(format!(
+                    "done run [{a}, {b}) outside the {} splits",
+                    split_rows.len()
+                ));
             }
             for s in a..b {
                 if l.is_done(s) {
@@ -172,7 +187,10 @@ impl Ledger {
             };
             for &[s, e] in &p.acked {
                 if s > e || e > rows {
-                    return Err(format!("split {}: rows [{s}, {e}) outside its {rows} rows", p.split));
+                    return Err(format!(
+                        "split {}: rows [{s}, {e}) outside its {rows} rows",
+                        p.split
+                    ));
                 }
                 l.add(p.split, s, e, rows)
                     .map_err(|(a, b)| format!("split {}: rows [{a}, {b}) acked twice", p.split))?;

@@ -434,8 +434,9 @@ impl Machine {
             )));
         }
         for ls in &state.ledgers {
-            let l = Ledger::from_state(ls, &m.split_rows)
-                .map_err(|e| Error::Coordinator(format!("state, data epoch {}: {e}", ls.data_epoch)))?;
+            let l = Ledger::from_state(ls, &m.split_rows).map_err(|e| {
+                Error::Coordinator(format!("state, data epoch {}: {e}", ls.data_epoch))
+            })?;
             m.ledgers.insert(ls.data_epoch, l);
         }
         m.steps_done = state.steps_done;
@@ -453,7 +454,9 @@ impl Machine {
 
     fn empty(splits: Vec<SplitInfo>, cfg: Config) -> Result<Self> {
         if cfg.workers == 0 || cfg.batch_size == 0 {
-            return Err(Error::InvalidArgument("workers and batch size must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "workers and batch size must be at least 1".into(),
+            ));
         }
         if splits.len() >= u32::MAX as usize {
             return Err(Error::InvalidArgument("too many splits".into()));
@@ -548,7 +551,9 @@ impl Machine {
 
     fn ledger(&mut self, data_epoch: u32) -> &mut Ledger {
         let n = self.split_rows.len();
-        self.ledgers.entry(data_epoch).or_insert_with(|| Ledger::new(n))
+        self.ledgers
+            .entry(data_epoch)
+            .or_insert_with(|| Ledger::new(n))
     }
 
     /// Appends the un-acked rows of `data_epoch`, in its order, to the queue.
@@ -561,12 +566,20 @@ impl Machine {
             let gaps = self.ledgers[&data_epoch].gaps(s, n);
             for (a, b) in gaps {
                 rows += b - a;
-                let r = Range { data_epoch, split: s, first: a, rows: b - a };
+                let r = Range {
+                    data_epoch,
+                    split: s,
+                    first: a,
+                    rows: b - a,
+                };
                 self.queue.push_back(r, &self.split_hosts[s as usize]);
             }
         }
         if data_epoch == self.epoch {
-            self.pad_order = order.into_iter().filter(|&s| self.split_rows[s as usize] > 0).collect();
+            self.pad_order = order
+                .into_iter()
+                .filter(|&s| self.split_rows[s as usize] > 0)
+                .collect();
             self.pad_at = (0, 0);
         }
         rows
@@ -585,7 +598,10 @@ impl Machine {
         let fresh = if self.queued_next {
             self.queued_next = false;
             let order = split_order(self.cfg.seed, e, self.split_rows.len() as u32);
-            self.pad_order = order.into_iter().filter(|&s| self.split_rows[s as usize] > 0).collect();
+            self.pad_order = order
+                .into_iter()
+                .filter(|&s| self.split_rows[s as usize] > 0)
+                .collect();
             self.pad_at = (0, 0);
             self.queue.entries.iter().flatten().map(|r| r.rows).sum()
         } else {
@@ -672,7 +688,9 @@ impl Machine {
         self.check_rank(rank)?;
         let r = &self.ranks[rank as usize];
         if !r.joined {
-            return Err(Error::Coordinator(format!("rank {rank} has not registered")));
+            return Err(Error::Coordinator(format!(
+                "rank {rank} has not registered"
+            )));
         }
         if r.incarnation != incarnation || !r.alive {
             return Err(Error::PeerLost(format!(
@@ -697,7 +715,9 @@ impl Machine {
         self.touch(rank, now_ms);
         if self.finished {
             self.ranks[rank as usize].stage = Stage::Done;
-            return Ok(Work::EndOfFeed { steps: self.steps_done });
+            return Ok(Work::EndOfFeed {
+                steps: self.steps_done,
+            });
         }
         let left = self.quota - self.ranks[rank as usize].assigned;
         if left == 0 {
@@ -716,7 +736,11 @@ impl Machine {
             Some(r) => {
                 let give = r.rows.min(left);
                 if give < r.rows {
-                    let rest = Range { first: r.first + give, rows: r.rows - give, ..r };
+                    let rest = Range {
+                        first: r.first + give,
+                        rows: r.rows - give,
+                        ..r
+                    };
                     let hs = self.split_hosts[r.split as usize].clone();
                     self.queue.push_head(rest, &hs);
                 }
@@ -733,7 +757,16 @@ impl Machine {
         self.next_lease += 1;
         let inc = self.ranks[rank as usize].incarnation;
         self.ranks[rank as usize].assigned += range.rows;
-        self.leases.insert(id, LeaseState { rank, incarnation: inc, range, pad, acked: 0 });
+        self.leases.insert(
+            id,
+            LeaseState {
+                rank,
+                incarnation: inc,
+                range,
+                pad,
+                acked: 0,
+            },
+        );
         self.counters.assignments += 1;
         self.push_log(LogKind::Assign, rank, id, range, pad);
         Ok(Work::Lease(Lease {
@@ -757,8 +790,17 @@ impl Machine {
         let s = self.pad_order[i];
         let n = self.split_rows[s as usize];
         let give = (n - at).min(left);
-        self.pad_at = if at + give == n { ((i + 1) % self.pad_order.len(), 0) } else { (i, at + give) };
-        Some(Range { data_epoch: self.epoch, split: s, first: at, rows: give })
+        self.pad_at = if at + give == n {
+            ((i + 1) % self.pad_order.len(), 0)
+        } else {
+            (i, at + give)
+        };
+        Some(Range {
+            data_epoch: self.epoch,
+            split: s,
+            first: at,
+            rows: give,
+        })
     }
 
     /// Records that the trainer of `rank` consumed `rows_acked` rows of `lease` (cumulative
@@ -809,13 +851,15 @@ impl Machine {
             if range.data_epoch != e {
                 self.counters.rows_wrapped += delta;
             }
-            self.ledger(range.data_epoch).add(split, from, to, n).map_err(|(a, b)| {
-                Error::Internal(format!(
+            self.ledger(range.data_epoch)
+                .add(split, from, to, n)
+                .map_err(|(a, b)| {
+                    Error::Internal(format!(
                     "data epoch {}, split {split}: rows [{a}, {b}) acked twice (lease {lease}, \
                      rank {rank}, training epoch {e})",
                     range.data_epoch
                 ))
-            })?;
+                })?;
         }
         self.counters.rows_acked += delta;
         let r = &mut self.ranks[rank as usize];
@@ -871,14 +915,23 @@ impl Machine {
                 let r = &mut self.ranks[rank as usize];
                 r.alive = false;
                 self.counters.deaths += 1;
-                tracing::warn!(rank, host, stage = stage.as_str(), silent_ms, requeued_rows, "worker declared dead");
-                ev.push(LivenessEvent::Dead { rank, host, stage, silent_ms, requeued_rows });
+                ev.push(LivenessEvent::Dead {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                    requeued_rows,
+                });
             } else if silent_ms >= self.cfg.stall_after_ms && !r.stalled {
                 let (host, stage) = (r.host.clone(), r.stage);
                 self.ranks[rank as usize].stalled = true;
                 self.counters.stalls += 1;
-                tracing::warn!(rank, host, stage = stage.as_str(), silent_ms, "worker stalled");
-                ev.push(LivenessEvent::Stalled { rank, host, stage, silent_ms });
+                ev.push(LivenessEvent::Stalled {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                });
             }
         }
         ev
@@ -887,8 +940,12 @@ impl Machine {
     /// Puts the un-acked rows of every lease of `rank` back at the head of the queue (pad
     /// rows are simply forgotten: they are generated again). Returns the rows re-queued.
     fn requeue_rank(&mut self, rank: u32) -> u64 {
-        let mut ids: Vec<u64> =
-            self.leases.iter().filter(|(_, l)| l.rank == rank).map(|(&id, _)| id).collect();
+        let mut ids: Vec<u64> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.rank == rank)
+            .map(|(&id, _)| id)
+            .collect();
         // Latest first, so that after the push_head calls the oldest is at the head.
         ids.sort_unstable_by(|a, b| b.cmp(a));
         let mut rows = 0;
@@ -899,7 +956,11 @@ impl Machine {
             if l.pad || left == 0 {
                 continue;
             }
-            let rest = Range { first: l.range.first + l.acked, rows: left, ..l.range };
+            let rest = Range {
+                first: l.range.first + l.acked,
+                rows: left,
+                ..l.range
+            };
             let hs = self.split_hosts[rest.split as usize].clone();
             self.queue.push_head(rest, &hs);
             self.push_log(LogKind::Requeue, rank, id, rest, false);

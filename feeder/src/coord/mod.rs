@@ -56,7 +56,9 @@ pub use machine::{
 use crate::format::Plan;
 
 /// What to do with the rows that do not fill a last step on every worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Remainder {
     /// Leave them out of the epoch (counted in `rows_dropped`).
@@ -84,13 +86,20 @@ pub struct SplitInfo {
 impl SplitInfo {
     /// A split without locality hints.
     pub fn new(id: u32, rows: u64) -> Self {
-        Self { id, rows, hosts: Vec::new() }
+        Self {
+            id,
+            rows,
+            hosts: Vec::new(),
+        }
     }
 
     /// The splits of a plan, without locality hints (a side table keeps `Split` unchanged;
     /// [`SplitInfo::with_hosts`] adds them).
     pub fn from_plan(plan: &Plan) -> Vec<SplitInfo> {
-        plan.splits.iter().map(|s| SplitInfo::new(s.id, s.rows)).collect()
+        plan.splits
+            .iter()
+            .map(|s| SplitInfo::new(s.id, s.rows))
+            .collect()
     }
 
     /// Adds locality hints.

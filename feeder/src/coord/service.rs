@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
 
 use super::cluster::{Registration, Reservation, Role};
-use super::machine::{Machine, Stage, Work, WorkerCounters};
+use super::machine::{LivenessEvent, Machine, Stage, Work, WorkerCounters};
 use super::proto::{self, coordinator_server::CoordinatorServer};
 use super::token::Token;
 use crate::{Error, Result};
@@ -65,12 +65,17 @@ impl Shared {
         let w = m.config().workers;
         let log = match &opts.log_path {
             Some(p) => Some(BufWriter::new(
-                std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| {
-                    Error::Io {
-                        loc: crate::error::Location { path: p.display().to_string(), ..Default::default() },
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| Error::Io {
+                        loc: crate::error::Location {
+                            path: p.display().to_string(),
+                            ..Default::default()
+                        },
                         source: e,
-                    }
-                })?,
+                    })?,
             )),
             None => None,
         };
@@ -108,7 +113,30 @@ impl Shared {
         let now = self.now_ms();
         let mut g = self.lock();
         for ev in g.m.tick(now) {
-            tracing::error!("{ev:?}");
+            match ev {
+                LivenessEvent::Stalled {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                } => tracing::warn!(
+                    "worker rank {rank} on {host} stalled: silent for {:.1} s, last stage: {}",
+                    silent_ms as f64 / 1000.0,
+                    stage.as_str()
+                ),
+                LivenessEvent::Dead {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                    requeued_rows,
+                } => tracing::error!(
+                    "worker rank {rank} on {host} declared dead: silent for {:.1} s, last stage: \
+                     {}; {requeued_rows} un-acked rows re-queued",
+                    silent_ms as f64 / 1000.0,
+                    stage.as_str()
+                ),
+            }
         }
         flush_log(&mut g, true);
     }
@@ -136,7 +164,10 @@ fn flush_log(g: &mut Inner, flush: bool) {
         // The log is for replay, not for correctness: say so loudly once, stop writing it.
         tracing::error!(
             "assignment log {}: write failed ({e}); assignments are no longer logged",
-            g.log_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            g.log_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         );
         g.log = None;
     }
@@ -210,16 +241,26 @@ impl proto::coordinator_server::Coordinator for CoordService {
             gpus: r.gpus,
             role: role_of(r.role),
         };
-        let rank = g.res.register(reg).map_err(status_of)?;
+        let w = g.m.config().workers;
+        let dead: Vec<bool> = g.m.ranks().iter().map(|r| r.joined && !r.alive).collect();
+        let gone = |r: u32| r < w && dead[r as usize];
+        let rank = g.res.register_replacing(reg, gone).map_err(status_of)?;
         let incarnation = if rank < g.m.config().workers {
             g.m.join(rank, &r.host, now).map_err(status_of)?
         } else {
             1
         };
         let cfg = g.m.config().clone();
+        let (num_splits, total_rows) = (g.m.split_rows().len() as u32, g.m.total_rows());
         drop(g);
         self.shared.registered.send_modify(|n| *n += 1);
-        tracing::info!(rank, host = r.host, port = r.port, incarnation, "registered");
+        tracing::info!(
+            rank,
+            host = r.host,
+            port = r.port,
+            incarnation,
+            "registered"
+        );
         Ok(Response::new(proto::RegisterReply {
             rank,
             incarnation,
@@ -227,6 +268,8 @@ impl proto::coordinator_server::Coordinator for CoordService {
             batch_size: cfg.batch_size,
             epochs: cfg.epochs,
             heartbeat_interval_ms: self.shared.opts.heartbeat_interval.as_millis() as u64,
+            num_splits,
+            total_rows,
         }))
     }
 
@@ -279,7 +322,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let now = self.shared.now_ms();
         let mut g = self.shared.lock();
         let host = (!r.host.is_empty()).then_some(r.host.as_str());
-        let w = g.m.request_work(r.rank, r.incarnation, host, now).map_err(status_of)?;
+        let w =
+            g.m.request_work(r.rank, r.incarnation, host, now)
+                .map_err(status_of)?;
         flush_log(&mut g, false);
         use proto::work_reply::Kind;
         let kind = match w {
@@ -299,11 +344,15 @@ impl proto::coordinator_server::Coordinator for CoordService {
         Ok(Response::new(proto::WorkReply { kind: Some(kind) }))
     }
 
-    async fn ack(&self, req: Request<proto::AckRequest>) -> Result<Response<proto::AckReply>, Status> {
+    async fn ack(
+        &self,
+        req: Request<proto::AckRequest>,
+    ) -> Result<Response<proto::AckReply>, Status> {
         let r = req.into_inner();
         let now = self.shared.now_ms();
         let mut g = self.shared.lock();
-        g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now).map_err(status_of)?;
+        g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now)
+            .map_err(status_of)?;
         flush_log(&mut g, false);
         Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
     }
@@ -334,7 +383,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         _req: Request<proto::GetStateRequest>,
     ) -> Result<Response<proto::StateReply>, Status> {
         let st = self.shared.lock().m.state();
-        Ok(Response::new(proto::StateReply { state_json: st.to_json() }))
+        Ok(Response::new(proto::StateReply {
+            state_json: st.to_json(),
+        }))
     }
 
     async fn metrics(
@@ -342,7 +393,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         _req: Request<proto::MetricsRequest>,
     ) -> Result<Response<proto::MetricsReply>, Status> {
         let now = self.shared.now_ms();
-        Ok(Response::new(self.shared.with_machine(|m| metrics_reply(m, now))))
+        Ok(Response::new(
+            self.shared.with_machine(|m| metrics_reply(m, now)),
+        ))
     }
 }
 
@@ -371,7 +424,11 @@ pub fn metrics_reply(m: &Machine, now_ms: u64) -> proto::MetricsReply {
                 steps: m.steps_done() + if m.finished() { 0 } else { r.acked / b },
                 rows_acked: r.acked_total,
                 alive: r.alive,
-                silent_ms: if r.joined { now_ms.saturating_sub(r.last_seen_ms) } else { 0 },
+                silent_ms: if r.joined {
+                    now_ms.saturating_sub(r.last_seen_ms)
+                } else {
+                    0
+                },
             })
             .collect(),
     }
@@ -389,7 +446,11 @@ impl tonic::service::Interceptor for CheckToken {
                  <token>` (the job's token file, or HYDROFEED_TOKEN)",
             ));
         };
-        let presented = v.to_str().unwrap_or("").strip_prefix("Bearer ").unwrap_or("");
+        let presented = v
+            .to_str()
+            .unwrap_or("")
+            .strip_prefix("Bearer ")
+            .unwrap_or("");
         if !self.0.matches(presented) {
             return Err(Status::unauthenticated(
                 "wrong token: this coordinator belongs to another job, or the token file / \
@@ -422,7 +483,9 @@ impl RunningService {
             let _ = tx.send(true);
         }
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
+            Some(t) => t
+                .join()
+                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
             None => Ok(()),
         }
     }
@@ -430,7 +493,9 @@ impl RunningService {
     /// Blocks until the service stops (Ctrl-C in the CLI).
     pub fn join(mut self) -> Result<()> {
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
+            Some(t) => t
+                .join()
+                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
             None => Ok(()),
         }
     }
@@ -465,11 +530,14 @@ pub fn spawn(
         };
         (l, ml)
     });
-    let listener = listener.map_err(|e| Error::InvalidArgument(format!("cannot listen on {listen}: {e}")))?;
-    let metrics_listener = metrics_listener
-        .transpose()
-        .map_err(|e| Error::InvalidArgument(format!("cannot listen on {metrics:?} for metrics: {e}")))?;
-    let addr = listener.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+    let listener =
+        listener.map_err(|e| Error::InvalidArgument(format!("cannot listen on {listen}: {e}")))?;
+    let metrics_listener = metrics_listener.transpose().map_err(|e| {
+        Error::InvalidArgument(format!("cannot listen on {metrics:?} for metrics: {e}"))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(e.to_string()))?;
     let (tx, rx) = tokio::sync::watch::channel(false);
     let sh = shared.clone();
     let thread = std::thread::Builder::new()
@@ -486,11 +554,15 @@ pub fn spawn(
                         }
                     })
                 };
-                let metrics_task = metrics_listener
-                    .map(|l| tokio::spawn(super::metrics::serve(l, sh.clone())));
+                let metrics_task =
+                    metrics_listener.map(|l| tokio::spawn(super::metrics::serve(l, sh.clone())));
                 let token = sh.opts.token.clone();
-                let svc = CoordinatorServer::with_interceptor(CoordService { shared: sh.clone() }, CheckToken(token));
-                let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                let svc = CoordinatorServer::with_interceptor(
+                    CoordService { shared: sh.clone() },
+                    CheckToken(token),
+                );
+                let incoming =
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
                 let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
                     let _ = rx.wait_for(|v| *v).await;
                 };
@@ -516,5 +588,10 @@ pub fn spawn(
             })
         })
         .map_err(|e| Error::Internal(format!("spawn: {e}")))?;
-    Ok(RunningService { addr, shared, shutdown: Some(tx), thread: Some(thread) })
+    Ok(RunningService {
+        addr,
+        shared,
+        shutdown: Some(tx),
+        thread: Some(thread),
+    })
 }

@@ -24,7 +24,13 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self { seed: 1, max_outstanding: 3, ack_rows: 64, tally: true, ms_per_step: 1 }
+        Self {
+            seed: 1,
+            max_outstanding: 3,
+            ack_rows: 64,
+            tally: true,
+            ms_per_step: 1,
+        }
     }
 }
 
@@ -136,7 +142,13 @@ impl Sim {
         // Keep the others alive while one is silent.
         if coin % 8 == 0 {
             self.calls += 1;
-            self.m.heartbeat(rank, inc, super::Stage::Reading, Default::default(), self.now)?;
+            self.m.heartbeat(
+                rank,
+                inc,
+                super::Stage::Reading,
+                Default::default(),
+                self.now,
+            )?;
             return Ok(());
         }
         let want_more = self.feeders[r].leases.len() < self.opts.max_outstanding;
@@ -168,7 +180,10 @@ impl Sim {
         self.m.ack(rank, inc, l.lease, l.split, to, self.now)?;
         if self.opts.tally && !l.pad {
             let rows = self.m_split_rows(l.split);
-            let t = self.tally.entry((l.data_epoch, l.split)).or_insert_with(|| vec![0; rows]);
+            let t = self
+                .tally
+                .entry((l.data_epoch, l.split))
+                .or_insert_with(|| vec![0; rows]);
             for i in l.first_row + acked..l.first_row + to {
                 t[i as usize] += 1;
             }

@@ -6,11 +6,21 @@ use super::sim::{Sim, SimOptions};
 use super::*;
 
 fn splits(rows: &[u64]) -> Vec<SplitInfo> {
-    rows.iter().enumerate().map(|(i, &r)| SplitInfo::new(i as u32, r)).collect()
+    rows.iter()
+        .enumerate()
+        .map(|(i, &r)| SplitInfo::new(i as u32, r))
+        .collect()
 }
 
 fn cfg(w: u32, b: u64, epochs: u32, seed: u64, rem: Remainder) -> Config {
-    Config { epochs, seed, remainder: rem, stall_after_ms: 40, dead_after_ms: 100, ..Config::new(w, b) }
+    Config {
+        epochs,
+        seed,
+        remainder: rem,
+        stall_after_ms: 40,
+        dead_after_ms: 100,
+        ..Config::new(w, b)
+    }
 }
 
 /// Checks the whole contract on a finished simulation.
@@ -19,7 +29,10 @@ fn check(sim: &Sim, rows: &[u64], c: &Config) -> Result<(), TestCaseError> {
     let wb = u64::from(c.workers) * c.batch_size;
     // End of feed after the same number of steps everywhere, equal to the quotas' sum.
     let steps = sim.end_steps();
-    prop_assert!(steps.iter().all(|s| *s == steps[0]), "end steps differ: {steps:?}");
+    prop_assert!(
+        steps.iter().all(|s| *s == steps[0]),
+        "end steps differ: {steps:?}"
+    );
     let total_steps: u64 = (0..c.epochs).map(|e| sim.quotas[&e] / c.batch_size).sum();
     prop_assert_eq!(steps[0], Some(total_steps));
     let mut carry = 0;
@@ -28,7 +41,15 @@ fn check(sim: &Sim, rows: &[u64], c: &Config) -> Result<(), TestCaseError> {
         prop_assert_eq!(q % c.batch_size, 0);
         for r in 0..c.workers {
             let got = sim.per_rank.get(&(e, r)).copied().unwrap_or(0);
-            prop_assert_eq!(got, q, "epoch {} rank {} acked {} rows, quota {}", e, r, got, q);
+            prop_assert_eq!(
+                got,
+                q,
+                "epoch {} rank {} acked {} rows, quota {}",
+                e,
+                r,
+                got,
+                q
+            );
         }
         let fresh = t - carry;
         let want = match c.remainder {
@@ -40,7 +61,12 @@ fn check(sim: &Sim, rows: &[u64], c: &Config) -> Result<(), TestCaseError> {
         let mut once = 0u64;
         for (s, &n) in rows.iter().enumerate() {
             if let Some(v) = sim.tally.get(&(e, s as u32)) {
-                prop_assert!(v.iter().all(|&x| x <= 1), "epoch {} split {} row twice", e, s);
+                prop_assert!(
+                    v.iter().all(|&x| x <= 1),
+                    "epoch {} split {} row twice",
+                    e,
+                    s
+                );
                 once += v.iter().map(|&x| u64::from(x)).sum::<u64>();
             }
             let _ = n;
@@ -51,7 +77,11 @@ fn check(sim: &Sim, rows: &[u64], c: &Config) -> Result<(), TestCaseError> {
             }
             Remainder::Pad | Remainder::Wrap => prop_assert_eq!(once, t),
         }
-        carry = if c.remainder == Remainder::Wrap { u64::from(c.workers) * q - fresh } else { 0 };
+        carry = if c.remainder == Remainder::Wrap {
+            u64::from(c.workers) * q - fresh
+        } else {
+            0
+        };
     }
     let k = sim.m.counters();
     match c.remainder {
@@ -71,7 +101,11 @@ fn check(sim: &Sim, rows: &[u64], c: &Config) -> Result<(), TestCaseError> {
 }
 
 fn remainder() -> impl Strategy<Value = Remainder> {
-    prop_oneof![Just(Remainder::Drop), Just(Remainder::Pad), Just(Remainder::Wrap)]
+    prop_oneof![
+        Just(Remainder::Drop),
+        Just(Remainder::Pad),
+        Just(Remainder::Wrap)
+    ]
 }
 
 proptest! {
@@ -196,17 +230,30 @@ fn quota_caps_ranges_and_drop_counts() {
             };
             assert!(l.rows <= 16 - got);
             got += l.rows;
-            m.ack(r, incs[r as usize], l.lease, l.split, l.rows, 0).unwrap();
+            m.ack(r, incs[r as usize], l.lease, l.split, l.rows, 0)
+                .unwrap();
         }
         if r < 2 {
-            assert_eq!(m.request_work(r, incs[r as usize], None, 0).unwrap(), Work::Wait { retry_ms: 50 });
+            assert_eq!(
+                m.request_work(r, incs[r as usize], None, 0).unwrap(),
+                Work::Wait { retry_ms: 50 }
+            );
         }
     }
     assert!(m.finished());
     assert_eq!(m.counters().rows_dropped, 2);
-    assert_eq!(m.request_work(0, incs[0], None, 0).unwrap(), Work::EndOfFeed { steps: 4 });
+    assert_eq!(
+        m.request_work(0, incs[0], None, 0).unwrap(),
+        Work::EndOfFeed { steps: 4 }
+    );
     let log = m.drain_log();
-    assert_eq!(log.iter().filter(|r| r.kind == LogKind::Drop).map(|r| r.rows).sum::<u64>(), 2);
+    assert_eq!(
+        log.iter()
+            .filter(|r| r.kind == LogKind::Drop)
+            .map(|r| r.rows)
+            .sum::<u64>(),
+        2
+    );
 }
 
 #[test]
@@ -217,12 +264,16 @@ fn local_splits_are_preferred() {
     let mut m = Machine::new(s, cfg(2, 10, 1, 3, Remainder::Drop)).unwrap();
     let i0 = m.join(0, "dn2", 0).unwrap();
     for _ in 0..5 {
-        let Work::Lease(l) = m.request_work(0, i0, None, 0).unwrap() else { panic!() };
+        let Work::Lease(l) = m.request_work(0, i0, None, 0).unwrap() else {
+            panic!()
+        };
         assert_eq!(l.split % 4, 2, "split {} is not on dn2", l.split);
         m.ack(0, i0, l.lease, l.split, l.rows, 0).unwrap();
     }
     // Host given in the request overrides the registered one.
-    let Work::Lease(l) = m.request_work(0, i0, Some("dn1"), 0).unwrap() else { panic!() };
+    let Work::Lease(l) = m.request_work(0, i0, Some("dn1"), 0).unwrap() else {
+        panic!()
+    };
     assert_eq!(l.split % 4, 1);
 }
 
@@ -231,17 +282,31 @@ fn stall_then_death_names_rank_host_stage() {
     let mut m = Machine::new(splits(&[100]), cfg(2, 10, 1, 0, Remainder::Drop)).unwrap();
     let i0 = m.join(0, "a", 0).unwrap();
     let i1 = m.join(1, "b", 0).unwrap();
-    m.heartbeat(1, i1, Stage::WaitingRing, WorkerCounters::default(), 10).unwrap();
-    let Work::Lease(l) = m.request_work(1, i1, None, 10).unwrap() else { panic!() };
+    m.heartbeat(1, i1, Stage::WaitingRing, WorkerCounters::default(), 10)
+        .unwrap();
+    let Work::Lease(l) = m.request_work(1, i1, None, 10).unwrap() else {
+        panic!()
+    };
     m.ack(1, i1, l.lease, l.split, 7, 20).unwrap();
-    m.heartbeat(1, i1, Stage::TrainerIdle, WorkerCounters::default(), 20).unwrap();
-    m.heartbeat(0, i0, Stage::Reading, WorkerCounters::default(), 65).unwrap();
+    m.heartbeat(1, i1, Stage::TrainerIdle, WorkerCounters::default(), 20)
+        .unwrap();
+    m.heartbeat(0, i0, Stage::Reading, WorkerCounters::default(), 65)
+        .unwrap();
     assert_eq!(
         m.tick(65),
-        vec![LivenessEvent::Stalled { rank: 1, host: "b".into(), stage: Stage::TrainerIdle, silent_ms: 45 }]
+        vec![LivenessEvent::Stalled {
+            rank: 1,
+            host: "b".into(),
+            stage: Stage::TrainerIdle,
+            silent_ms: 45
+        }]
     );
-    assert!(m.tick(70).is_empty(), "a stall is reported once per silence");
-    m.heartbeat(0, i0, Stage::Reading, WorkerCounters::default(), 120).unwrap();
+    assert!(
+        m.tick(70).is_empty(),
+        "a stall is reported once per silence"
+    );
+    m.heartbeat(0, i0, Stage::Reading, WorkerCounters::default(), 120)
+        .unwrap();
     let ev = m.tick(121);
     assert_eq!(
         ev,
@@ -253,22 +318,43 @@ fn stall_then_death_names_rank_host_stage() {
             requeued_rows: 43
         }]
     );
-    assert!(!m.heartbeat(1, i1, Stage::Reading, WorkerCounters::default(), 122).unwrap());
+    assert!(!m
+        .heartbeat(1, i1, Stage::Reading, WorkerCounters::default(), 122)
+        .unwrap());
     let e = m.request_work(1, i1, None, 122).unwrap_err().to_string();
-    assert!(e.contains("rank 1 incarnation 1 (host b) was declared dead"), "{e}");
+    assert!(
+        e.contains("rank 1 incarnation 1 (host b) was declared dead"),
+        "{e}"
+    );
     // The re-queued rows start at the last acked row.
-    let Work::Lease(l0) = m.request_work(0, i0, None, 122).unwrap() else { panic!() };
-    assert_eq!((l0.split, l0.first_row, l0.rows), (l.split, l.first_row + 7, 43));
+    let Work::Lease(l0) = m.request_work(0, i0, None, 122).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (l0.split, l0.first_row, l0.rows),
+        (l.split, l.first_row + 7, 43)
+    );
 }
 
 #[test]
 fn bad_acks_are_refused_with_names() {
     let mut m = Machine::new(splits(&[10, 10]), cfg(1, 5, 1, 0, Remainder::Drop)).unwrap();
     let i = m.join(0, "a", 0).unwrap();
-    let Work::Lease(l) = m.request_work(0, i, None, 0).unwrap() else { panic!() };
-    let e = m.ack(0, i, l.lease, l.split + 1, 1, 0).unwrap_err().to_string();
-    assert!(e.contains(&format!("lease {} is split {}", l.lease, l.split)), "{e}");
-    let e = m.ack(0, i, l.lease, l.split, l.rows + 1, 0).unwrap_err().to_string();
+    let Work::Lease(l) = m.request_work(0, i, None, 0).unwrap() else {
+        panic!()
+    };
+    let e = m
+        .ack(0, i, l.lease, l.split + 1, 1, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("lease {} is split {}", l.lease, l.split)),
+        "{e}"
+    );
+    let e = m
+        .ack(0, i, l.lease, l.split, l.rows + 1, 0)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("which has"), "{e}");
     let e = m.ack(0, i, 999, 0, 1, 0).unwrap_err().to_string();
     assert!(e.contains("lease 999"), "{e}");
@@ -280,12 +366,17 @@ fn bad_acks_are_refused_with_names() {
 
 #[test]
 fn drop_refuses_inputs_smaller_than_one_step() {
-    let e = Machine::new(splits(&[3]), cfg(2, 2, 1, 0, Remainder::Drop)).unwrap_err().to_string();
+    let e = Machine::new(splits(&[3]), cfg(2, 2, 1, 0, Remainder::Drop))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not one full step"), "{e}");
     let mut m = Machine::new(splits(&[3]), cfg(2, 2, 1, 0, Remainder::Pad)).unwrap();
     assert_eq!(m.quota(), 2);
     let mut sim = Sim::new(
-        std::mem::replace(&mut m, Machine::new(splits(&[1]), Config::new(1, 1)).unwrap()),
+        std::mem::replace(
+            &mut m,
+            Machine::new(splits(&[1]), Config::new(1, 1)).unwrap(),
+        ),
         SimOptions::default(),
     )
     .unwrap();

@@ -55,7 +55,10 @@ impl Token {
     /// Reads a token file.
     pub fn read(path: &Path) -> Result<Self> {
         let s = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            loc: crate::error::Location { path: path.display().to_string(), ..Default::default() },
+            loc: crate::error::Location {
+                path: path.display().to_string(),
+                ..Default::default()
+            },
             source: e,
         })?;
         Token::new(&s)
@@ -65,7 +68,10 @@ impl Token {
     pub fn write(&self, path: &Path) -> Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         let io = |e| Error::Io {
-            loc: crate::error::Location { path: path.display().to_string(), ..Default::default() },
+            loc: crate::error::Location {
+                path: path.display().to_string(),
+                ..Default::default()
+            },
             source: e,
         };
         let _ = std::fs::remove_file(path);
@@ -89,8 +95,8 @@ impl Token {
     pub fn matches(&self, presented: &str) -> bool {
         let (a, b) = (self.0.as_bytes(), presented.as_bytes());
         let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
-        for i in 0..a.len() {
-            diff |= a[i] ^ b.get(i).copied().unwrap_or(0);
+        for (i, x) in a.iter().enumerate() {
+            diff |= x ^ b.get(i).copied().unwrap_or(0);
         }
         diff == 0
     }
@@ -108,7 +114,10 @@ mod tests {
         let t = Token::generate().unwrap();
         assert_eq!(t.as_str().len(), 64);
         t.write(&p).unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         assert_eq!(Token::read(&p).unwrap(), t);
         assert!(t.matches(t.as_str()));
         assert!(!t.matches(&t.as_str()[..63]));
