@@ -544,3 +544,138 @@ fn pad_and_wrap_over_grpc() {
         svc.shutdown().unwrap();
     }
 }
+
+/// `hydrofeed coordinator` as users run it: split list in, address and metrics address out,
+/// Prometheus text while feeding, assignment log and state file at the end, exit on its own.
+#[test]
+fn coordinator_cli_end_to_end() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let splits_json: Vec<serde_json::Value> = ROWS
+        .iter()
+        .enumerate()
+        .map(|(i, r)| serde_json::json!({"id": i, "rows": r, "hosts": [format!("node-{}", i % 2)]}))
+        .collect();
+    std::fs::write(
+        dir.path().join("splits.json"),
+        serde_json::to_vec(&splits_json).unwrap(),
+    )
+    .unwrap();
+    let token = Token::generate().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hydrofeed"))
+        .args([
+            "coordinator",
+            "--workers",
+            "2",
+            "--batch-size",
+            "32",
+            "--epochs",
+            "2",
+            "--seed",
+            &SEED.to_string(),
+        ])
+        .args([
+            "--remainder",
+            "pad",
+            "--metrics",
+            "127.0.0.1:0",
+            "--dead-after",
+            "30",
+        ])
+        .arg("--splits")
+        .arg(dir.path().join("splits.json"))
+        .arg("--log")
+        .arg(dir.path().join("log.jsonl"))
+        .arg("--state-out")
+        .arg(dir.path().join("state.json"))
+        .env("HYDROFEED_TOKEN", token.as_str())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the child if anything below panics.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut child = Reap(child);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("hydrofeed coordinator listening on ")
+        .unwrap()
+        .to_string();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let murl = line
+        .trim()
+        .strip_prefix("metrics: http://")
+        .unwrap()
+        .to_string();
+    let maddr = murl.strip_suffix("/metrics").unwrap().to_string();
+
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let hs: Vec<_> = (0..2u32)
+        .map(|r| {
+            let (a, t, ta) = (addr.clone(), token.clone(), tally.clone());
+            std::thread::spawn(move || feeder(a, t, r, ta, None, format!("node-{r}")))
+        })
+        .collect();
+    // Scrape while feeding (or just after).
+    let mut s = std::net::TcpStream::connect(&maddr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    assert!(
+        body.contains("# TYPE hydrofeed_coord_rows_acked_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("hydrofeed_coord_worker_steps{rank=\"1\""),
+        "{body}"
+    );
+    let steps: Vec<u64> = hs
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap().unwrap())
+        .collect();
+    assert_eq!(steps, vec![2 * total().div_ceil(64); 2]);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "coordinator did not exit after end of feed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("end of feed: epoch 2"), "{rest}");
+    let st =
+        State::from_json(&std::fs::read_to_string(dir.path().join("state.json")).unwrap()).unwrap();
+    assert!(st.finished);
+    assert_eq!(
+        st.rows_padded,
+        2 * (2 * total().div_ceil(64) * 32 - total())
+    );
+    let recs = read_log(&dir.path().join("log.jsonl"));
+    let assigned: u64 = recs
+        .iter()
+        .filter(|r| r.kind == LogKind::Assign)
+        .map(|r| r.rows)
+        .sum();
+    assert_eq!(assigned, 2 * 2 * total().div_ceil(64) * 32);
+    let t = tally.lock().unwrap();
+    assert_eq!((t.once(0), t.once(1)), (total(), total()));
+}

@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if std::env::var_os(crate::coord::token::TOKEN_ENV).is_none() {
         println!("token file: {}", args.token_file.display());
     }
-    if let Some(a) = args.metrics {
+    if let Some(a) = svc.metrics_addr {
         println!("metrics: http://{a}/metrics");
     }
     std::io::stdout().flush()?;

@@ -466,6 +466,8 @@ impl tonic::service::Interceptor for CheckToken {
 pub struct RunningService {
     /// The address it listens on.
     pub addr: SocketAddr,
+    /// The address of the Prometheus endpoint, when asked for.
+    pub metrics_addr: Option<SocketAddr>,
     /// Shared state.
     pub shared: Arc<Shared>,
     shutdown: Option<tokio::sync::watch::Sender<bool>>,
@@ -538,6 +540,10 @@ pub fn spawn(
     let addr = listener
         .local_addr()
         .map_err(|e| Error::Internal(e.to_string()))?;
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(l.local_addr().map_err(|e| Error::Internal(e.to_string()))?),
+        None => None,
+    };
     let (tx, rx) = tokio::sync::watch::channel(false);
     let sh = shared.clone();
     let thread = std::thread::Builder::new()
@@ -590,6 +596,7 @@ pub fn spawn(
         .map_err(|e| Error::Internal(format!("spawn: {e}")))?;
     Ok(RunningService {
         addr,
+        metrics_addr,
         shared,
         shutdown: Some(tx),
         thread: Some(thread),
