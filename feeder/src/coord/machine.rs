@@ -379,7 +379,11 @@ pub struct Machine {
     steps_done: u64,
     ranks: Vec<RankInfo>,
     queue: Queue,
-    /// Data epoch the queue's fresh rows come from; `queued_next` when `wrap` appended the next.
+    /// Rows of the next data epoch (`wrap` only), taken once `queue` is empty. Two queues, not
+    /// one, so that rows of this epoch coming back from a dead rank always go before the next
+    /// epoch's, whatever the locality preference picks.
+    next_queue: Queue,
+    /// Whether `next_queue` was filled for this epoch.
     queued_next: bool,
     leases: HashMap<u64, LeaseState>,
     next_lease: u64,
@@ -503,6 +507,7 @@ impl Machine {
             steps_done: 0,
             ranks,
             queue: Queue::default(),
+            next_queue: Queue::default(),
             queued_next: false,
             leases: HashMap::new(),
             next_lease: 1,
@@ -572,7 +577,12 @@ impl Machine {
                     first: a,
                     rows: b - a,
                 };
-                self.queue.push_back(r, &self.split_hosts[s as usize]);
+                let q = if data_epoch == self.epoch {
+                    &mut self.queue
+                } else {
+                    &mut self.next_queue
+                };
+                q.push_back(r, &self.split_hosts[s as usize]);
             }
         }
         if data_epoch == self.epoch {
@@ -603,9 +613,11 @@ impl Machine {
                 .filter(|&s| self.split_rows[s as usize] > 0)
                 .collect();
             self.pad_at = (0, 0);
+            self.queue = std::mem::take(&mut self.next_queue);
             self.queue.entries.iter().flatten().map(|r| r.rows).sum()
         } else {
             self.queue = Queue::default();
+            self.next_queue = Queue::default();
             self.enqueue_data_epoch(e)
         };
         let wb = self.row_per_step();
@@ -625,22 +637,13 @@ impl Machine {
         }
         debug_assert!(self.leases.is_empty());
         let e = self.epoch;
-        let wrap = self.cfg.remainder == Remainder::Wrap;
-        // Rows still queued: under wrap, the rest of the next epoch's order (kept for it);
-        // otherwise the remainder of this epoch, dropped (and counted).
-        let mut carry = Vec::new();
+        // Rows of this epoch still queued are the remainder under drop (under pad and wrap
+        // the quotas cover every row, so there are none): dropped and counted. Under wrap the
+        // rest of the next epoch's order stays in `next_queue` for it.
         for r in self.queue.drain() {
-            if wrap && r.data_epoch > e {
-                carry.push(r);
-            } else {
-                self.counters.rows_dropped += r.rows;
-                self.push_log(LogKind::Drop, u32::MAX, 0, r, false);
-            }
-        }
-        self.queued_next = wrap && self.queued_next;
-        for r in carry {
-            let hs = self.split_hosts[r.split as usize].clone();
-            self.queue.push_back(r, &hs);
+            debug_assert_eq!(self.cfg.remainder, Remainder::Drop);
+            self.counters.rows_dropped += r.rows;
+            self.push_log(LogKind::Drop, u32::MAX, 0, r, false);
         }
         self.steps_done += self.quota / self.cfg.batch_size;
         if e + 1 >= self.cfg.epochs {
@@ -726,11 +729,13 @@ impl Machine {
         let host = host.unwrap_or(&self.ranks[rank as usize].host);
         let hid = self.host_id(host);
         let mut taken = self.queue.take(hid);
-        if taken.is_none() && self.cfg.remainder == Remainder::Wrap && !self.queued_next {
-            // This data epoch is all handed out: wrap into the next epoch's order.
-            self.queued_next = true;
-            self.enqueue_data_epoch(self.epoch + 1);
-            taken = self.queue.take(hid);
+        if taken.is_none() && self.cfg.remainder == Remainder::Wrap {
+            if !self.queued_next {
+                // This data epoch is all handed out: wrap into the next epoch's order.
+                self.queued_next = true;
+                self.enqueue_data_epoch(self.epoch + 1);
+            }
+            taken = self.next_queue.take(hid);
         }
         let (range, pad) = match taken {
             Some(r) => {
@@ -741,8 +746,7 @@ impl Machine {
                         rows: r.rows - give,
                         ..r
                     };
-                    let hs = self.split_hosts[r.split as usize].clone();
-                    self.queue.push_head(rest, &hs);
+                    self.push_head(rest);
                 }
                 (Range { rows: give, ..r }, false)
             }
@@ -779,6 +783,16 @@ impl Machine {
             pad,
             shuffle_seed: shuffle_seed(self.cfg.seed, self.epoch, rank),
         }))
+    }
+
+    /// Puts a range back at the head of the queue of its data epoch.
+    fn push_head(&mut self, r: Range) {
+        let q = if r.data_epoch == self.epoch {
+            &mut self.queue
+        } else {
+            &mut self.next_queue
+        };
+        q.push_head(r, &self.split_hosts[r.split as usize]);
     }
 
     /// The next `pad` range: rows of this epoch's order again, cyclically, from its start.
@@ -961,8 +975,7 @@ impl Machine {
                 rows: left,
                 ..l.range
             };
-            let hs = self.split_hosts[rest.split as usize].clone();
-            self.queue.push_head(rest, &hs);
+            self.push_head(rest);
             self.push_log(LogKind::Requeue, rank, id, rest, false);
             rows += left;
         }
@@ -1042,6 +1055,6 @@ impl Machine {
 
     /// Ranges waiting in the queue.
     pub fn queued(&self) -> usize {
-        self.queue.live
+        self.queue.live + self.next_queue.live
     }
 }

@@ -131,25 +131,39 @@ proptest! {
         check(&sim, &rows, &c)?;
     }
 
-    /// A rank dies mid-epoch (un-acked leases lost) and re-joins: nothing lost or duplicated.
+    /// Ranks die at random points (un-acked leases lost) and re-join: nothing lost or
+    /// duplicated, quotas still exact.
     #[test]
     fn death_requeues_from_last_ack(rows in proptest::collection::vec(1u64..400, 2..10),
                                     w in 2u32..5, b in 1u64..16, seed in any::<u64>(),
                                     rem in remainder(), sched in any::<u64>(),
-                                    kill_at in 10u64..400, victim in 0u32..5) {
+                                    kills in proptest::collection::vec((10u64..3000, 0u32..5), 1..4)) {
         let c = cfg(w, b, 2, seed, rem);
         let Ok(m) = Machine::new(splits(&rows), c.clone()) else { return Ok(()) };
         let mut sim = Sim::new(m, SimOptions { seed: sched, ack_rows: 30, ..Default::default() }).unwrap();
-        for _ in 0..kill_at {
+        let mut kills = kills;
+        kills.sort();
+        let mut at = 0;
+        let mut victims = Vec::new();
+        for (when, victim) in kills {
+            while at < when && !sim.done() {
+                sim.step().unwrap();
+                at += 1;
+            }
             if sim.done() { break; }
-            sim.step().unwrap();
+            if !sim.m.finished() {
+                victims.push(victim % w);
+            }
+            sim.kill(victim % w, 300);
         }
-        sim.kill(victim % w, 300);
         sim.run(2_000_000).unwrap();
         check(&sim, &rows, &c)?;
-        if !sim.m.finished() || sim.m.counters().deaths > 0 {
-            let named = sim.events.iter().any(|e| matches!(e, LivenessEvent::Dead { rank, .. } if *rank == victim % w));
-            prop_assert!(named);
+        // Every death reported is a rank that was made silent, named with its host.
+        for e in &sim.events {
+            if let LivenessEvent::Dead { rank, host, .. } = e {
+                prop_assert!(victims.contains(rank), "rank {} declared dead, never silenced", rank);
+                prop_assert_eq!(host, &format!("host-{rank}"));
+            }
         }
     }
 
@@ -382,4 +396,63 @@ fn drop_refuses_inputs_smaller_than_one_step() {
     .unwrap();
     sim.run(100_000).unwrap();
     assert_eq!(sim.m.counters().rows_padded, 1);
+}
+
+/// Under wrap, rows of this epoch that come back from a dead rank go before the next epoch's
+/// rows, even when the locality preference would pick one of the latter.
+#[test]
+fn wrap_requeued_rows_go_before_next_epoch_rows() {
+    let s: Vec<SplitInfo> = (0..3)
+        .map(|i| SplitInfo::new(i, 10).with_hosts([format!("h{i}")]))
+        .collect();
+    let order = split_order(5, 0, 3);
+    let mut m = Machine::new(s, cfg(2, 4, 2, 5, Remainder::Wrap)).unwrap();
+    assert_eq!(m.quota(), 16); // ceil(30 / 8) = 4 steps
+    let i0 = m.join(0, "x", 0).unwrap();
+    let i1 = m.join(1, "x", 0).unwrap();
+    let lease = |m: &mut Machine, r: u32, i: u64| match m.request_work(r, i, None, 0).unwrap() {
+        Work::Lease(l) => l,
+        w => panic!("{w:?}"),
+    };
+    let a = lease(&mut m, 0, i0); // 10 rows of order[0], never acked
+    assert_eq!((a.split, a.rows), (order[0], 10));
+    for _ in 0..2 {
+        let l = lease(&mut m, 1, i1);
+        m.ack(1, i1, l.lease, l.split, l.rows, 0).unwrap();
+    }
+    let b = lease(&mut m, 0, i0); // the 4 rows left of order[2]
+    assert_eq!((b.split, b.rows, b.data_epoch), (order[2], 4, 0));
+    let c = lease(&mut m, 0, i0); // 2 rows wrapped from epoch 1
+    assert_eq!((c.rows, c.data_epoch), (2, 1));
+    // Rank 0 dies; it comes back on the host of order[1], whose epoch-0 rows are all acked
+    // but whose epoch-1 rows are queued.
+    m.heartbeat(1, i1, Stage::WaitingWork, WorkerCounters::default(), 1_000)
+        .unwrap();
+    let ev = m.tick(1_000);
+    assert!(
+        matches!(
+            ev[..],
+            [LivenessEvent::Dead {
+                rank: 0,
+                requeued_rows: 16,
+                ..
+            }]
+        ),
+        "{ev:?}"
+    );
+    let i0 = m.join(0, &format!("h{}", order[1]), 1_000).unwrap();
+    let mut got = 0;
+    while got < 16 {
+        let l = lease(&mut m, 0, i0);
+        if got < 14 {
+            assert_eq!(
+                l.data_epoch, 0,
+                "epoch-1 rows before epoch-0 rows came back: {l:?}"
+            );
+        }
+        got += l.rows;
+        m.ack(0, i0, l.lease, l.split, l.rows, 1_000).unwrap();
+    }
+    assert_eq!(m.epoch(), 1);
+    assert_eq!(m.counters().rows_dropped, 0);
 }
