@@ -144,7 +144,14 @@ fn feeder(
                 let mut done = 0;
                 while done < l.rows {
                     let to = (done + 300).min(l.rows);
-                    c.ack(rank, inc, l.lease, l.split, to)?;
+                    if rank % 2 == 1 && to - done >= 2 {
+                        // Odd ranks ack as a shuffling feeder would: pieces, out of order.
+                        let mid = done + (to - done) / 2;
+                        c.ack_ranges(rank, inc, l.lease, l.split, &[(mid, to - mid)])?;
+                        c.ack_ranges(rank, inc, l.lease, l.split, &[(done, mid - done), (mid, 1)])?;
+                    } else {
+                        c.ack(rank, inc, l.lease, l.split, to)?;
+                    }
                     tally
                         .lock()
                         .unwrap()

@@ -259,6 +259,34 @@ impl CoordClient {
             lease,
             split,
             rows_acked,
+            ranges: Vec::new(),
+        };
+        let t = self.call_timeout;
+        Ok(self
+            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .epoch)
+    }
+
+    /// Acks rows of a lease as `(offset within the lease, rows)` ranges in any order (a
+    /// feeder with a shuffle buffer); returns the coordinator's epoch.
+    pub fn ack_ranges(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        lease: u64,
+        split: u32,
+        ranges: &[(u64, u64)],
+    ) -> Result<u32> {
+        let msg = proto::AckRequest {
+            rank,
+            incarnation,
+            lease,
+            split,
+            rows_acked: 0,
+            ranges: ranges
+                .iter()
+                .map(|&(offset, rows)| proto::RowRange { offset, rows })
+                .collect(),
         };
         let t = self.call_timeout;
         Ok(self

@@ -326,7 +326,46 @@ struct LeaseState {
     incarnation: u64,
     range: Range,
     pad: bool,
-    acked: u64,
+    /// Acked rows as sorted, disjoint, non-adjacent intervals `[a, b)` of split rows.
+    acked: Vec<(u64, u64)>,
+    acked_rows: u64,
+}
+
+/// Adds `[a, b)` to a sorted disjoint interval list; returns the parts that were new.
+fn add_interval(iv: &mut Vec<(u64, u64)>, a: u64, b: u64) -> Vec<(u64, u64)> {
+    let mut new = Vec::new();
+    let mut at = a;
+    for &(s, e) in iv.iter() {
+        if e <= at {
+            continue;
+        }
+        if s >= b {
+            break;
+        }
+        if s > at {
+            new.push((at, s));
+        }
+        at = at.max(e);
+        if at >= b {
+            break;
+        }
+    }
+    if at < b {
+        new.push((at, b));
+    }
+    if !new.is_empty() {
+        iv.push((a, b));
+        iv.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(iv.len());
+        for &(s, e) in iv.iter() {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        *iv = merged;
+    }
+    new
 }
 
 /// splitmix64: the one mixing function behind every derived seed and the split order. Ours,
@@ -768,7 +807,8 @@ impl Machine {
                 incarnation: inc,
                 range,
                 pad,
-                acked: 0,
+                acked: Vec::new(),
+                acked_rows: 0,
             },
         );
         self.counters.assignments += 1;
@@ -828,6 +868,22 @@ impl Machine {
         rows_acked: u64,
         now_ms: u64,
     ) -> Result<()> {
+        self.ack_ranges(rank, incarnation, lease, split, &[(0, rows_acked)], now_ms)
+    }
+
+    /// Records that the trainer of `rank` consumed the given rows of `lease`, as
+    /// `(offset within the lease, rows)` ranges in any order: what a feeder with a shuffle
+    /// buffer reports. Rows acked before are ignored (a retried ack is harmless); after a
+    /// death only the rows never acked are re-queued, so shuffling keeps exactly-once.
+    pub fn ack_ranges(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        lease: u64,
+        split: u32,
+        ranges: &[(u64, u64)],
+        now_ms: u64,
+    ) -> Result<()> {
         self.check_live(rank, incarnation)?;
         self.touch(rank, now_ms);
         let Some(l) = self.leases.get_mut(&lease) else {
@@ -841,19 +897,26 @@ impl Machine {
                 l.range.split, l.rank
             )));
         }
-        if rows_acked > l.range.rows {
-            return Err(Error::Coordinator(format!(
-                "rank {rank}: ack of {rows_acked} rows of lease {lease} (split {split}), which has {}",
-                l.range.rows
-            )));
+        for &(off, rows) in ranges {
+            if off.checked_add(rows).is_none_or(|end| end > l.range.rows) {
+                return Err(Error::Coordinator(format!(
+                    "rank {rank}: ack of rows [{off}, {off}+{rows}) of lease {lease} (split {split}), \
+                     which has {}",
+                    l.range.rows
+                )));
+            }
         }
-        if rows_acked <= l.acked {
+        let mut new = Vec::new();
+        for &(off, rows) in ranges {
+            let a = l.range.first + off;
+            new.extend(add_interval(&mut l.acked, a, a + rows));
+        }
+        let delta: u64 = new.iter().map(|(a, b)| b - a).sum();
+        if delta == 0 {
             return Ok(());
         }
-        let (from, to) = (l.range.first + l.acked, l.range.first + rows_acked);
-        let delta = rows_acked - l.acked;
-        l.acked = rows_acked;
-        let (range, pad, complete) = (l.range, l.pad, l.acked == l.range.rows);
+        l.acked_rows += delta;
+        let (range, pad, complete) = (l.range, l.pad, l.acked_rows == l.range.rows);
         if complete {
             self.leases.remove(&lease);
         }
@@ -865,15 +928,17 @@ impl Machine {
             if range.data_epoch != e {
                 self.counters.rows_wrapped += delta;
             }
-            self.ledger(range.data_epoch)
-                .add(split, from, to, n)
-                .map_err(|(a, b)| {
-                    Error::Internal(format!(
-                    "data epoch {}, split {split}: rows [{a}, {b}) acked twice (lease {lease}, \
-                     rank {rank}, training epoch {e})",
-                    range.data_epoch
-                ))
-                })?;
+            for (from, to) in new {
+                self.ledger(range.data_epoch)
+                    .add(split, from, to, n)
+                    .map_err(|(a, b)| {
+                        Error::Internal(format!(
+                            "data epoch {}, split {split}: rows [{a}, {b}) acked twice (lease \
+                         {lease}, rank {rank}, training epoch {e})",
+                            range.data_epoch
+                        ))
+                    })?;
+            }
         }
         self.counters.rows_acked += delta;
         let r = &mut self.ranks[rank as usize];
@@ -965,18 +1030,32 @@ impl Machine {
         let mut rows = 0;
         for id in ids {
             let l = self.leases.remove(&id).expect("listed above");
-            let left = l.range.rows - l.acked;
+            let left = l.range.rows - l.acked_rows;
             self.ranks[rank as usize].assigned -= left;
             if l.pad || left == 0 {
                 continue;
             }
-            let rest = Range {
-                first: l.range.first + l.acked,
-                rows: left,
-                ..l.range
-            };
-            self.push_head(rest);
-            self.push_log(LogKind::Requeue, rank, id, rest, false);
+            // The gaps between acked intervals, last first so the first ends at the head.
+            let mut gaps = Vec::new();
+            let mut at = l.range.first;
+            for &(a, b) in &l.acked {
+                if a > at {
+                    gaps.push((at, a));
+                }
+                at = b;
+            }
+            if at < l.range.first + l.range.rows {
+                gaps.push((at, l.range.first + l.range.rows));
+            }
+            for &(a, b) in gaps.iter().rev() {
+                let rest = Range {
+                    first: a,
+                    rows: b - a,
+                    ..l.range
+                };
+                self.push_head(rest);
+                self.push_log(LogKind::Requeue, rank, id, rest, false);
+            }
             rows += left;
         }
         rows

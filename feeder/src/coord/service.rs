@@ -351,8 +351,13 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let r = req.into_inner();
         let now = self.shared.now_ms();
         let mut g = self.shared.lock();
-        g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now)
-            .map_err(status_of)?;
+        if r.ranges.is_empty() {
+            g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now)
+        } else {
+            let ranges: Vec<(u64, u64)> = r.ranges.iter().map(|x| (x.offset, x.rows)).collect();
+            g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
+        }
+        .map_err(status_of)?;
         flush_log(&mut g, false);
         Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
     }

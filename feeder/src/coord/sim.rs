@@ -20,6 +20,9 @@ pub struct SimOptions {
     pub tally: bool,
     /// Milliseconds of simulated time per step.
     pub ms_per_step: u64,
+    /// Ack random pieces of random outstanding leases (a feeder with a shuffle buffer)
+    /// instead of prefixes of the oldest lease.
+    pub shuffled_acks: bool,
 }
 
 impl Default for SimOptions {
@@ -30,6 +33,7 @@ impl Default for SimOptions {
             ack_rows: 64,
             tally: true,
             ms_per_step: 1,
+            shuffled_acks: false,
         }
     }
 }
@@ -37,7 +41,8 @@ impl Default for SimOptions {
 #[derive(Debug, Default, Clone)]
 struct Feeder {
     incarnation: u64,
-    leases: VecDeque<(Lease, u64)>,
+    /// Outstanding leases with their un-acked row offsets `[a, b)` within the lease.
+    leases: VecDeque<(Lease, Vec<(u64, u64)>)>,
     end_steps: Option<u64>,
     /// Silent (killed) until this time, then re-joins.
     silent_until: Option<u64>,
@@ -157,7 +162,8 @@ impl Sim {
             match self.m.request_work(rank, inc, None, self.now)? {
                 Work::Lease(l) => {
                     self.leases += 1;
-                    self.feeders[r].leases.push_back((l, 0));
+                    let rows = l.rows;
+                    self.feeders[r].leases.push_back((l, vec![(0, rows)]));
                 }
                 Work::Wait { .. } => {}
                 Work::EndOfFeed { steps } => {
@@ -171,28 +177,59 @@ impl Sim {
             }
             return Ok(());
         }
-        // Ack some rows of the oldest lease.
+        // Ack some rows: a prefix of the oldest lease, or (shuffled) a random piece of a
+        // random un-acked gap of a random outstanding lease.
         let n = 1 + self.rand() % self.opts.ack_rows;
-        let (l, acked) = self.feeders[r].leases.front().cloned().expect("non-empty");
-        let to = (acked + n).min(l.rows);
+        let nl = self.feeders[r].leases.len() as u64;
+        let li = if self.opts.shuffled_acks {
+            (self.rand() % nl) as usize
+        } else {
+            0
+        };
+        let ng = self.feeders[r].leases[li].1.len() as u64;
+        let gi = if self.opts.shuffled_acks {
+            (self.rand() % ng) as usize
+        } else {
+            0
+        };
+        let (ga, gb) = self.feeders[r].leases[li].1[gi];
+        let from = if self.opts.shuffled_acks {
+            ga + self.rand() % (gb - ga)
+        } else {
+            ga
+        };
+        let to = (from + n).min(gb);
+        let l = self.feeders[r].leases[li].0.clone();
         self.calls += 1;
         let epoch_before = self.m.epoch();
-        self.m.ack(rank, inc, l.lease, l.split, to, self.now)?;
+        if self.opts.shuffled_acks {
+            self.m
+                .ack_ranges(rank, inc, l.lease, l.split, &[(from, to - from)], self.now)?;
+        } else {
+            self.m.ack(rank, inc, l.lease, l.split, to, self.now)?;
+        }
         if self.opts.tally && !l.pad {
             let rows = self.m_split_rows(l.split);
             let t = self
                 .tally
                 .entry((l.data_epoch, l.split))
                 .or_insert_with(|| vec![0; rows]);
-            for i in l.first_row + acked..l.first_row + to {
+            for i in l.first_row + from..l.first_row + to {
                 t[i as usize] += 1;
             }
         }
-        *self.per_rank.entry((l.epoch, rank)).or_default() += to - acked;
-        if to == l.rows {
-            self.feeders[r].leases.pop_front();
-        } else {
-            self.feeders[r].leases.front_mut().expect("non-empty").1 = to;
+        *self.per_rank.entry((l.epoch, rank)).or_default() += to - from;
+        let gaps = &mut self.feeders[r].leases[li].1;
+        let mut piece = Vec::new();
+        if ga < from {
+            piece.push((ga, from));
+        }
+        if to < gb {
+            piece.push((to, gb));
+        }
+        gaps.splice(gi..=gi, piece);
+        if gaps.is_empty() {
+            self.feeders[r].leases.remove(li);
         }
         if self.m.epoch() != epoch_before && !self.m.finished() {
             self.quotas.insert(self.m.epoch(), self.m.quota());

@@ -126,7 +126,8 @@ proptest! {
                 return Ok(());
             }
         };
-        let mut sim = Sim::new(m, SimOptions { seed: sched, ack_rows: 40, ..Default::default() }).unwrap();
+        let o = SimOptions { seed: sched, ack_rows: 40, shuffled_acks: sched % 2 == 0, ..Default::default() };
+        let mut sim = Sim::new(m, o).unwrap();
         sim.run(2_000_000).unwrap();
         check(&sim, &rows, &c)?;
     }
@@ -137,10 +138,14 @@ proptest! {
     fn death_requeues_from_last_ack(rows in proptest::collection::vec(1u64..400, 2..10),
                                     w in 2u32..5, b in 1u64..16, seed in any::<u64>(),
                                     rem in remainder(), sched in any::<u64>(),
-                                    kills in proptest::collection::vec((10u64..3000, 0u32..5), 1..4)) {
+                                    kills in proptest::collection::vec((10u64..3000, 0u32..5), 1..4),
+                                    shuffled in any::<bool>()) {
         let c = cfg(w, b, 2, seed, rem);
         let Ok(m) = Machine::new(splits(&rows), c.clone()) else { return Ok(()) };
-        let mut sim = Sim::new(m, SimOptions { seed: sched, ack_rows: 30, ..Default::default() }).unwrap();
+        // Acks are prefixes, or (shuffled) random pieces of random leases, as a feeder with a
+        // shuffle buffer sends them.
+        let o = SimOptions { seed: sched, ack_rows: 30, shuffled_acks: shuffled, ..Default::default() };
+        let mut sim = Sim::new(m, o).unwrap();
         let mut kills = kills;
         kills.sort();
         let mut at = 0;
