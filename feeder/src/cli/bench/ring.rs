@@ -117,7 +117,7 @@ fn start(tag: &str, capacity: usize, ping: bool) -> anyhow::Result<Run> {
         &path,
         RingConfig {
             capacity,
-            max_frame: None,
+            max_frame: Some(FRAME_SIZES[FRAME_SIZES.len() - 1]),
         },
     )
     .with_context(|| format!("bind {}", path.display()))?;
@@ -200,7 +200,7 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 
 /// Ping-pong; returns the sorted one-way hand-off latencies in ns (warm-up dropped).
 fn ping_run(pings: usize, pause: Duration) -> anyhow::Result<Vec<u64>> {
-    let run = start(&format!("ping{}", pause.as_micros()), 1 << 20, true)?;
+    let run = start(&format!("ping{}", pause.as_micros()), 8 << 20, true)?;
     let mut p = run.listener.accept(T).context("accept the consumer")?;
     for seq in 0..pings as u64 {
         if !pause.is_zero() {
@@ -265,8 +265,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.consumer {
         return run_consumer(path, args.ping);
     }
-    if args.pings < 10 || args.reps == 0 {
-        bail!("--pings must be at least 10 and --reps at least 1");
+    if args.pings < 10 || args.reps == 0 || args.capacity < 2 * FRAME_SIZES[FRAME_SIZES.len() - 1] {
+        bail!("--pings must be at least 10, --reps at least 1, --capacity at least 8 MiB");
     }
     // Source: pseudo-random words, touched; per-frame sums precomputed for the check.
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
