@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,10 +41,6 @@ def mnist_dir(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
         capture_output=True,
     )
     return out
-
-
-def shm_listing() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
 class Server:
@@ -81,18 +78,3 @@ def serve(hf_bin: str, tmp_path: Path) -> Iterator[object]:
     yield start
     for s in servers:
         s.stop()
-
-
-def run_python(code: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
-    )
-
-
-def wait_for(pred: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")

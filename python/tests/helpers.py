@@ -1,7 +1,11 @@
-"""Expected values of generated datasets, read by TensorFlow (an independent reader)."""
+"""Test helpers: expected values read by TensorFlow (an independent reader), /dev/shm listing, subprocess and polling helpers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,3 +26,22 @@ def tf_read_mnist(d: Path) -> dict[str, np.ndarray]:
         for k in cols:
             cols[k].append(parsed[k].numpy())
     return {k: np.concatenate(v) for k, v in cols.items()}
+
+
+def shm_listing() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def run_python(code: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, **kw  # type: ignore[call-overload]
+    )
+
+
+def wait_for(pred: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():  # type: ignore[operator]
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")

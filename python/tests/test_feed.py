@@ -16,8 +16,7 @@ import pyarrow as pa
 import pytest
 
 import hydrofeed as hf
-from conftest import run_python, shm_listing, wait_for
-from helpers import tf_read_mnist
+from helpers import run_python, shm_listing, tf_read_mnist, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
