@@ -94,5 +94,10 @@ fn handoff(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, throughput, handoff);
+#[allow(missing_docs)] // criterion_group! generates an undocumented pub fn
+mod group {
+    use super::*;
+    criterion_group!(benches, throughput, handoff);
+}
+use group::benches;
 criterion_main!(benches);
