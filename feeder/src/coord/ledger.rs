@@ -17,7 +17,7 @@ pub(crate) struct Ledger {
     pub(crate) acked_rows: u64,
 }
 
-/// Serialised form of a [`Ledger`] (part of [`super::State`]).
+/// Serialised form of a `Ledger` (part of [`super::State`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerState {
     /// The data epoch whose rows these are.
