@@ -301,9 +301,13 @@ fn read_work(
     read: ReadOptions,
     st: Arc<RankStats>,
     tx: Sender<Ev>,
+    stop: Arc<AtomicBool>,
 ) {
     let mut waited: Option<Instant> = None;
     loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
         let w = match client.request_work(rank, inc, &host) {
             Ok(w) => w,
             Err(e) => {
@@ -493,18 +497,27 @@ fn feed_rank(
         }));
     }
     let (tx, rx) = bounded(CHANNEL_BATCHES);
+    let reader_stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let c = connect(opts)?;
         let (s, p, st2, host) = (storage.clone(), plan.clone(), st.clone(), opts.host.clone());
         let mut read = opts.read.clone();
         read.batch_rows = bs;
+        let stop = reader_stop.clone();
         thread::Builder::new()
             .name(format!("hf-read{rank}"))
-            .spawn(move || read_work(c, rank, inc, host, s, p, read, st2, tx))
+            .spawn(move || read_work(c, rank, inc, host, s, p, read, st2, tx, stop))
             .map_err(|e| Error::Internal(format!("spawning a reader thread: {e}")))?
     };
-    let r = write_rank(&mut w, &rx, bs, &book, st, opts.stall_timeout);
+    let mut r = write_rank(&mut w, &rx, bs, &book, st, opts.stall_timeout);
+    reader_stop.store(true, Ordering::Relaxed);
     drop(rx);
+    if r.is_err() && w.bye {
+        // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
+        // coordinator's state; the rest goes to whoever resumes the job.
+        tracing::info!(rank, "the trainer said bye after {} batches", w.report.batches);
+        r = Ok(0);
+    }
     let _ = reader.join();
     match &r {
         Ok(_) => w.producer.close(),
@@ -560,7 +573,9 @@ fn write_rank(
         let ev = match rx.recv_timeout(POLL) {
             Ok(ev) => ev,
             Err(RecvTimeoutError::Timeout) => {
-                w.poll_control()?;
+                if w.poll_control()? {
+                    return Err(bye());
+                }
                 if w.producer.check_peer().is_err() {
                     return Err(w.lost());
                 }
@@ -638,6 +653,10 @@ fn write_rank(
         thread::sleep(POLL);
     }
     Ok(steps)
+}
+
+fn bye() -> Error {
+    Error::PeerLost("the trainer said bye".into())
 }
 
 /// Prometheus text of the feeder's counters.

@@ -157,6 +157,8 @@ pub(crate) struct Writer {
     /// Called with `true` while waiting for ring space, `false` once a frame went in (the
     /// daemon's heartbeat stage).
     pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
+    /// The trainer said `Bye` (it stops reading on purpose).
+    pub(crate) bye: bool,
 }
 
 impl Writer {
@@ -175,6 +177,7 @@ impl Writer {
             peer,
             on_ack: None,
             on_wait: None,
+            bye: false,
         }
     }
 
@@ -289,7 +292,10 @@ impl Writer {
         loop {
             match self.producer.try_recv_control() {
                 Ok(Some(m)) => match Control::from_bytes(&m) {
-                    Ok(Control::Bye) => return Ok(true),
+                    Ok(Control::Bye) => {
+                        self.bye = true;
+                        return Ok(true);
+                    }
                     Ok(Control::Ack { seq }) => {
                         if let Some(f) = &mut self.on_ack {
                             f(seq)?;

@@ -177,9 +177,10 @@ class DataFeed:
         state (seed, epochs, batch size, completed steps, rows acked per open epoch). Save it
         with ``json.dump`` and pass it to ``hydrofeed launch --resume state.json`` (or
         ``HYDROFEED_RESUME``), with any number of workers: the new run hands out exactly the
-        rows not acked yet. The state includes this rank's batches; take it at a point where
-        every rank has consumed the same steps and called ``flush_acks()`` (or ``state()``),
-        e.g. right after a synchronous training step, so the other ranks' batches are in too.
+        rows not acked yet. The state includes every batch this rank was handed; the other
+        ranks' batches are in once they called ``state()`` too: at a checkpoint, call it on
+        every rank after the same synchronous step, then save the one of rank 0 after a
+        barrier (``tf.distribute`` checkpoints are such a barrier).
 
         Without a coordinator (``hydrofeed serve``): the position only (``epoch``, ``split``,
         ``rows`` delivered, ``done``); it cannot resume a feed.

@@ -2,11 +2,12 @@
 
 Environment: ``OUT`` (directory for ``rank-<r>.jsonl``), ``STOP_AFTER`` (steps, then save
 ``state.json`` on rank 0 and exit), ``DIE_AT`` ("rank:step": that rank exits 3 there),
-``SLOW`` (seconds per step).
+``KILL_AT`` ("rank:step": kill -9 itself there), ``SLOW`` (seconds per step).
 """
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -35,9 +36,12 @@ while True:
         time.sleep(slow)
     if die_at == f"{rank}:{step}":
         sys.exit(3)
+    if os.environ.get("KILL_AT") == f"{rank}:{step}":
+        os.kill(os.getpid(), signal.SIGKILL)
     if stop_after and step == stop_after:
-        feed.flush_acks()
-        # A checkpoint barrier: every rank flushed its acks before rank 0 takes the state.
+        # A checkpoint barrier: every rank's acks are recorded (state() waits for that) before
+        # rank 0 takes the state that gets saved.
+        feed.state()
         open(os.path.join(out, f"flushed-{rank}"), "w").close()
         if rank == 0:
             deadline = time.time() + 30
