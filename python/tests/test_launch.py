@@ -193,3 +193,31 @@ def test_resume_with_fewer_workers(hf_bin: str, data7: Path, tmp_path: Path) -> 
     drop = dropped(r2.stderr)
     assert len(both) == TOTAL - drop
     assert drop < 2 * BATCH
+
+
+sys.path.insert(0, str(HERE.parents[1] / "tests"))
+from minidfs import minidfs  # noqa: E402,F401  (the session fixture)
+
+
+@pytest.mark.hdfs
+def test_launch_from_minidfs(hf_bin: str, data7: Path, tmp_path: Path, minidfs) -> None:  # noqa: F811
+    """The same job with the input on a real MiniDFS (files put with Hadoop's own client)."""
+    for f in sorted(data7.glob("*.parquet")):
+        minidfs.put(f, f"/launch7/{f.name}")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "3", "--input", minidfs.uri("/launch7"),
+         "--batch-size", str(BATCH), "--epochs", "1", "--", sys.executable, TRAINER],
+        env={**minidfs.env(), "OUT": str(out)}, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    ids: list[int] = []
+    steps = []
+    for k in range(3):
+        st = steps_of(records(out, k))
+        steps.append(len(st))
+        for s in st:
+            ids.extend(s["ids"])
+    assert steps[0] == steps[1] == steps[2] == TOTAL // (3 * BATCH)
+    assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
