@@ -107,5 +107,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (rank, rows, batches, steps) in r.ranks {
         eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
     }
+    let (cpu, rss) = own_usage();
+    eprintln!("hydrofeed feeder: cpu {cpu:.3} s, max RSS {rss:.1} MiB");
     Ok(())
+}
+
+/// CPU seconds (user + system) and max RSS (MiB) of this process.
+fn own_usage() -> (f64, f64) {
+    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `rusage` for the call's duration.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss as f64 / 1024.0)
 }
