@@ -2,7 +2,8 @@
 //! ranges handed out by the coordinator.
 //!
 //! One ring per local trainer; each trainer is one rank. Per rank, three threads:
-//! - the **reader** asks the coordinator for work (`RequestWork`), opens the lease's split,
+//! - the **reader** asks the coordinator for work (`RequestWork`) and reads each lease on the
+//!   feeder's rayon decode pool (two leases per rank in flight): it opens the lease's split,
 //!   skips to the lease's first row (the readers cannot seek inside a split yet, so the rows
 //!   before it are decoded and dropped) and sends the lease's rows on a bounded crossbeam channel;
 //! - the **writer** (the rank's own thread) cuts them into batches of exactly the coordinator's
@@ -41,8 +42,10 @@ use crate::serve::{self, Writer};
 use crate::storage::{self, Storage};
 use crate::{Error, Result};
 
-/// Decoded batches a rank's reader may hold ahead of its writer.
+/// Decoded batches a rank's readers may hold ahead of its writer.
 const CHANNEL_BATCHES: usize = 4;
+/// Leases of one rank read at the same time (prefetch depth).
+const LEASES_IN_FLIGHT: usize = 2;
 /// How often the writer looks at the control channel while it has nothing to write.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -75,6 +78,8 @@ pub struct FeederOptions {
     pub stall_timeout: Duration,
     /// Prometheus text endpoint.
     pub metrics: Option<SocketAddr>,
+    /// Threads of the decode pool shared by all ranks (0: one per CPU).
+    pub decode_threads: usize,
 }
 
 /// Counters of one rank, shared with the heartbeat and metrics threads.
@@ -154,12 +159,20 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         Some(a) => Some(spawn_metrics(a, stats.clone(), started)?),
         None => None,
     };
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.decode_threads)
+            .thread_name(|i| format!("hf-decode{i}"))
+            .build()
+            .map_err(|e| Error::Internal(format!("decode pool: {e}")))?,
+    );
     let mut handles = Vec::new();
     for i in 0..opts.trainers {
         let (o, p, s, st) = (opts.clone(), plan.clone(), storage.clone(), stats[i as usize].clone());
+        let pool = pool.clone();
         let h = thread::Builder::new()
             .name(format!("hf-rank{i}"))
-            .spawn(move || run_rank(&o, i, &p, &s, &st))
+            .spawn(move || run_rank(&o, i, &p, &s, &st, &pool))
             .map_err(|e| Error::Internal(format!("spawning a rank thread: {e}")))?;
         handles.push(h);
     }
@@ -212,6 +225,7 @@ fn run_rank(
     plan: &Arc<Plan>,
     storage: &Arc<dyn Storage>,
     stats: &Arc<RankStats>,
+    pool: &Arc<rayon::ThreadPool>,
 ) -> Result<(u32, u64, u64, u64)> {
     let mut client = connect(opts)?;
     let reg = client.register(&Registration {
@@ -243,7 +257,7 @@ fn run_rank(
             .spawn(move || heartbeat(&o, rank, inc, &st, &stop, every))
             .map_err(|e| Error::Internal(format!("spawning a heartbeat thread: {e}")))?
     };
-    let r = feed_rank(opts, &reg, plan, storage, stats, client);
+    let r = feed_rank(opts, &reg, plan, storage, stats, client, pool);
     stats.set(Stage::Done);
     stop.store(true, Ordering::Relaxed);
     let _ = hb.join();
@@ -291,18 +305,31 @@ enum Ev {
     Failed(Error),
 }
 
+/// What a rank's reader needs.
+struct ReadCtx {
+    storage: Arc<dyn Storage>,
+    plan: Arc<Plan>,
+    read: ReadOptions,
+    st: Arc<RankStats>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+/// Asks the coordinator for work and reads each lease on the decode pool, at most
+/// `LEASES_IN_FLIGHT` leases at a time (so the next lease is read while the last one's batches
+/// are still being written); rows of one lease stay in order (cumulative acks need that), rows
+/// of two leases may interleave.
+#[allow(clippy::too_many_arguments)]
 fn read_work(
     mut client: CoordClient,
     rank: u32,
     inc: u64,
     host: String,
-    storage: Arc<dyn Storage>,
-    plan: Arc<Plan>,
-    read: ReadOptions,
-    st: Arc<RankStats>,
+    ctx: Arc<ReadCtx>,
     tx: Sender<Ev>,
     stop: Arc<AtomicBool>,
 ) {
+    let (tokens, done) = bounded::<()>(LEASES_IN_FLIGHT);
+    let st = ctx.st.clone();
     let mut waited: Option<Instant> = None;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -324,10 +351,17 @@ fn read_work(
                 if tx.send(Ev::Lease(l.clone())).is_err() {
                     return;
                 }
-                if let Err(e) = read_lease(&storage, &plan, &read, &l, &st, &tx) {
-                    let _ = tx.send(Ev::Failed(e));
+                // Blocks while LEASES_IN_FLIGHT leases are being read.
+                if tokens.send(()).is_err() {
                     return;
                 }
+                let (c, tx2, done2) = (ctx.clone(), tx.clone(), done.clone());
+                ctx.pool.spawn(move || {
+                    if let Err(e) = read_lease(&c.storage, &c.plan, &c.read, &l, &c.st, &tx2) {
+                        let _ = tx2.send(Ev::Failed(e));
+                    }
+                    let _ = done2.recv();
+                });
             }
             Work::Wait { retry_ms } => {
                 st.set(Stage::WaitingWork);
@@ -335,6 +369,8 @@ fn read_work(
                 thread::sleep(Duration::from_millis(retry_ms.clamp(5, 200)));
             }
             Work::EndOfFeed { steps } => {
+                // Every lease's rows were consumed and acked before end-of-feed, so the pool
+                // holds no reads of ours any more.
                 let _ = tx.send(Ev::End(steps));
                 return;
             }
@@ -440,6 +476,7 @@ fn feed_rank(
     storage: &Arc<dyn Storage>,
     st: &Arc<RankStats>,
     client: CoordClient,
+    pool: &Arc<rayon::ThreadPool>,
 ) -> Result<(u64, u64, u64)> {
     let (rank, inc) = (reg.rank, reg.incarnation);
     let bs = reg.batch_size as usize;
@@ -500,13 +537,19 @@ fn feed_rank(
     let reader_stop = Arc::new(AtomicBool::new(false));
     let reader = {
         let c = connect(opts)?;
-        let (s, p, st2, host) = (storage.clone(), plan.clone(), st.clone(), opts.host.clone());
         let mut read = opts.read.clone();
         read.batch_rows = bs;
-        let stop = reader_stop.clone();
+        let ctx = Arc::new(ReadCtx {
+            storage: storage.clone(),
+            plan: plan.clone(),
+            read,
+            st: st.clone(),
+            pool: pool.clone(),
+        });
+        let (stop, host) = (reader_stop.clone(), opts.host.clone());
         thread::Builder::new()
             .name(format!("hf-read{rank}"))
-            .spawn(move || read_work(c, rank, inc, host, s, p, read, st2, tx, stop))
+            .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
             .map_err(|e| Error::Internal(format!("spawning a reader thread: {e}")))?
     };
     let mut r = write_rank(&mut w, &rx, bs, &book, st, opts.stall_timeout);

@@ -63,6 +63,9 @@ pub struct Args {
     /// Serve Prometheus text metrics on this address (`/metrics`).
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
+    /// Threads decoding splits, shared by all local trainers (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub decode_threads: usize,
 }
 
 /// Runs `hydrofeed feeder`.
@@ -102,6 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
         stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),
         metrics: args.metrics,
+        decode_threads: args.decode_threads,
     };
     let r = run_feeder(&opts)?;
     for (rank, rows, batches, steps) in r.ranks {
