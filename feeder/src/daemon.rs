@@ -143,7 +143,12 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
     }
     let storage = storage::open_storage(&opts.input)?;
     let plan = Arc::new(serve::plan_input(&storage, &opts.input, &opts.read)?);
-    tracing::info!(splits = plan.splits.len(), rows = plan.total_rows(), "planned {}", opts.input);
+    tracing::info!(
+        splits = plan.splits.len(),
+        rows = plan.total_rows(),
+        "planned {}",
+        opts.input
+    );
     std::fs::create_dir_all(&opts.socket_dir).map_err(|e| Error::Io {
         loc: crate::error::Location {
             path: opts.socket_dir.display().to_string(),
@@ -168,7 +173,12 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
     );
     let mut handles = Vec::new();
     for i in 0..opts.trainers {
-        let (o, p, s, st) = (opts.clone(), plan.clone(), storage.clone(), stats[i as usize].clone());
+        let (o, p, s, st) = (
+            opts.clone(),
+            plan.clone(),
+            storage.clone(),
+            stats[i as usize].clone(),
+        );
         let pool = pool.clone();
         let h = thread::Builder::new()
             .name(format!("hf-rank{i}"))
@@ -558,7 +568,11 @@ fn feed_rank(
     if r.is_err() && w.bye {
         // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
         // coordinator's state; the rest goes to whoever resumes the job.
-        tracing::info!(rank, "the trainer said bye after {} batches", w.report.batches);
+        tracing::info!(
+            rank,
+            "the trainer said bye after {} batches",
+            w.report.batches
+        );
         r = Ok(0);
     }
     let _ = reader.join();
@@ -625,7 +639,9 @@ fn write_rank(
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
-                return Err(Error::Internal("the reader thread stopped without end-of-feed".into()))
+                return Err(Error::Internal(
+                    "the reader thread stopped without end-of-feed".into(),
+                ))
             }
         };
         match ev {
@@ -634,7 +650,14 @@ fn write_rank(
                     if let Some(e) = epoch {
                         // Quotas are multiples of the batch size: nothing is pending here
                         // unless the coordinator broke its contract; send it short then.
-                        flush(w, &mut pending, &mut pieces, &mut pending_rows, e, last_split)?;
+                        flush(
+                            w,
+                            &mut pending,
+                            &mut pieces,
+                            &mut pending_rows,
+                            e,
+                            last_split,
+                        )?;
                         let rows = w.report.rows;
                         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
                     }
@@ -658,13 +681,27 @@ fn write_rank(
             Ev::End(steps) => break steps,
             Ev::Failed(e) => {
                 let ep = epoch.unwrap_or(0);
-                flush(w, &mut pending, &mut pieces, &mut pending_rows, ep, last_split)?;
+                flush(
+                    w,
+                    &mut pending,
+                    &mut pieces,
+                    &mut pending_rows,
+                    ep,
+                    last_split,
+                )?;
                 return Err(e);
             }
         }
     };
     let e = epoch.unwrap_or(0);
-    flush(w, &mut pending, &mut pieces, &mut pending_rows, e, last_split)?;
+    flush(
+        w,
+        &mut pending,
+        &mut pieces,
+        &mut pending_rows,
+        e,
+        last_split,
+    )?;
     if epoch.is_some() {
         let rows = w.report.rows;
         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
@@ -713,36 +750,70 @@ pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
         }
     };
     let up = uptime.max(1e-9);
-    metric("hydrofeed_feeder_rows_total", "Rows written into the ring", "counter", &|st| {
-        st.rows_read.load(Ordering::Relaxed) as f64
-    });
-    metric("hydrofeed_feeder_rows_per_second", "Rows per second since start", "gauge", &|st| {
-        st.rows_read.load(Ordering::Relaxed) as f64 / up
-    });
-    metric("hydrofeed_feeder_bytes_total", "Frame bytes written into the ring", "counter", &|st| {
-        st.bytes.load(Ordering::Relaxed) as f64
-    });
-    metric("hydrofeed_feeder_bytes_per_second", "Frame bytes per second since start", "gauge", &|st| {
-        st.bytes.load(Ordering::Relaxed) as f64 / up
-    });
-    metric("hydrofeed_feeder_batches_total", "Batches written", "counter", &|st| {
-        st.batches.load(Ordering::Relaxed) as f64
-    });
-    metric("hydrofeed_feeder_rows_acked_total", "Rows the trainer acked", "counter", &|st| {
-        st.rows_acked.load(Ordering::Relaxed) as f64
-    });
-    metric("hydrofeed_feeder_rows_skipped_total", "Rows decoded and dropped to reach a lease start", "counter", &|st| {
-        st.rows_skipped.load(Ordering::Relaxed) as f64
-    });
-    metric("hydrofeed_feeder_ring_batches_unacked", "Batches in the ring or held by the trainer, not yet acked (ring occupancy)", "gauge", &|st| {
-        st.batches.load(Ordering::Relaxed).saturating_sub(st.batches_acked.load(Ordering::Relaxed)) as f64
-    });
-    metric("hydrofeed_feeder_ring_full_seconds_total", "Seconds stalled because the ring was full (trainer slower than the feeder)", "counter", &|st| {
-        st.ring_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0
-    });
-    metric("hydrofeed_feeder_epoch_barrier_seconds_total", "Seconds stalled waiting for work (epoch barrier: other ranks not done)", "counter", &|st| {
-        st.work_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0
-    });
+    metric(
+        "hydrofeed_feeder_rows_total",
+        "Rows written into the ring",
+        "counter",
+        &|st| st.rows_read.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_per_second",
+        "Rows per second since start",
+        "gauge",
+        &|st| st.rows_read.load(Ordering::Relaxed) as f64 / up,
+    );
+    metric(
+        "hydrofeed_feeder_bytes_total",
+        "Frame bytes written into the ring",
+        "counter",
+        &|st| st.bytes.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_bytes_per_second",
+        "Frame bytes per second since start",
+        "gauge",
+        &|st| st.bytes.load(Ordering::Relaxed) as f64 / up,
+    );
+    metric(
+        "hydrofeed_feeder_batches_total",
+        "Batches written",
+        "counter",
+        &|st| st.batches.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_acked_total",
+        "Rows the trainer acked",
+        "counter",
+        &|st| st.rows_acked.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_skipped_total",
+        "Rows decoded and dropped to reach a lease start",
+        "counter",
+        &|st| st.rows_skipped.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_ring_batches_unacked",
+        "Batches in the ring or held by the trainer, not yet acked (ring occupancy)",
+        "gauge",
+        &|st| {
+            st.batches
+                .load(Ordering::Relaxed)
+                .saturating_sub(st.batches_acked.load(Ordering::Relaxed)) as f64
+        },
+    );
+    metric(
+        "hydrofeed_feeder_ring_full_seconds_total",
+        "Seconds stalled because the ring was full (trainer slower than the feeder)",
+        "counter",
+        &|st| st.ring_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+    );
+    metric(
+        "hydrofeed_feeder_epoch_barrier_seconds_total",
+        "Seconds stalled waiting for work (epoch barrier: other ranks not done)",
+        "counter",
+        &|st| st.work_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+    );
     s.push_str("# HELP hydrofeed_feeder_stage Current stage per rank (1 = in this stage)\n# TYPE hydrofeed_feeder_stage gauge\n");
     for st in stats {
         let r = st.rank.load(Ordering::Relaxed);

@@ -262,7 +262,13 @@ impl Writer {
         Ok(())
     }
 
-    pub(crate) fn marker(&mut self, kind: FrameKind, epoch: u32, split: u32, rows: u64) -> Result<()> {
+    pub(crate) fn marker(
+        &mut self,
+        kind: FrameKind,
+        epoch: u32,
+        split: u32,
+        rows: u64,
+    ) -> Result<()> {
         let f = marker(kind, self.meta(epoch, split, rows));
         self.put(&f)
     }

@@ -108,20 +108,22 @@ impl Feed {
         // the handshake, and an attempt that times out mid-handshake resets it (the feeder
         // then starts over with a new ring). Ctrl-C is checked between attempts (1 s).
         let attempt = connect_timeout.min(Duration::from_secs(1));
-        let r = wait(py, connect_timeout, &what, || match connect(&path, attempt) {
-            Ok(c) => Step::Ready(c),
-            // Not there yet (the feeder may still be starting): retry until the deadline.
-            Err(AttachError::Timeout) => Step::Again,
-            Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
-                last = Some(e);
-                if started.elapsed() + TICK >= connect_timeout {
-                    Step::Failed(e)
-                } else {
-                    std::thread::sleep(TICK / 2);
-                    Step::Again
+        let r = wait(py, connect_timeout, &what, || {
+            match connect(&path, attempt) {
+                Ok(c) => Step::Ready(c),
+                // Not there yet (the feeder may still be starting): retry until the deadline.
+                Err(AttachError::Timeout) => Step::Again,
+                Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
+                    last = Some(e);
+                    if started.elapsed() + TICK >= connect_timeout {
+                        Step::Failed(e)
+                    } else {
+                        std::thread::sleep(TICK / 2);
+                        Step::Again
+                    }
                 }
+                Err(e) => Step::Failed(e),
             }
-            Err(e) => Step::Failed(e),
         })?;
         let _ = last;
         let mut consumer = r.map_err(|e| error::attach(e, address))?;

@@ -87,7 +87,10 @@ fn catch_signals() {
         // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the
         // handler is a valid `extern "C" fn(c_int)` for the whole program.
         unsafe {
-            libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }
@@ -189,7 +192,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 st.batch_size
             );
             if let Some(e) = args.epochs {
-                anyhow::ensure!(e == st.epochs, "--epochs {e} differs from the state's {}", st.epochs);
+                anyhow::ensure!(
+                    e == st.epochs,
+                    "--epochs {e} differs from the state's {}",
+                    st.epochs
+                );
             }
             Machine::resume(splits, cfg, &st)?
         }
@@ -218,7 +225,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         children: Vec::new(),
     };
     let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        ProgressBar::with_draw_target(Some(total_rows * u64::from(epochs)), ProgressDrawTarget::stderr())
+        ProgressBar::with_draw_target(
+            Some(total_rows * u64::from(epochs)),
+            ProgressDrawTarget::stderr(),
+        )
     } else {
         ProgressBar::hidden()
     };
@@ -259,7 +269,13 @@ fn supervise(
         .arg("--ranks")
         .arg((0..n).map(|r| r.to_string()).collect::<Vec<_>>().join(","))
         .arg("--trainer-ports")
-        .arg(ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","))
+        .arg(
+            ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
         .args(["--memory-mb", &args.memory_mb.to_string()])
         .env(TOKEN_ENV, token.as_str())
         .stdin(Stdio::null())
@@ -395,7 +411,11 @@ fn supervise(
                     secs,
                     c.rows_acked as f64 / secs.max(1e-9),
                     steps,
-                    if finished { "" } else { " (stopped before the end of the feed)" }
+                    if finished {
+                        ""
+                    } else {
+                        " (stopped before the end of the feed)"
+                    }
                 )
             });
             return Ok(());
