@@ -447,9 +447,12 @@ fn read_lease(
     })
 }
 
+/// Rows of one lease in one batch: `(lease, split, rows)`.
+type Piece = (u64, u32, u64);
+
 /// Batches written but not yet acked, and per-lease acked rows.
 struct AckBook {
-    frames: VecDeque<(u64, Vec<(u64, u32, u64)>)>,
+    frames: VecDeque<(u64, Vec<Piece>)>,
     acked: HashMap<u64, u64>,
     client: CoordClient,
     rank: u32,
@@ -504,7 +507,7 @@ fn feed_rank(
     let asked = serve::hello(&mut producer, opts.accept_timeout)?;
     let mut w = Writer::new(producer, serve::encoder(plan)?, opts.stall_timeout, bs);
     if let Some(a) = asked {
-        if a as usize != bs {
+        if a != bs {
             let e = Error::InvalidArgument(format!(
                 "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
                  batch size is {bs} (set by the coordinator: every rank must take the same steps)",
@@ -603,12 +606,12 @@ fn write_rank(
     w.put(&schema)?;
     let mut epoch: Option<u32> = None;
     let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pieces: Vec<(u64, u32, u64)> = Vec::new();
+    let mut pieces: Vec<Piece> = Vec::new();
     let mut pending_rows = 0usize;
     let mut last_split = u32::MAX;
     let flush = |w: &mut Writer,
                  pending: &mut Vec<RecordBatch>,
-                 pieces: &mut Vec<(u64, u32, u64)>,
+                 pieces: &mut Vec<Piece>,
                  pending_rows: &mut usize,
                  epoch: u32,
                  split: u32|

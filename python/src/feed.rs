@@ -415,7 +415,7 @@ impl Feed {
                 std::thread::sleep(Duration::from_millis(10));
             }
         });
-        r.map_err(|e| error::FeedTimeoutError::new_err(e))
+        r.map_err(error::FeedTimeoutError::new_err)
     }
 
     /// Stops reading: tells the feeder, closes the ring. Batches already handed out stay valid.

@@ -372,6 +372,7 @@ fn supervise(
             });
             last_epoch = epoch;
         }
+        #[allow(clippy::needless_range_loop)]
         for i in 0..n as usize {
             if done[i] {
                 continue;
