@@ -136,9 +136,15 @@ def test_feeder_killed_fails_fast_naming_stage(hf_bin: str, data7: Path, tmp_pat
     out = tmp_path / "out"
     out.mkdir()
     e = dict(os.environ, OUT=str(out), SLOW="0.02")
+    import socket
+    import urllib.request
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
     p = subprocess.Popen(
         [hf_bin, "launch", "--workers", "3", "--input", str(data7), "--batch-size", str(BATCH),
-         "--", sys.executable, TRAINER],
+         "--feeder-metrics", f"127.0.0.1:{port}", "--", sys.executable, TRAINER],
         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -148,6 +154,15 @@ def test_feeder_killed_fails_fast_naming_stage(hf_bin: str, data7: Path, tmp_pat
             if (out / "rank-0.jsonl").exists() and len((out / "rank-0.jsonl").read_text()) > 0:
                 break
             time.sleep(0.05)
+        # The feeder's Prometheus endpoint while it runs.
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        text = text.decode()
+        for name in ("rows_total", "bytes_per_second", "ring_batches_unacked",
+                     "ring_full_seconds_total", "epoch_barrier_seconds_total", "stage"):
+            assert f"hydrofeed_feeder_{name}{{" in text, text
+        rows = sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith("hydrofeed_feeder_rows_total{"))
+        assert rows > 0, text
         ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
         pids = [int(l.split()[0]) for l in ps.splitlines()
                 if " feeder " in l and str(data7) in l and "ps -eo" not in l]
