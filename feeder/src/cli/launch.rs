@@ -113,6 +113,18 @@ fn die_with_parent(cmd: &mut Command) {
 struct Job {
     dir: PathBuf,
     children: Vec<(String, Child)>,
+    /// Threads copying the children's output.
+    outs: Vec<thread::JoinHandle<()>>,
+}
+
+impl Job {
+    /// Lets the output threads print what the exited children wrote last (at most 2 s).
+    fn drain_output(&mut self) {
+        let t = Instant::now();
+        while self.outs.iter().any(|h| !h.is_finished()) && t.elapsed() < Duration::from_secs(2) {
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for Job {
@@ -135,8 +147,14 @@ fn describe(s: ExitStatus) -> String {
     }
 }
 
-fn pipe_lines(r: impl Read + Send + 'static, prefix: String, err: bool, pb: ProgressBar) {
-    let _ = thread::Builder::new().name("hf-out".into()).spawn(move || {
+fn pipe_lines(
+    job: &mut Job,
+    r: impl Read + Send + 'static,
+    prefix: String,
+    err: bool,
+    pb: ProgressBar,
+) {
+    let h = thread::Builder::new().name("hf-out".into()).spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
             pb.suspend(|| {
@@ -148,6 +166,9 @@ fn pipe_lines(r: impl Read + Send + 'static, prefix: String, err: bool, pb: Prog
             });
         }
     });
+    if let Ok(h) = h {
+        job.outs.push(h);
+    }
 }
 
 fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {
@@ -223,6 +244,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut job = Job {
         dir: dir.clone(),
         children: Vec::new(),
+        outs: Vec::new(),
     };
     let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         ProgressBar::with_draw_target(
@@ -296,10 +318,10 @@ fn supervise(
     die_with_parent(&mut feeder);
     let mut child = feeder.spawn().context("starting the feeder")?;
     if let Some(o) = child.stdout.take() {
-        pipe_lines(o, "[feeder]".into(), false, pb.clone());
+        pipe_lines(job, o, "[feeder]".into(), false, pb.clone());
     }
     if let Some(e) = child.stderr.take() {
-        pipe_lines(e, "[feeder]".into(), true, pb.clone());
+        pipe_lines(job, e, "[feeder]".into(), true, pb.clone());
     }
     job.children.push(("feeder".into(), child));
 
@@ -341,10 +363,10 @@ fn supervise(
             .spawn()
             .with_context(|| format!("starting trainer rank {rank}: {:?}", args.command))?;
         if let Some(o) = ch.stdout.take() {
-            pipe_lines(o, format!("[rank {rank}]"), false, pb.clone());
+            pipe_lines(job, o, format!("[rank {rank}]"), false, pb.clone());
         }
         if let Some(e) = ch.stderr.take() {
-            pipe_lines(e, format!("[rank {rank}]"), true, pb.clone());
+            pipe_lines(job, e, format!("[rank {rank}]"), true, pb.clone());
         }
         job.children.push((format!("rank {rank}"), ch));
     }
@@ -380,6 +402,8 @@ fn supervise(
             let (name, c) = &mut job.children[i + 1];
             if let Some(s) = c.try_wait()? {
                 if !s.success() {
+                    // Let its last lines (a traceback) reach the terminal before the verdict.
+                    thread::sleep(Duration::from_millis(200));
                     bail!(
                         "trainer {name} (pid {}) failed: {}; stopped the other trainers and the feeder",
                         c.id(),
@@ -399,6 +423,7 @@ fn supervise(
                 feeder_done = check_feeder(job, svc)?;
                 thread::sleep(Duration::from_millis(50));
             }
+            job.drain_output();
             let secs = t0.elapsed().as_secs_f64();
             let c = svc.shared.with_machine(|m| m.counters());
             let steps = svc.shared.with_machine(|m| m.steps_done());
