@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod coord;
+pub mod daemon;
 pub mod error;
 pub mod format;
 pub mod gen;

@@ -139,29 +139,63 @@ fn read_epoch(storage: Arc<dyn Storage>, plan: Arc<Plan>, opts: ReadOptions, tx:
     }
 }
 
-/// The writing side: encodes frames and puts them into the ring.
-struct Writer {
-    producer: Producer,
-    enc: FrameEncoder,
-    seq: u64,
-    stall: Duration,
-    report: ServeReport,
-    peer: u32,
+/// Called with the sequence number of every `Ack` control message (the daemon forwards the
+/// acked rows to the coordinator); an error stops the feed.
+pub(crate) type AckSink = Box<dyn FnMut(u64) -> Result<()> + Send>;
+
+/// The writing side: encodes frames and puts them into the ring. Shared by `serve` and the
+/// feeder daemon (`crate::daemon`).
+pub(crate) struct Writer {
+    pub(crate) producer: Producer,
+    pub(crate) enc: FrameEncoder,
+    pub(crate) seq: u64,
+    pub(crate) stall: Duration,
+    pub(crate) report: ServeReport,
+    pub(crate) peer: u32,
+    /// Where trainer acks go (`None` in `serve`: acks are ignored).
+    pub(crate) on_ack: Option<AckSink>,
+    /// Called with `true` while waiting for ring space, `false` once a frame went in (the
+    /// daemon's heartbeat stage).
+    pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
+    /// The trainer said `Bye` (it stops reading on purpose).
+    pub(crate) bye: bool,
 }
 
 impl Writer {
-    fn lost(&self) -> Error {
+    /// A writer over an attached ring.
+    pub(crate) fn new(producer: Producer, enc: FrameEncoder, stall: Duration, bs: usize) -> Self {
+        let peer = producer.peer_pid();
+        Self {
+            producer,
+            enc,
+            seq: 0,
+            stall,
+            report: ServeReport {
+                batch_size: bs,
+                ..Default::default()
+            },
+            peer,
+            on_ack: None,
+            on_wait: None,
+            bye: false,
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Error {
         Error::PeerLost(format!(
             "trainer (pid {}) is gone: it died or closed its end of the ring",
             self.peer
         ))
     }
 
-    fn put(&mut self, f: &Encoded) -> Result<()> {
+    pub(crate) fn put(&mut self, f: &Encoded) -> Result<()> {
         let started = Instant::now();
         loop {
             match self.producer.reserve(f.len(), TICK) {
                 Ok(mut r) => {
+                    if let Some(w) = &self.on_wait {
+                        w(Duration::ZERO);
+                    }
                     f.write_to(&mut r)
                         .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
                     r.commit();
@@ -170,6 +204,14 @@ impl Writer {
                     return Ok(());
                 }
                 Err(ReserveError::Timeout) => {
+                    if let Some(w) = &self.on_wait {
+                        w(started.elapsed());
+                    }
+                    if self.on_ack.is_some() {
+                        // Acks free nothing in the ring, but the coordinator's epoch barrier
+                        // waits for them: keep forwarding while the ring is full.
+                        self.poll_control()?;
+                    }
                     if started.elapsed() > self.stall {
                         return Err(Error::Timeout {
                             what: format!(
@@ -193,7 +235,7 @@ impl Writer {
         }
     }
 
-    fn meta(&self, epoch: u32, split: u32, rows: u64) -> FrameMeta {
+    pub(crate) fn meta(&self, epoch: u32, split: u32, rows: u64) -> FrameMeta {
         FrameMeta {
             epoch,
             split,
@@ -203,7 +245,7 @@ impl Writer {
     }
 
     /// Writes one batch, halving it while it is larger than the ring's largest frame.
-    fn batch(&mut self, epoch: u32, split: u32, b: &RecordBatch) -> Result<()> {
+    pub(crate) fn batch(&mut self, epoch: u32, split: u32, b: &RecordBatch) -> Result<()> {
         let meta = self.meta(epoch, split, 0);
         let f = self
             .enc
@@ -220,13 +262,19 @@ impl Writer {
         Ok(())
     }
 
-    fn marker(&mut self, kind: FrameKind, epoch: u32, split: u32, rows: u64) -> Result<()> {
+    pub(crate) fn marker(
+        &mut self,
+        kind: FrameKind,
+        epoch: u32,
+        split: u32,
+        rows: u64,
+    ) -> Result<()> {
         let f = marker(kind, self.meta(epoch, split, rows));
         self.put(&f)
     }
 
     /// Best effort: tells the trainer why the feed stops.
-    fn error(&mut self, e: &Error) {
+    pub(crate) fn error(&mut self, e: &Error) {
         let code = match e {
             Error::Data { .. } | Error::Io { .. } | Error::Hdfs { .. } => ErrorCode::Data,
             Error::Schema { .. } => ErrorCode::Schema,
@@ -246,11 +294,19 @@ impl Writer {
     }
 
     /// Reads control messages that arrived (results counts, bye); errors if the trainer left.
-    fn poll_control(&mut self) -> Result<bool> {
+    pub(crate) fn poll_control(&mut self) -> Result<bool> {
         loop {
             match self.producer.try_recv_control() {
                 Ok(Some(m)) => match Control::from_bytes(&m) {
-                    Ok(Control::Bye) => return Ok(true),
+                    Ok(Control::Bye) => {
+                        self.bye = true;
+                        return Ok(true);
+                    }
+                    Ok(Control::Ack { seq }) => {
+                        if let Some(f) = &mut self.on_ack {
+                            f(seq)?;
+                        }
+                    }
                     Ok(c) => tracing::debug!(?c, "control message"),
                     Err(e) => tracing::warn!("trainer (pid {}): {e}", self.peer),
                 },
@@ -266,7 +322,7 @@ impl Writer {
 }
 
 /// Waits for the trainer's `Hello`; returns the batch size it asked for.
-fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
     let deadline = Instant::now() + timeout;
     loop {
         match p.wait_control(TICK) {
@@ -298,7 +354,7 @@ fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
     }
 }
 
-fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
+pub(crate) fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
     // One call with the whole timeout: the handshake runs inside `accept`, and a short
     // timeout that expires mid-handshake would reset a trainer that is connecting.
     l.accept(timeout).map_err(|e| match e {
@@ -313,6 +369,37 @@ fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
     })
 }
 
+/// Binds the trainer socket.
+pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
+    Listener::bind(socket, ring).map_err(|e| Error::Io {
+        loc: Location {
+            path: socket.display().to_string(),
+            ..Default::default()
+        },
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+/// The frame encoder for a plan's schema.
+pub(crate) fn encoder(plan: &Plan) -> Result<FrameEncoder> {
+    FrameEncoder::new(plan.schema.clone())
+        .map_err(|e| Error::Internal(format!("frame encoder: {e}")))
+}
+
+/// Concatenates the pieces of one batch (a single piece is returned as is: no copy).
+pub(crate) fn glue(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
+    Ok(match pending.len() {
+        0 => None,
+        1 => pending.pop(),
+        _ => {
+            let b = arrow_select::concat::concat_batches(&pending[0].schema(), pending.iter())
+                .map_err(|e| Error::Internal(format!("rebatching: {e}")))?;
+            pending.clear();
+            Some(b)
+        }
+    })
+}
+
 /// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
 pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     let storage = storage::open_storage(&opts.input)?;
@@ -323,30 +410,12 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
         "planned {}",
         opts.input
     );
-    let listener = Listener::bind(&opts.socket, opts.ring).map_err(|e| Error::Io {
-        loc: Location {
-            path: opts.socket.display().to_string(),
-            ..Default::default()
-        },
-        source: std::io::Error::other(e.to_string()),
-    })?;
+    let listener = bind(&opts.socket, opts.ring)?;
     let mut producer = accept(&listener, opts.accept_timeout)?;
-    let peer = producer.peer_pid();
     let asked = hello(&mut producer, opts.accept_timeout)?;
     let batch_size = asked.unwrap_or(opts.batch_size);
-    let enc = FrameEncoder::new(plan.schema.clone())
-        .map_err(|e| Error::Internal(format!("frame encoder: {e}")))?;
-    let mut w = Writer {
-        producer,
-        enc,
-        seq: 0,
-        stall: opts.stall_timeout,
-        report: ServeReport {
-            batch_size,
-            ..Default::default()
-        },
-        peer,
-    };
+    let enc = encoder(&plan)?;
+    let mut w = Writer::new(producer, enc, opts.stall_timeout, batch_size);
     if batch_size == 0 {
         let e = Error::InvalidArgument("batch size 0".into());
         w.error(&e);
@@ -420,15 +489,7 @@ fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> R
                  ends: &mut Vec<(u32, u64)>,
                  split: u32|
      -> Result<()> {
-        if !pending.is_empty() {
-            let b = if pending.len() == 1 {
-                pending.pop().unwrap_or_else(|| unreachable!())
-            } else {
-                let b = arrow_select::concat::concat_batches(&pending[0].schema(), pending.iter())
-                    .map_err(|e| Error::Internal(format!("rebatching: {e}")))?;
-                pending.clear();
-                b
-            };
+        if let Some(b) = glue(pending)? {
             *pending_rows = 0;
             w.batch(epoch, split, &b)?;
         }

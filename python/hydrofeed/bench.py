@@ -10,6 +10,13 @@ MNIST-shaped rows (784 float32 ``image`` + int64 ``label``; ``id`` is not read) 
 - ``tfdata``: ``tf.data.TFRecordDataset`` + ``tf.io.parse_example`` on the same rows as
   TFRecord, to numpy, in-process.
 
+With ``--workers 1,2``: end to end through ``hydrofeed launch`` (in-process coordinator, one
+``hydrofeed feeder`` daemon, W trainer processes each iterating ``DataFeed.batches()`` into
+numpy) from the same Parquet files on disk, batch 1000, one epoch, against ``pyarrow`` reading
+them in one process (the baseline, same command). Reported per W: the job's wall time (process
+starts included), the trainers' rows/s from their first to their last batch, and the feeder's
+CPU seconds and max RSS (``getrusage`` of the feeder, printed by it at exit).
+
 Every method ends with the same per-batch work: a numpy ``image`` array ``(n, 784)`` and a
 ``label`` array ``(n,)``. Each measurement is the best of ``--repeat`` passes; the trainer
 process's CPU time (``resource.getrusage``, user + system, all its threads) per row is reported
@@ -166,6 +173,83 @@ def bench_feed(rows: int, repeat: int, work: Path) -> dict[str, Any]:
     }
 
 
+def _launch_worker() -> int:
+    """A trainer of the ``--workers`` bench: iterate, then write rows and times to ``OUT``."""
+    feed = hf.DataFeed(connect_timeout=120)
+    n, t_first, t_last = 0, None, None
+    for b in feed.batches():
+        image, label = b["image"], b["label"]
+        assert image.shape[1] == 784 and label.shape[0] == image.shape[0]
+        if t_first is None:
+            t_first = time.perf_counter()
+        n += image.shape[0]
+        t_last = time.perf_counter()
+    rank = os.environ["HYDROFEED_RANK"]
+    with open(os.path.join(os.environ["OUT"], f"rank-{rank}.json"), "w") as f:
+        json.dump({"rows": n, "seconds": (t_last or 0) - (t_first or 0), "cpu": _cpu()}, f)
+    return 0
+
+
+def bench_launch(rows: int, workers: list[int], repeat: int, work: Path) -> dict[str, Any]:
+    import re
+    import subprocess
+
+    pq_dir = work / "parquet"
+    gen(pq_dir, "parquet", rows, files=4)
+    binary = hydrofeed_bin()
+    results: dict[str, dict[str, float]] = {}
+    results["pyarrow_b1000"] = _best(
+        [_measure(pyarrow_batches(pq_dir, 1000), rows) for _ in range(repeat)]
+    )
+    for w in workers:
+        runs = []
+        for i in range(repeat):
+            out = work / f"w{w}-{i}"
+            out.mkdir()
+            t0 = time.perf_counter()
+            r = subprocess.run(
+                [binary, "launch", "--workers", str(w), "--input", str(pq_dir),
+                 "--batch-size", "1000", "--columns", "image,label", "--remainder", "pad",
+                 "--", sys.executable, "-m", "hydrofeed.bench", "_worker"],
+                env={**os.environ, "OUT": str(out)}, capture_output=True, text=True,
+            )
+            wall = time.perf_counter() - t0
+            if r.returncode != 0:
+                raise RuntimeError(f"hydrofeed launch failed:\n{r.stderr[-3000:]}")
+            ranks = [json.loads((out / f"rank-{k}.json").read_text()) for k in range(w)]
+            n = sum(x["rows"] for x in ranks)
+            m = re.search(r"cpu ([0-9.]+) s, max RSS ([0-9.]+) MiB", r.stderr)
+            span = max(x["seconds"] for x in ranks)
+            runs.append({
+                "rows_per_s": n / span,
+                "mb_per_s": n * ROW_BYTES / span / 1e6,
+                "job_wall_s": wall,
+                "job_rows_per_s": n / wall,
+                "feeder_cpu_s": float(m.group(1)) if m else float("nan"),
+                "feeder_cpu_us_per_row": float(m.group(1)) / n * 1e6 if m else float("nan"),
+                "feeder_max_rss_mib": float(m.group(2)) if m else float("nan"),
+                "trainer_cpu_us_per_row": sum(x["cpu"] for x in ranks) / n * 1e6,
+            })
+        results[f"launch_w{w}"] = _best(runs)
+    return {
+        "benchmark": "feed-launch",
+        "rows": rows,
+        "row_bytes": ROW_BYTES,
+        "repeat": repeat,
+        "input": "parquet (4 files, hydrofeed gen), columns image,label, batch 1000",
+        "hydrofeed_bin": binary,
+        "build": "release" if "/release/" in binary else "debug" if "/debug/" in binary else "?",
+        "cpus": os.cpu_count(),
+        "results": {k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()},
+        "ratios": {
+            f"launch_w{w}_vs_pyarrow_b1000": round(
+                results[f"launch_w{w}"]["rows_per_s"] / results["pyarrow_b1000"]["rows_per_s"], 3
+            )
+            for w in workers
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hydrofeed.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,16 +258,25 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--rows", type=int, default=60000)
     f.add_argument("--repeat", type=int, default=3)
     f.add_argument("--json", action="store_true", help="print JSON only")
+    f.add_argument("--workers", help="comma-separated worker counts: bench through hydrofeed launch")
+    sub.add_parser("_worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.what == "_worker":
+        return _launch_worker()
     with tempfile.TemporaryDirectory(prefix="hydrofeed-bench-") as d:
-        out = bench_feed(a.rows, a.repeat, Path(d))
+        if a.workers:
+            ws = [int(x) for x in a.workers.split(",")]
+            out = bench_launch(a.rows, ws, a.repeat, Path(d))
+        else:
+            out = bench_feed(a.rows, a.repeat, Path(d))
     if a.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{a.rows} MNIST-shaped rows; feed input: {out['feed_input']}; build {out['build']}")
+        print(f"{a.rows} MNIST-shaped rows; input: {out.get('feed_input', 'parquet')}; "
+              f"build {out['build']}")
         for k, r in out["results"].items():
-            print(f"  {k:14s} {r['rows_per_s']:>12,.0f} rows/s {r['mb_per_s']:>9,.1f} MB/s "
-                  f"{r['cpu_us_per_row']:>8.2f} us CPU/row")
+            extra = " ".join(f"{m}={v}" for m, v in r.items() if m not in ("rows_per_s", "mb_per_s"))
+            print(f"  {k:14s} {r['rows_per_s']:>12,.0f} rows/s {r['mb_per_s']:>9,.1f} MB/s {extra}")
         for k, v in out["ratios"].items():
             print(f"  {k}: {v}")
     return 0

@@ -169,18 +169,52 @@ class DataFeed:
         """The stream's ``pyarrow.Schema`` (``None`` until the first batch arrived)."""
         return self._feed.schema
 
-    def state(self) -> dict[str, Any]:
-        """Where the feed stands: ``epoch``, ``split``, ``rows`` delivered, ``done``.
+    def state(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The job's resumable position: a small JSON-serialisable dict.
 
-        A placeholder: without a coordinator it describes the position but cannot resume a
-        feed; the coordinator will fill in seeds and acked offsets so a state can be handed
-        back to resume.
+        Under ``hydrofeed launch`` (``HYDROFEED_COORDINATOR`` set): acks every batch handed
+        out so far, waits until the coordinator recorded them, and returns the coordinator's
+        state (seed, epochs, batch size, completed steps, rows acked per open epoch). Save it
+        with ``json.dump`` and pass it to ``hydrofeed launch --resume state.json`` (or
+        ``HYDROFEED_RESUME``), with any number of workers: the new run hands out exactly the
+        rows not acked yet. The state includes every batch this rank was handed; the other
+        ranks' batches are in once they called ``state()`` too: at a checkpoint, call it on
+        every rank after the same synchronous step, then save the one of rank 0 after a
+        barrier (``tf.distribute`` checkpoints are such a barrier).
+
+        Without a coordinator (``hydrofeed serve``): the position only (``epoch``, ``split``,
+        ``rows`` delivered, ``done``); it cannot resume a feed.
         """
-        return dict(self._feed.state())
+        addr = os.environ.get("HYDROFEED_COORDINATOR")
+        if not addr:
+            return dict(self._feed.state())
+        import json
+
+        self._feed.flush_acks()
+        rows = int(self._feed.metrics()["rows"])
+        text = Feed.coordinator_state(
+            addr,
+            os.environ.get("HYDROFEED_TOKEN", ""),
+            int(os.environ.get("HYDROFEED_RANK", "0")),
+            rows,
+            timeout,
+        )
+        return dict(json.loads(text))
+
+    def flush_acks(self) -> None:
+        """Tells the feeder that every batch handed out so far was consumed (it forwards the
+        rows to the coordinator). ``next()`` does it on its own every 50 ms and when it blocks;
+        call it before a checkpoint."""
+        self._feed.flush_acks()
 
     def metrics(self) -> dict[str, Any]:
-        """Counters: rows, batches, frames, bytes, seconds waiting on the ring, results."""
-        return dict(self._feed.metrics())
+        """Counters: rows, batches, frames, bytes, seconds waiting on the ring, results,
+        frames acked, the feeder pid; ``rank`` and ``workers`` under ``hydrofeed launch``."""
+        m = dict(self._feed.metrics())
+        if "HYDROFEED_RANK" in os.environ:
+            m["rank"] = int(os.environ["HYDROFEED_RANK"])
+            m["workers"] = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1"))
+        return m
 
     @property
     def feeder_pid(self) -> int:

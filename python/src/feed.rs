@@ -32,6 +32,24 @@ struct Inner {
     frames: u64,
     wait: Duration,
     results: u64,
+    /// Frames acked to the feeder (`Control::Ack`): every frame read before the current
+    /// `next()` call counts as consumed.
+    acked: u64,
+    last_ack: Instant,
+}
+
+/// How often a busy trainer acks (a blocked one acks at once).
+const ACK_EVERY: Duration = Duration::from_millis(50);
+
+/// Sends `Ack{seq}` for the first `frames` frames if they are not acked yet. Best effort: a
+/// feeder that already left does not read its control channel, and its death is seen by
+/// `next()`.
+fn send_ack(consumer: &mut Consumer, acked: &mut u64, last: &mut Instant, frames: u64) {
+    if frames > *acked {
+        let _ = consumer.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
+        *acked = frames;
+        *last = Instant::now();
+    }
 }
 
 /// A feed from one feeder: `next()` returns the next [`Batch`] or `None` at end-of-feed.
@@ -86,20 +104,26 @@ impl Feed {
         let what = format!("the feeder at {address} to accept (stage: attach)");
         let mut last = None;
         let started = Instant::now();
-        let r = wait(py, connect_timeout, &what, || match connect(&path, TICK) {
-            Ok(c) => Step::Ready(c),
-            // Not there yet (the feeder may still be starting): retry until the deadline.
-            Err(AttachError::Timeout) => Step::Again,
-            Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
-                last = Some(e);
-                if started.elapsed() + TICK >= connect_timeout {
-                    Step::Failed(e)
-                } else {
-                    std::thread::sleep(TICK / 2);
-                    Step::Again
+        // Each attempt may take a while: the feeder creates (and may prefault) the ring inside
+        // the handshake, and an attempt that times out mid-handshake resets it (the feeder
+        // then starts over with a new ring). Ctrl-C is checked between attempts (1 s).
+        let attempt = connect_timeout.min(Duration::from_secs(1));
+        let r = wait(py, connect_timeout, &what, || {
+            match connect(&path, attempt) {
+                Ok(c) => Step::Ready(c),
+                // Not there yet (the feeder may still be starting): retry until the deadline.
+                Err(AttachError::Timeout) => Step::Again,
+                Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
+                    last = Some(e);
+                    if started.elapsed() + TICK >= connect_timeout {
+                        Step::Failed(e)
+                    } else {
+                        std::thread::sleep(TICK / 2);
+                        Step::Again
+                    }
                 }
+                Err(e) => Step::Failed(e),
             }
-            Err(e) => Step::Failed(e),
         })?;
         let _ = last;
         let mut consumer = r.map_err(|e| error::attach(e, address))?;
@@ -129,6 +153,8 @@ impl Feed {
                 frames: 0,
                 wait: Duration::ZERO,
                 results: 0,
+                acked: 0,
+                last_ack: Instant::now(),
             }),
             owner: Owner::here(),
             address: address.to_string(),
@@ -156,6 +182,11 @@ impl Feed {
             let Some(consumer) = inner.consumer.as_mut() else {
                 return Ok(None);
             };
+            let frames = inner.frames;
+            if inner.last_ack.elapsed() >= ACK_EVERY {
+                send_ack(consumer, &mut inner.acked, &mut inner.last_ack, frames);
+            }
+            let (acked, last_ack) = (&mut inner.acked, &mut inner.last_ack);
             let what = format!(
                 "a batch from the feeder (pid {}) at {} (stage: waiting on ring; the feeder may \
                  be reading or decoding slowly)",
@@ -165,7 +196,12 @@ impl Feed {
             let r: Result<Option<Lease>, NextError> =
                 wait(py, timeout, &what, || match consumer.next(TICK) {
                     Ok(l) => Step::Ready(l),
-                    Err(NextError::Timeout) => Step::Again,
+                    Err(NextError::Timeout) => {
+                        // Blocked: the feeder (and the coordinator's epoch barrier) may be
+                        // waiting for our acks.
+                        send_ack(consumer, acked, last_ack, frames);
+                        Step::Again
+                    }
                     Err(e) => Step::Failed(e),
                 })?;
             inner.wait += t0.elapsed();
@@ -203,6 +239,10 @@ impl Feed {
                 Frame::EndOfEpoch(m) => inner.epochs_done = m.epoch + 1,
                 Frame::EndOfFeed(_) => {
                     inner.done = true;
+                    let frames = inner.frames;
+                    if let Some(c) = inner.consumer.as_mut() {
+                        send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
+                    }
                     return Ok(None);
                 }
                 Frame::Error(_, code, msg) => {
@@ -323,6 +363,61 @@ impl Feed {
         Ok(())
     }
 
+    /// Acks every frame read so far (all batches handed out count as consumed). `next()` acks
+    /// on its own every 50 ms and whenever it blocks; call this before a checkpoint.
+    fn flush_acks(&self) -> PyResult<u64> {
+        let mut g = self.lock()?;
+        let inner = &mut *g;
+        let frames = inner.frames;
+        if let Some(c) = inner.consumer.as_mut() {
+            send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
+        }
+        Ok(inner.acked)
+    }
+
+    /// The coordinator's resumable state (JSON text), once it holds at least
+    /// `min_rows_acked` rows acked for `rank` (this trainer's flushed acks, forwarded by the
+    /// feeder). Raises `FeedTimeoutError` after `timeout` seconds.
+    #[staticmethod]
+    #[pyo3(signature = (address, token, rank, min_rows_acked, timeout=30.0))]
+    fn coordinator_state(
+        py: Python<'_>,
+        address: &str,
+        token: &str,
+        rank: u32,
+        min_rows_acked: u64,
+        timeout: f64,
+    ) -> PyResult<String> {
+        use hydrofeed_feeder::coord::client::CoordClient;
+        use hydrofeed_feeder::coord::token::Token;
+        let timeout = secs("timeout", timeout)?;
+        let token = Token::new(token).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let addr = address.to_string();
+        let r: Result<String, String> = py.detach(move || {
+            let mut c = CoordClient::connect(&addr, &token, timeout).map_err(|e| e.to_string())?;
+            let t0 = Instant::now();
+            loop {
+                let m = c.metrics().map_err(|e| e.to_string())?;
+                let acked = m
+                    .workers
+                    .iter()
+                    .find(|w| w.rank == rank)
+                    .map_or(0, |w| w.rows_acked);
+                if acked >= min_rows_acked {
+                    return c.state().map(|s| s.to_json()).map_err(|e| e.to_string());
+                }
+                if t0.elapsed() > timeout {
+                    return Err(format!(
+                        "the coordinator at {addr} to record rank {rank}'s acks ({acked} of                          {min_rows_acked} rows) within {:.1} s (stage: forwarding acks through                          the feeder)",
+                        timeout.as_secs_f64()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        r.map_err(error::FeedTimeoutError::new_err)
+    }
+
     /// Stops reading: tells the feeder, closes the ring. Batches already handed out stay valid.
     fn close(&self) -> PyResult<()> {
         let mut g = self.lock()?;
@@ -365,6 +460,7 @@ impl Feed {
         d.set_item("bytes", g.bytes)?;
         d.set_item("wait_seconds", g.wait.as_secs_f64())?;
         d.set_item("results", g.results)?;
+        d.set_item("frames_acked", g.acked)?;
         d.set_item("feeder_pid", self.peer)?;
         Ok(d)
     }

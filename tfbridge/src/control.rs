@@ -5,6 +5,8 @@
 //!   it) and the trainer's pid, for log messages.
 //! - `Results`: how many results the trainer handed to `batch_results` (TFoS inference mode).
 //! - `Bye`: the trainer stops reading on purpose (the producer ends without an error).
+//! - `Ack`: frames consumed so far (a few per second at most; `hydrofeed feeder` forwards them
+//!   to the coordinator as row acks).
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +28,12 @@ pub enum Control {
     },
     /// The trainer is done reading.
     Bye,
+    /// The trainer consumed every frame up to and including `seq` (cumulative; the ring is
+    /// FIFO). The feeder forwards the rows of those batches to the coordinator as acks.
+    Ack {
+        /// Sequence number of the last consumed frame.
+        seq: u64,
+    },
 }
 
 impl Control {

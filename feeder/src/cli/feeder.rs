@@ -1,10 +1,129 @@
-//! `hydrofeed feeder`.
+//! `hydrofeed feeder`: the per-node daemon. Registers one rank per local trainer with the
+//! coordinator, serves each trainer a ring on `<socket-dir>/rank-<rank>.sock`, and feeds it the
+//! row ranges the coordinator hands out (see `crate::daemon`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::serve::ServeFormat;
+use crate::coord::token::Token;
+use crate::daemon::{run_feeder, FeederOptions};
+use crate::format::{OnError, ReadOptions};
+use crate::split::Format;
 
 /// Arguments of `hydrofeed feeder`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Input: file, directory or glob (local path or hdfs:// URI); the same the coordinator
+    /// planned.
+    #[arg(long)]
+    pub input: String,
+    /// Coordinator address, `host:port`.
+    #[arg(long, env = "HYDROFEED_COORDINATOR")]
+    pub coordinator: String,
+    /// File holding the job token (else `HYDROFEED_TOKEN`).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// Directory for the trainer sockets (`rank-<rank>.sock`).
+    #[arg(long)]
+    pub socket_dir: PathBuf,
+    /// Number of local trainers (one rank each).
+    #[arg(long, default_value_t = 1)]
+    pub trainers: u32,
+    /// Ranks to register, comma-separated (default: the coordinator picks).
+    #[arg(long, value_delimiter = ',')]
+    pub ranks: Option<Vec<u32>>,
+    /// TF server port of each local trainer, comma-separated (for the cluster spec).
+    #[arg(long, value_delimiter = ',')]
+    pub trainer_ports: Option<Vec<u32>>,
+    /// This host's name or address (locality, cluster spec).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Columns to read, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Input format (when file names do not tell).
+    #[arg(long, value_enum)]
+    pub format: Option<ServeFormat>,
+    /// Skip corrupt records/blocks instead of failing.
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// Memory budget in MiB: half for the rings, the rest for decoded batches in flight.
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: usize,
+    /// Seconds to wait for each trainer to attach.
+    #[arg(long, default_value_t = 300.0)]
+    pub accept_timeout: f64,
+    /// Seconds a trainer may leave its ring full before the feeder gives up.
+    #[arg(long, default_value_t = 600.0)]
+    pub stall_timeout: f64,
+    /// Serve Prometheus text metrics on this address (`/metrics`).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// Threads decoding splits, shared by all local trainers (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub decode_threads: usize,
+}
 
 /// Runs `hydrofeed feeder`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("hydrofeed feeder is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let token = match &args.token_file {
+        Some(p) => Token::read(p)?,
+        None => Token::from_env()?.context(
+            "no token: pass --token-file or set HYDROFEED_TOKEN (the coordinator prints where \
+             it wrote it)",
+        )?,
+    };
+    let opts = FeederOptions {
+        input: args.input,
+        coordinator: args.coordinator,
+        token,
+        socket_dir: args.socket_dir,
+        trainers: args.trainers,
+        ranks: args.ranks,
+        trainer_ports: args.trainer_ports.unwrap_or_default(),
+        host: args.host,
+        read: ReadOptions {
+            columns: args.columns,
+            format: args.format.map(|f| match f {
+                ServeFormat::Parquet => Format::Parquet,
+                ServeFormat::Orc => Format::Orc,
+                ServeFormat::Avro => Format::Avro,
+                ServeFormat::Tfrecord => Format::Tfrecord,
+            }),
+            on_error: if args.skip_errors {
+                OnError::Skip
+            } else {
+                OnError::Raise
+            },
+            ..ReadOptions::default()
+        },
+        memory_budget: args.memory_mb.max(16) << 20,
+        accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
+        stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),
+        metrics: args.metrics,
+        decode_threads: args.decode_threads,
+    };
+    let r = run_feeder(&opts)?;
+    for (rank, rows, batches, steps) in r.ranks {
+        eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
+    }
+    let (cpu, rss) = own_usage();
+    eprintln!("hydrofeed feeder: cpu {cpu:.3} s, max RSS {rss:.1} MiB");
+    Ok(())
+}
+
+/// CPU seconds (user + system) and max RSS (MiB) of this process.
+fn own_usage() -> (f64, f64) {
+    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `rusage` for the call's duration.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss as f64 / 1024.0)
 }

@@ -1,0 +1,868 @@
+//! The feeder daemon (`hydrofeed feeder`): feeds the local trainers of one node from row
+//! ranges handed out by the coordinator.
+//!
+//! One ring per local trainer; each trainer is one rank. Per rank, three threads:
+//! - the **reader** asks the coordinator for work (`RequestWork`) and reads each lease on the
+//!   feeder's rayon decode pool (two leases per rank in flight): it opens the lease's split,
+//!   skips to the lease's first row (the readers cannot seek inside a split yet, so the rows
+//!   before it are decoded and dropped) and sends the lease's rows on a bounded crossbeam channel;
+//! - the **writer** (the rank's own thread) cuts them into batches of exactly the coordinator's
+//!   batch size (a batch may hold rows of several leases), writes frames into the ring with the
+//!   code `serve` uses ([`crate::serve`]'s writer), writes `EndOfEpoch` when the first lease of
+//!   the next epoch arrives (so after the coordinator's epoch barrier: the same step on every
+//!   rank) and `EndOfFeed` on end-of-feed, and forwards the trainer's acks: the trainer sends
+//!   `Control::Ack{seq}` for the frames it consumed, the writer maps each batch frame to its
+//!   pieces `(lease, split, rows)` and sends cumulative per-lease acks to the coordinator;
+//! - the **heartbeat** thread reports the rank's stage (reading, decoding, waiting for ring
+//!   space, trainer not consuming, waiting for work, done) and counters.
+//!
+//! Memory: each rank holds at most its ring (`memory_budget / 2 / trainers`) plus the channel
+//! (`CHANNEL_BATCHES` decoded batches of at most one batch size each).
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use hydrofeed_ipc::RingConfig;
+use hydrofeed_tfbridge::FrameKind;
+
+use crate::coord::client::CoordClient;
+use crate::coord::cluster::{Registration, Role};
+use crate::coord::token::Token;
+use crate::coord::{Lease, Stage, Work, WorkerCounters};
+use crate::format::{Plan, ReadOptions};
+use crate::serve::{self, Writer};
+use crate::storage::{self, Storage};
+use crate::{Error, Result};
+
+/// Decoded batches a rank's readers may hold ahead of its writer.
+const CHANNEL_BATCHES: usize = 4;
+/// Leases of one rank read at the same time (prefetch depth).
+const LEASES_IN_FLIGHT: usize = 2;
+/// How often the writer looks at the control channel while it has nothing to write.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What `hydrofeed feeder` does.
+#[derive(Debug, Clone)]
+pub struct FeederOptions {
+    /// Input path (the coordinator plans the same input: split ids are plan indices).
+    pub input: String,
+    /// Coordinator address `host:port`.
+    pub coordinator: String,
+    /// The job's token.
+    pub token: Token,
+    /// Directory of the trainer sockets (`rank-<rank>.sock`).
+    pub socket_dir: PathBuf,
+    /// Local trainers (one rank each).
+    pub trainers: u32,
+    /// Ranks to ask for (`None`: the coordinator picks).
+    pub ranks: Option<Vec<u32>>,
+    /// Port of each trainer's TF server, for the cluster spec (0: none).
+    pub trainer_ports: Vec<u32>,
+    /// This host's name, for locality and the cluster spec.
+    pub host: String,
+    /// Columns, format and error policy (`batch_rows` is set to the batch size).
+    pub read: ReadOptions,
+    /// Total memory for rings (half of it) and decoded batches in flight.
+    pub memory_budget: usize,
+    /// How long to wait for a trainer to attach.
+    pub accept_timeout: Duration,
+    /// How long a trainer may leave its ring full.
+    pub stall_timeout: Duration,
+    /// Prometheus text endpoint.
+    pub metrics: Option<SocketAddr>,
+    /// Threads of the decode pool shared by all ranks (0: one per CPU).
+    pub decode_threads: usize,
+}
+
+/// Counters of one rank, shared with the heartbeat and metrics threads.
+#[derive(Debug, Default)]
+pub struct RankStats {
+    /// Rank.
+    pub rank: AtomicU64,
+    /// Current stage (`Stage as u8`).
+    pub stage: AtomicU8,
+    /// Rows read (after skipping to the lease start).
+    pub rows_read: AtomicU64,
+    /// Rows skipped to reach lease starts.
+    pub rows_skipped: AtomicU64,
+    /// Batches written into the ring.
+    pub batches: AtomicU64,
+    /// Bytes written into the ring.
+    pub bytes: AtomicU64,
+    /// Rows acked by the trainer.
+    pub rows_acked: AtomicU64,
+    /// Batches acked by the trainer.
+    pub batches_acked: AtomicU64,
+    /// Seconds (ms) spent waiting for ring space.
+    pub ring_wait_ms: AtomicU64,
+    /// Seconds (ms) waiting for work at the epoch barrier.
+    pub work_wait_ms: AtomicU64,
+}
+
+const STAGES: [Stage; 7] = [
+    Stage::Starting,
+    Stage::Reading,
+    Stage::Decoding,
+    Stage::WaitingRing,
+    Stage::TrainerIdle,
+    Stage::WaitingWork,
+    Stage::Done,
+];
+
+impl RankStats {
+    fn set(&self, s: Stage) {
+        let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
+        self.stage.store(i as u8, Ordering::Relaxed);
+    }
+
+    /// The current stage.
+    pub fn stage(&self) -> Stage {
+        STAGES[(self.stage.load(Ordering::Relaxed) as usize).min(STAGES.len() - 1)]
+    }
+}
+
+/// What a finished feeder did, per rank.
+#[derive(Debug, Clone, Default)]
+pub struct FeederReport {
+    /// `(rank, rows written, batches written, steps at end of feed)`.
+    pub ranks: Vec<(u32, u64, u64, u64)>,
+}
+
+/// Runs the daemon until every local trainer got end-of-feed (or one failed).
+pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
+    if opts.trainers == 0 {
+        return Err(Error::InvalidArgument("--trainers 0".into()));
+    }
+    let storage = storage::open_storage(&opts.input)?;
+    let plan = Arc::new(serve::plan_input(&storage, &opts.input, &opts.read)?);
+    tracing::info!(
+        splits = plan.splits.len(),
+        rows = plan.total_rows(),
+        "planned {}",
+        opts.input
+    );
+    std::fs::create_dir_all(&opts.socket_dir).map_err(|e| Error::Io {
+        loc: crate::error::Location {
+            path: opts.socket_dir.display().to_string(),
+            ..Default::default()
+        },
+        source: e,
+    })?;
+    let stats: Vec<Arc<RankStats>> = (0..opts.trainers)
+        .map(|_| Arc::new(RankStats::default()))
+        .collect();
+    let started = Instant::now();
+    let _metrics = match opts.metrics {
+        Some(a) => Some(spawn_metrics(a, stats.clone(), started)?),
+        None => None,
+    };
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.decode_threads)
+            .thread_name(|i| format!("hf-decode{i}"))
+            .build()
+            .map_err(|e| Error::Internal(format!("decode pool: {e}")))?,
+    );
+    let mut handles = Vec::new();
+    for i in 0..opts.trainers {
+        let (o, p, s, st) = (
+            opts.clone(),
+            plan.clone(),
+            storage.clone(),
+            stats[i as usize].clone(),
+        );
+        let pool = pool.clone();
+        let h = thread::Builder::new()
+            .name(format!("hf-rank{i}"))
+            .spawn(move || run_rank(&o, i, &p, &s, &st, &pool))
+            .map_err(|e| Error::Internal(format!("spawning a rank thread: {e}")))?;
+        handles.push(h);
+    }
+    let mut report = FeederReport::default();
+    let mut first_err = None;
+    // Fail fast: the first rank that fails ends the process (its trainer gets an error frame;
+    // the others notice their feeder is gone).
+    loop {
+        let mut all = true;
+        for h in handles.iter() {
+            all &= h.is_finished();
+        }
+        let failed = handles.iter().position(|h| h.is_finished());
+        if let Some(i) = failed {
+            let h = handles.remove(i);
+            match h.join() {
+                Ok(Ok(r)) => report.ranks.push(r),
+                Ok(Err(e)) => {
+                    first_err = Some(e);
+                    break;
+                }
+                Err(_) => {
+                    first_err = Some(Error::Internal("a rank thread panicked".into()));
+                    break;
+                }
+            }
+        }
+        if handles.is_empty() || all && handles.is_empty() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => {
+            report.ranks.sort();
+            Ok(report)
+        }
+    }
+}
+
+fn connect(opts: &FeederOptions) -> Result<CoordClient> {
+    CoordClient::connect(&opts.coordinator, &opts.token, Duration::from_secs(30))
+}
+
+/// One rank: register, attach the trainer, feed until end-of-feed.
+fn run_rank(
+    opts: &FeederOptions,
+    i: u32,
+    plan: &Arc<Plan>,
+    storage: &Arc<dyn Storage>,
+    stats: &Arc<RankStats>,
+    pool: &Arc<rayon::ThreadPool>,
+) -> Result<(u32, u64, u64, u64)> {
+    let mut client = connect(opts)?;
+    let reg = client.register(&Registration {
+        rank: opts.ranks.as_ref().and_then(|r| r.get(i as usize).copied()),
+        host: opts.host.clone(),
+        port: opts.trainer_ports.get(i as usize).copied().unwrap_or(0),
+        gpus: Vec::new(),
+        role: Role::Worker,
+    })?;
+    let (rank, inc) = (reg.rank, reg.incarnation);
+    stats.rank.store(u64::from(rank), Ordering::Relaxed);
+    if reg.num_splits as usize != plan.splits.len() || reg.total_rows != plan.total_rows() {
+        return Err(Error::Coordinator(format!(
+            "rank {rank}: the coordinator planned {} splits / {} rows, this feeder {} / {} for \
+             {}: not the same input",
+            reg.num_splits,
+            reg.total_rows,
+            plan.splits.len(),
+            plan.total_rows(),
+            opts.input
+        )));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let hb = {
+        let (o, st, stop) = (opts.clone(), stats.clone(), stop.clone());
+        let every = reg.heartbeat_interval.max(Duration::from_millis(100));
+        thread::Builder::new()
+            .name(format!("hf-hb{rank}"))
+            .spawn(move || heartbeat(&o, rank, inc, &st, &stop, every))
+            .map_err(|e| Error::Internal(format!("spawning a heartbeat thread: {e}")))?
+    };
+    let r = feed_rank(opts, &reg, plan, storage, stats, client, pool);
+    stats.set(Stage::Done);
+    stop.store(true, Ordering::Relaxed);
+    let _ = hb.join();
+    r.map(|(rows, batches, steps)| (rank, rows, batches, steps))
+}
+
+fn heartbeat(
+    opts: &FeederOptions,
+    rank: u32,
+    inc: u64,
+    st: &RankStats,
+    stop: &AtomicBool,
+    every: Duration,
+) {
+    let Ok(mut c) = connect(opts) else { return };
+    let mut last = Instant::now() - every;
+    loop {
+        let done = stop.load(Ordering::Relaxed);
+        if done || last.elapsed() >= every {
+            last = Instant::now();
+            let counters = WorkerCounters {
+                rows_read: st.rows_read.load(Ordering::Relaxed),
+                rows_decoded: st.rows_read.load(Ordering::Relaxed),
+                batches_written: st.batches.load(Ordering::Relaxed),
+                ring_bytes_used: 0,
+            };
+            match c.heartbeat(rank, inc, st.stage(), counters) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!("rank {rank}: the coordinator declared it dead"),
+                Err(e) => tracing::warn!("rank {rank}: heartbeat: {e}"),
+            }
+        }
+        if done {
+            return;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the reader sends the writer.
+enum Ev {
+    Lease(Lease),
+    Rows(u64, u32, RecordBatch),
+    End(u64),
+    Failed(Error),
+}
+
+/// What a rank's reader needs.
+struct ReadCtx {
+    storage: Arc<dyn Storage>,
+    plan: Arc<Plan>,
+    read: ReadOptions,
+    st: Arc<RankStats>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+/// Asks the coordinator for work and reads each lease on the decode pool, at most
+/// `LEASES_IN_FLIGHT` leases at a time (so the next lease is read while the last one's batches
+/// are still being written); rows of one lease stay in order (cumulative acks need that), rows
+/// of two leases may interleave.
+#[allow(clippy::too_many_arguments)]
+fn read_work(
+    mut client: CoordClient,
+    rank: u32,
+    inc: u64,
+    host: String,
+    ctx: Arc<ReadCtx>,
+    tx: Sender<Ev>,
+    stop: Arc<AtomicBool>,
+) {
+    let (tokens, done) = bounded::<()>(LEASES_IN_FLIGHT);
+    let st = ctx.st.clone();
+    let mut waited: Option<Instant> = None;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let w = match client.request_work(rank, inc, &host) {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = tx.send(Ev::Failed(e));
+                return;
+            }
+        };
+        match w {
+            Work::Lease(l) => {
+                if let Some(t) = waited.take() {
+                    st.work_wait_ms
+                        .fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
+                }
+                if tx.send(Ev::Lease(l.clone())).is_err() {
+                    return;
+                }
+                // Blocks while LEASES_IN_FLIGHT leases are being read.
+                if tokens.send(()).is_err() {
+                    return;
+                }
+                let (c, tx2, done2) = (ctx.clone(), tx.clone(), done.clone());
+                ctx.pool.spawn(move || {
+                    if let Err(e) = read_lease(&c.storage, &c.plan, &c.read, &l, &c.st, &tx2) {
+                        let _ = tx2.send(Ev::Failed(e));
+                    }
+                    let _ = done2.recv();
+                });
+            }
+            Work::Wait { retry_ms } => {
+                st.set(Stage::WaitingWork);
+                waited.get_or_insert_with(Instant::now);
+                thread::sleep(Duration::from_millis(retry_ms.clamp(5, 200)));
+            }
+            Work::EndOfFeed { steps } => {
+                // Every lease's rows were consumed and acked before end-of-feed, so the pool
+                // holds no reads of ours any more.
+                let _ = tx.send(Ev::End(steps));
+                return;
+            }
+        }
+    }
+}
+
+/// Reads the rows `[first_row, first_row + rows)` of the lease's split.
+fn read_lease(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    read: &ReadOptions,
+    l: &Lease,
+    st: &RankStats,
+    tx: &Sender<Ev>,
+) -> Result<()> {
+    let split = plan.splits.get(l.split as usize).ok_or_else(|| {
+        Error::Coordinator(format!(
+            "lease {} names split {} but the plan has {}",
+            l.lease,
+            l.split,
+            plan.splits.len()
+        ))
+    })?;
+    st.set(Stage::Reading);
+    let reader = serve::open_split(storage, plan, split, read)?;
+    let (mut skip, mut left) = (l.first_row, l.rows);
+    for b in reader {
+        st.set(Stage::Decoding);
+        let b = b?;
+        let n = b.num_rows() as u64;
+        if skip >= n {
+            skip -= n;
+            st.rows_skipped.fetch_add(n, Ordering::Relaxed);
+            continue;
+        }
+        st.rows_skipped.fetch_add(skip, Ordering::Relaxed);
+        let take = (n - skip).min(left);
+        let piece = b.slice(skip as usize, take as usize);
+        skip = 0;
+        left -= take;
+        st.rows_read.fetch_add(take, Ordering::Relaxed);
+        if tx.send(Ev::Rows(l.lease, l.split, piece)).is_err() {
+            return Ok(()); // the writer is gone; it reports why
+        }
+        if left == 0 {
+            return Ok(());
+        }
+        st.set(Stage::Reading);
+    }
+    Err(Error::Data {
+        loc: crate::error::Location {
+            path: split.path.clone(),
+            split: Some(split.id),
+            ..Default::default()
+        },
+        format: format_name(split.format),
+        detail: format!(
+            "split ended {left} rows short of the lease's [{}, {}) (the plan counted {} rows)",
+            l.first_row,
+            l.first_row + l.rows,
+            split.rows
+        ),
+    })
+}
+
+/// Rows of one lease in one batch: `(lease, split, rows)`.
+type Piece = (u64, u32, u64);
+
+/// Batches written but not yet acked, and per-lease acked rows.
+struct AckBook {
+    frames: VecDeque<(u64, Vec<Piece>)>,
+    acked: HashMap<u64, u64>,
+    client: CoordClient,
+    rank: u32,
+    inc: u64,
+    st: Arc<RankStats>,
+}
+
+impl AckBook {
+    fn ack(&mut self, seq: u64) -> Result<()> {
+        let mut touched: Vec<(u64, u32)> = Vec::new();
+        while self.frames.front().is_some_and(|(s, _)| *s <= seq) {
+            let (_, pieces) = self.frames.pop_front().unwrap_or_default();
+            self.st.batches_acked.fetch_add(1, Ordering::Relaxed);
+            for (lease, split, rows) in pieces {
+                *self.acked.entry(lease).or_default() += rows;
+                self.st.rows_acked.fetch_add(rows, Ordering::Relaxed);
+                if !touched.contains(&(lease, split)) {
+                    touched.push((lease, split));
+                }
+            }
+        }
+        for (lease, split) in touched {
+            let n = self.acked[&lease];
+            self.client.ack(self.rank, self.inc, lease, split, n)?;
+        }
+        Ok(())
+    }
+}
+
+fn feed_rank(
+    opts: &FeederOptions,
+    reg: &crate::coord::client::Registered,
+    plan: &Arc<Plan>,
+    storage: &Arc<dyn Storage>,
+    st: &Arc<RankStats>,
+    client: CoordClient,
+    pool: &Arc<rayon::ThreadPool>,
+) -> Result<(u64, u64, u64)> {
+    let (rank, inc) = (reg.rank, reg.incarnation);
+    let bs = reg.batch_size as usize;
+    let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
+    let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
+    let listener = serve::bind(
+        &socket,
+        RingConfig {
+            capacity: ring_bytes,
+            max_frame: None,
+        },
+    )?;
+    tracing::info!(rank, socket = %socket.display(), "waiting for the trainer");
+    let mut producer = serve::accept(&listener, opts.accept_timeout)?;
+    let asked = serve::hello(&mut producer, opts.accept_timeout)?;
+    let mut w = Writer::new(producer, serve::encoder(plan)?, opts.stall_timeout, bs);
+    if let Some(a) = asked {
+        if a != bs {
+            let e = Error::InvalidArgument(format!(
+                "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
+                 batch size is {bs} (set by the coordinator: every rank must take the same steps)",
+                w.peer
+            ));
+            w.error(&e);
+            w.producer.close();
+            return Err(e);
+        }
+    }
+    let book = Arc::new(Mutex::new(AckBook {
+        frames: VecDeque::new(),
+        acked: HashMap::new(),
+        client,
+        rank,
+        inc,
+        st: st.clone(),
+    }));
+    {
+        let b = book.clone();
+        w.on_ack = Some(Box::new(move |seq| {
+            b.lock()
+                .map_err(|_| Error::Internal("ack book poisoned".into()))?
+                .ack(seq)
+        }));
+        let s = st.clone();
+        w.on_wait = Some(Box::new(move |waited| {
+            if waited.is_zero() {
+                return;
+            }
+            s.set(if waited > Duration::from_secs(1) {
+                Stage::TrainerIdle
+            } else {
+                Stage::WaitingRing
+            });
+            s.ring_wait_ms.fetch_add(100, Ordering::Relaxed);
+        }));
+    }
+    let (tx, rx) = bounded(CHANNEL_BATCHES);
+    let reader_stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let c = connect(opts)?;
+        let mut read = opts.read.clone();
+        read.batch_rows = bs;
+        let ctx = Arc::new(ReadCtx {
+            storage: storage.clone(),
+            plan: plan.clone(),
+            read,
+            st: st.clone(),
+            pool: pool.clone(),
+        });
+        let (stop, host) = (reader_stop.clone(), opts.host.clone());
+        thread::Builder::new()
+            .name(format!("hf-read{rank}"))
+            .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
+            .map_err(|e| Error::Internal(format!("spawning a reader thread: {e}")))?
+    };
+    let mut r = write_rank(&mut w, &rx, bs, &book, st, opts.stall_timeout);
+    reader_stop.store(true, Ordering::Relaxed);
+    drop(rx);
+    if r.is_err() && w.bye {
+        // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
+        // coordinator's state; the rest goes to whoever resumes the job.
+        tracing::info!(
+            rank,
+            "the trainer said bye after {} batches",
+            w.report.batches
+        );
+        r = Ok(0);
+    }
+    let _ = reader.join();
+    match &r {
+        Ok(_) => w.producer.close(),
+        Err(Error::PeerLost(_)) => {}
+        Err(e) => {
+            w.error(e);
+            w.producer.close();
+        }
+    }
+    drop(listener);
+    r.map(|steps| (w.report.rows, w.report.batches, steps))
+}
+
+fn write_rank(
+    w: &mut Writer,
+    rx: &Receiver<Ev>,
+    bs: usize,
+    book: &Arc<Mutex<AckBook>>,
+    st: &RankStats,
+    stall: Duration,
+) -> Result<u64> {
+    let schema = w
+        .enc
+        .schema_frame(w.meta(0, u32::MAX, 0))
+        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+    w.put(&schema)?;
+    let mut epoch: Option<u32> = None;
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut pending_rows = 0usize;
+    let mut last_split = u32::MAX;
+    let flush = |w: &mut Writer,
+                 pending: &mut Vec<RecordBatch>,
+                 pieces: &mut Vec<Piece>,
+                 pending_rows: &mut usize,
+                 epoch: u32,
+                 split: u32|
+     -> Result<()> {
+        if let Some(b) = serve::glue(pending)? {
+            *pending_rows = 0;
+            w.batch(epoch, split, &b)?;
+            st.batches.store(w.report.batches, Ordering::Relaxed);
+            st.bytes.store(w.report.bytes, Ordering::Relaxed);
+            let last = w.seq - 1;
+            book.lock()
+                .map_err(|_| Error::Internal("ack book poisoned".into()))?
+                .frames
+                .push_back((last, std::mem::take(pieces)));
+        }
+        Ok(())
+    };
+    let steps = loop {
+        let ev = match rx.recv_timeout(POLL) {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => {
+                if w.poll_control()? {
+                    return Err(bye());
+                }
+                if w.producer.check_peer().is_err() {
+                    return Err(w.lost());
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Internal(
+                    "the reader thread stopped without end-of-feed".into(),
+                ))
+            }
+        };
+        match ev {
+            Ev::Lease(l) => {
+                if epoch != Some(l.epoch) {
+                    if let Some(e) = epoch {
+                        // Quotas are multiples of the batch size: nothing is pending here
+                        // unless the coordinator broke its contract; send it short then.
+                        flush(
+                            w,
+                            &mut pending,
+                            &mut pieces,
+                            &mut pending_rows,
+                            e,
+                            last_split,
+                        )?;
+                        let rows = w.report.rows;
+                        w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
+                    }
+                    epoch = Some(l.epoch);
+                }
+            }
+            Ev::Rows(lease, split, mut b) => {
+                last_split = split;
+                let e = epoch.unwrap_or(0);
+                while b.num_rows() > 0 {
+                    let take = (bs - pending_rows).min(b.num_rows());
+                    pending.push(b.slice(0, take));
+                    pieces.push((lease, split, take as u64));
+                    pending_rows += take;
+                    b = b.slice(take, b.num_rows() - take);
+                    if pending_rows == bs {
+                        flush(w, &mut pending, &mut pieces, &mut pending_rows, e, split)?;
+                    }
+                }
+            }
+            Ev::End(steps) => break steps,
+            Ev::Failed(e) => {
+                let ep = epoch.unwrap_or(0);
+                flush(
+                    w,
+                    &mut pending,
+                    &mut pieces,
+                    &mut pending_rows,
+                    ep,
+                    last_split,
+                )?;
+                return Err(e);
+            }
+        }
+    };
+    let e = epoch.unwrap_or(0);
+    flush(
+        w,
+        &mut pending,
+        &mut pieces,
+        &mut pending_rows,
+        e,
+        last_split,
+    )?;
+    if epoch.is_some() {
+        let rows = w.report.rows;
+        w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
+    }
+    w.marker(FrameKind::EndOfFeed, e, u32::MAX, steps)?;
+    // The trainer's last acks come after it read end-of-feed: forward them before leaving,
+    // so the coordinator's final state holds every consumed row.
+    let t0 = Instant::now();
+    loop {
+        let left = book
+            .lock()
+            .map_err(|_| Error::Internal("ack book poisoned".into()))?
+            .frames
+            .len();
+        if left == 0 {
+            break;
+        }
+        match w.poll_control() {
+            Ok(true) => {
+                // Bye: the trainer stopped reading; what it did not ack was not consumed.
+                break;
+            }
+            Ok(false) => {}
+            Err(_) => break, // gone: its last acks were sent or are lost with it
+        }
+        if w.producer.check_peer().is_err() || t0.elapsed() > stall {
+            break;
+        }
+        thread::sleep(POLL);
+    }
+    Ok(steps)
+}
+
+fn bye() -> Error {
+    Error::PeerLost("the trainer said bye".into())
+}
+
+/// Prometheus text of the feeder's counters.
+pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
+    let mut s = String::new();
+    let mut metric = |name: &str, help: &str, kind: &str, f: &dyn Fn(&RankStats) -> f64| {
+        s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for st in stats {
+            let r = st.rank.load(Ordering::Relaxed);
+            s.push_str(&format!("{name}{{rank=\"{r}\"}} {}\n", f(st)));
+        }
+    };
+    let up = uptime.max(1e-9);
+    metric(
+        "hydrofeed_feeder_rows_total",
+        "Rows written into the ring",
+        "counter",
+        &|st| st.rows_read.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_per_second",
+        "Rows per second since start",
+        "gauge",
+        &|st| st.rows_read.load(Ordering::Relaxed) as f64 / up,
+    );
+    metric(
+        "hydrofeed_feeder_bytes_total",
+        "Frame bytes written into the ring",
+        "counter",
+        &|st| st.bytes.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_bytes_per_second",
+        "Frame bytes per second since start",
+        "gauge",
+        &|st| st.bytes.load(Ordering::Relaxed) as f64 / up,
+    );
+    metric(
+        "hydrofeed_feeder_batches_total",
+        "Batches written",
+        "counter",
+        &|st| st.batches.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_acked_total",
+        "Rows the trainer acked",
+        "counter",
+        &|st| st.rows_acked.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_rows_skipped_total",
+        "Rows decoded and dropped to reach a lease start",
+        "counter",
+        &|st| st.rows_skipped.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_ring_batches_unacked",
+        "Batches in the ring or held by the trainer, not yet acked (ring occupancy)",
+        "gauge",
+        &|st| {
+            st.batches
+                .load(Ordering::Relaxed)
+                .saturating_sub(st.batches_acked.load(Ordering::Relaxed)) as f64
+        },
+    );
+    metric(
+        "hydrofeed_feeder_ring_full_seconds_total",
+        "Seconds stalled because the ring was full (trainer slower than the feeder)",
+        "counter",
+        &|st| st.ring_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+    );
+    metric(
+        "hydrofeed_feeder_epoch_barrier_seconds_total",
+        "Seconds stalled waiting for work (epoch barrier: other ranks not done)",
+        "counter",
+        &|st| st.work_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+    );
+    s.push_str("# HELP hydrofeed_feeder_stage Current stage per rank (1 = in this stage)\n# TYPE hydrofeed_feeder_stage gauge\n");
+    for st in stats {
+        let r = st.rank.load(Ordering::Relaxed);
+        let cur = st.stage();
+        for x in STAGES {
+            s.push_str(&format!(
+                "hydrofeed_feeder_stage{{rank=\"{r}\",stage=\"{}\"}} {}\n",
+                x.as_str(),
+                u8::from(x == cur)
+            ));
+        }
+    }
+    s
+}
+
+fn spawn_metrics(addr: SocketAddr, stats: Vec<Arc<RankStats>>, t0: Instant) -> Result<SocketAddr> {
+    let l = TcpListener::bind(addr)
+        .map_err(|e| Error::InvalidArgument(format!("cannot listen on {addr} for metrics: {e}")))?;
+    let local = l.local_addr().map_err(|e| Error::Internal(e.to_string()))?;
+    thread::Builder::new()
+        .name("hf-metrics".into())
+        .spawn(move || {
+            for c in l.incoming() {
+                let Ok(mut c) = c else { continue };
+                let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buf = [0u8; 2048];
+                let _ = c.read(&mut buf);
+                let body = render_metrics(&stats, t0.elapsed().as_secs_f64());
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        })
+        .map_err(|e| Error::Internal(format!("spawning the metrics thread: {e}")))?;
+    tracing::info!("feeder metrics on http://{local}/metrics");
+    Ok(local)
+}
+
+fn format_name(f: crate::split::Format) -> &'static str {
+    use crate::split::Format as F;
+    match f {
+        F::Parquet => "parquet",
+        F::Orc => "orc",
+        F::Avro => "avro",
+        F::Tfrecord => "tfrecord",
+    }
+}

@@ -1,0 +1,238 @@
+"""`hydrofeed launch` end to end: real coordinator, feeder and trainer processes.
+
+The trainer is `launch_trainer.py`: it logs every row id per step to `OUT/rank-<r>.jsonl`.
+Input: 7 Parquet files (written by pyarrow) of very different sizes, ids 0..N-1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import shm_listing
+
+HERE = Path(__file__).resolve().parent
+TRAINER = str(HERE / "launch_trainer.py")
+SIZES = [1, 10000, 37, 2500, 3, 900, 6000]
+TOTAL = sum(SIZES)
+BATCH = 64
+
+
+@pytest.fixture(scope="module")
+def data7(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("seven")
+    start = 0
+    for i, n in enumerate(SIZES):
+        t = pa.table(
+            {
+                "id": pa.array(range(start, start + n), pa.int64()),
+                "x": pa.array([float(v) for v in range(n)], pa.float32()),
+            }
+        )
+        pq.write_table(t, d / f"part-{i:05d}.parquet", row_group_size=1000)
+        start += n
+    return d
+
+
+def launch(
+    hf_bin: str, data: Path, out: Path, workers: int, *extra: str, env: dict | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    out.mkdir(parents=True, exist_ok=True)
+    e = dict(os.environ, OUT=str(out), **(env or {}))
+    return subprocess.run(
+        [hf_bin, "launch", "--workers", str(workers), "--input", str(data),
+         "--batch-size", str(BATCH), *extra, "--", sys.executable, TRAINER],
+        env=e, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def records(out: Path, rank: int) -> list[dict]:
+    return [json.loads(line) for line in (out / f"rank-{rank}.jsonl").read_text().splitlines()]
+
+
+def steps_of(recs: list[dict]) -> list[dict]:
+    return [r for r in recs if "ids" in r]
+
+
+def dropped(stderr: str) -> int:
+    m = re.search(r"rows acked \((\d+) dropped\)", stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
+def no_leftovers(tag: str) -> None:
+    """No process of this job survives (the tag is unique to its paths), no socket directory
+    of a launch whose process is gone is left."""
+    for d in Path("/tmp").glob("hydrofeed-launch-*"):
+        pid = int(d.name.rsplit("-", 1)[1])
+        assert Path(f"/proc/{pid}").exists(), f"{d} left behind"
+    deadline = time.time() + 5
+    while True:
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        left = [l for l in ps.splitlines() if tag in l and "ps -eo" not in l]
+        if not left or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert not left, left
+
+
+def test_equal_steps_and_exactly_once(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    shm0 = shm_listing()
+    r = launch(hf_bin, data7, tmp_path / "out", 3, "--epochs", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    recs = [records(tmp_path / "out", k) for k in range(3)]
+    per_epoch_steps = {}
+    seen: dict[int, list[int]] = {0: [], 1: []}
+    for k in range(3):
+        st = steps_of(recs[k])
+        for s in st:
+            assert len(s["ids"]) == BATCH
+            seen[s["epoch"]].extend(s["ids"])
+        per_epoch_steps[k] = [sum(1 for s in st if s["epoch"] == e) for e in (0, 1)]
+        end = recs[k][-1]
+        assert end["should_stop"] is True
+        assert end["end"] == len(st)
+    # Every worker takes the same number of steps in every epoch.
+    assert per_epoch_steps[0] == per_epoch_steps[1] == per_epoch_steps[2], per_epoch_steps
+    s_e = TOTAL // (3 * BATCH)
+    assert per_epoch_steps[0] == [s_e, s_e]
+    drop = dropped(r.stderr)
+    assert drop == 2 * (TOTAL - s_e * 3 * BATCH)
+    for e in (0, 1):
+        ids = seen[e]
+        assert len(ids) == len(set(ids)), "a row was delivered twice in one epoch"
+        assert set(ids) <= set(range(TOTAL))
+        assert len(ids) == TOTAL - drop // 2
+    assert shm_listing() <= shm0
+    no_leftovers(str(tmp_path))
+
+
+def test_trainer_killed_fails_fast_naming_rank(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    shm0 = shm_listing()
+    t0 = time.time()
+    r = launch(hf_bin, data7, tmp_path / "out", 3, "--epochs", "2",
+               env={"KILL_AT": "1:5", "SLOW": "0.01"})
+    took = time.time() - t0
+    assert r.returncode != 0
+    assert "trainer rank 1" in r.stderr and "SIGKILL" in r.stderr, r.stderr[-2000:]
+    assert took < 30, took
+    assert shm_listing() <= shm0
+    no_leftovers(str(tmp_path))
+
+
+def test_feeder_killed_fails_fast_naming_stage(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    shm0 = shm_listing()
+    out = tmp_path / "out"
+    out.mkdir()
+    e = dict(os.environ, OUT=str(out), SLOW="0.02")
+    import socket
+    import urllib.request
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "3", "--input", str(data7), "--batch-size", str(BATCH),
+         "--feeder-metrics", f"127.0.0.1:{port}", "--", sys.executable, TRAINER],
+        env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        # Wait for training to be under way, then kill -9 the feeder.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if (out / "rank-0.jsonl").exists() and len((out / "rank-0.jsonl").read_text()) > 0:
+                break
+            time.sleep(0.05)
+        # The feeder's Prometheus endpoint while it runs.
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+        text = text.decode()
+        for name in ("rows_total", "bytes_per_second", "ring_batches_unacked",
+                     "ring_full_seconds_total", "epoch_barrier_seconds_total", "stage"):
+            assert f"hydrofeed_feeder_{name}{{" in text, text
+        rows = sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith("hydrofeed_feeder_rows_total{"))
+        assert rows > 0, text
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+        pids = [int(l.split()[0]) for l in ps.splitlines()
+                if " feeder " in l and str(data7) in l and "ps -eo" not in l]
+        assert len(pids) == 1, ps
+        t0 = time.time()
+        os.kill(pids[0], signal.SIGKILL)
+        _, err = p.communicate(timeout=30)
+        took = time.time() - t0
+    finally:
+        p.kill()
+    assert p.returncode != 0
+    assert "the feeder" in err and "SIGKILL" in err and "last stages reported" in err, err[-2000:]
+    assert took < 15, took
+    assert shm_listing() <= shm0
+    no_leftovers(str(out))
+
+
+def test_resume_with_fewer_workers(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    k = 20
+    r1 = launch(hf_bin, data7, tmp_path / "a", 3, "--epochs", "1", env={"STOP_AFTER": str(k)})
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    state_file = tmp_path / "a" / "state.json"
+    state = json.loads(state_file.read_text())
+    assert state["batch_size"] == BATCH and state["epochs"] == 1
+    first: list[int] = []
+    for rank in range(3):
+        st = steps_of(records(tmp_path / "a", rank))
+        assert len(st) == k
+        for s in st:
+            first.extend(s["ids"])
+    r2 = launch(hf_bin, data7, tmp_path / "b", 2, "--epochs", "1", "--resume", str(state_file))
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    second: list[int] = []
+    steps2 = []
+    for rank in range(2):
+        st = steps_of(records(tmp_path / "b", rank))
+        steps2.append(len(st))
+        for s in st:
+            second.extend(s["ids"])
+    assert steps2[0] == steps2[1]
+    both = first + second
+    assert len(both) == len(set(both)), "a row was delivered in both runs"
+    drop = dropped(r2.stderr)
+    assert len(both) == TOTAL - drop
+    assert drop < 2 * BATCH
+
+
+sys.path.insert(0, str(HERE.parents[1] / "tests"))
+from minidfs import minidfs  # noqa: E402,F401  (the session fixture)
+
+
+@pytest.mark.hdfs
+def test_launch_from_minidfs(hf_bin: str, data7: Path, tmp_path: Path, minidfs) -> None:  # noqa: F811
+    """The same job with the input on a real MiniDFS (files put with Hadoop's own client)."""
+    for f in sorted(data7.glob("*.parquet")):
+        minidfs.put(f, f"/launch7/{f.name}")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "3", "--input", minidfs.uri("/launch7"),
+         "--batch-size", str(BATCH), "--epochs", "1", "--", sys.executable, TRAINER],
+        env={**minidfs.env(), "OUT": str(out)}, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    ids: list[int] = []
+    steps = []
+    for k in range(3):
+        st = steps_of(records(out, k))
+        steps.append(len(st))
+        for s in st:
+            ids.extend(s["ids"])
+    assert steps[0] == steps[1] == steps[2] == TOTAL // (3 * BATCH)
+    assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
