@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import shm_listing
+from helpers import shm_listing
 
 HERE = Path(__file__).resolve().parent
 TRAINER = str(HERE / "launch_trainer.py")
