@@ -616,3 +616,116 @@ pq.write_table(t, sys.argv[1], row_group_size=7_000, compression="snappy")
     }
     assert_eq!(expected.iter().map(|b| b.num_rows()).sum::<usize>(), 60_000);
 }
+
+/// Reads every split of `input`'s plan, in plan order.
+fn read_plan(
+    storage: &Arc<dyn Storage>,
+    input: &str,
+    opts: &ReadOptions,
+) -> (hydrofeed_feeder::format::Plan, Vec<arrow_array::RecordBatch>) {
+    let plan = hydrofeed_feeder::format::plan(storage, input, opts)
+        .unwrap_or_else(|e| panic!("plan {input}: {e}"));
+    let mut batches = Vec::new();
+    for split in &plan.splits {
+        for b in hydrofeed_feeder::format::open_split(storage, &plan, split, opts).unwrap() {
+            batches.push(b.unwrap_or_else(|e| panic!("{input}: {e}")));
+        }
+    }
+    (plan, batches)
+}
+
+/// All four formats, through the same `format::plan` / `open_split` a feeder uses, from a
+/// directory on MiniDFS and from the same directory on local disk: the same splits and the
+/// same batches. Files by our writer (`gen`, several HDFS blocks each) and by independent
+/// writers (pyarrow Parquet and ORC, fastavro Avro).
+#[test]
+fn every_format_over_hdfs_matches_local() {
+    let Some(dfs) = MiniDfs::shared() else { return };
+    let _shared = FAULTS.read().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let hdfs: Arc<dyn Storage> = Arc::new(storage(dfs));
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage);
+
+    let python = std::env::var("HYDROFEED_PYTHON").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python").to_string()
+    });
+    let indep = tmp.path().join("indep");
+    let script = r#"
+import sys, os, numpy as np, pyarrow as pa, pyarrow.parquet as pq, pyarrow.orc as po, fastavro
+out = sys.argv[1]
+rng = np.random.default_rng(9)
+n = 20_000
+ids = np.arange(n, dtype=np.int64)
+xs = rng.standard_normal(n)
+tags = [("t%d" % (i % 31)) if i % 7 else None for i in range(n)]
+for fmt in ("parquet", "orc", "avro"):
+    os.makedirs(os.path.join(out, fmt), exist_ok=True)
+t = pa.table({"id": ids, "x": xs, "tag": tags})
+for k in range(2):
+    part = t.slice(k * n // 2, n // 2)
+    pq.write_table(part, os.path.join(out, "parquet", "part-%d.parquet" % k), row_group_size=3000, compression="zstd")
+    po.write_table(part, os.path.join(out, "orc", "part-%d.orc" % k), stripe_size=64 * 1024, compression="zlib")
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": "long"}, {"name": "x", "type": "double"},
+        {"name": "tag", "type": ["null", "string"]}]}
+    recs = ({"id": int(i), "x": float(x), "tag": g} for i, x, g in zip(ids[k*n//2:(k+1)*n//2], xs[k*n//2:(k+1)*n//2], tags[k*n//2:(k+1)*n//2]))
+    with open(os.path.join(out, "avro", "part-%d.avro" % k), "wb") as f:
+        fastavro.writer(f, schema, recs, codec="deflate", sync_interval=16 * 1024)
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script, indep.to_str().unwrap()])
+        .output()
+        .unwrap_or_else(|e| panic!("{python}: {e}"));
+    assert!(
+        out.status.success(),
+        "writers: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut cases: Vec<(String, std::path::PathBuf, usize)> = Vec::new();
+    for format in [Format::Parquet, Format::Orc, Format::Avro, Format::Tfrecord] {
+        let dir = tmp.path().join(format!("gen-{format:?}"));
+        let opts = GenOptions {
+            format,
+            rows: 1500, // ~4.7 MB of 784-float images over 2 files: several HDFS blocks
+            files: 2,
+            seed: 3,
+            compression: Compression::None,
+        };
+        gen::write_dataset(&dir, &opts).unwrap();
+        cases.push((format!("gen-{format:?}"), dir, 1500));
+    }
+    for fmt in ["parquet", "orc", "avro"] {
+        cases.push((format!("indep-{fmt}"), indep.join(fmt), 20_000));
+    }
+
+    for (name, dir, rows) in cases {
+        let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for f in &entries {
+            let file = f.file_name().unwrap().to_str().unwrap();
+            dfs.put(f, &format!("/formats/{name}/{file}"), None);
+        }
+        let opts = ReadOptions {
+            batch_rows: 500,
+            split_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let (lplan, lbatches) = read_plan(&local, dir.to_str().unwrap(), &opts);
+        let (hplan, hbatches) = read_plan(&hdfs, &dfs.uri(&format!("/formats/{name}")), &opts);
+        assert_eq!(lplan.schema, hplan.schema, "{name}: schema");
+        assert_eq!(lplan.splits.len(), hplan.splits.len(), "{name}: splits");
+        assert_eq!(
+            lplan.splits.iter().map(|s| (s.rows, s.unit.clone())).collect::<Vec<_>>(),
+            hplan.splits.iter().map(|s| (s.rows, s.unit.clone())).collect::<Vec<_>>(),
+            "{name}: split units and rows"
+        );
+        assert_eq!(hplan.total_rows(), rows as u64, "{name}: planned rows");
+        assert_eq!(
+            hbatches.iter().map(|b| b.num_rows()).sum::<usize>(),
+            rows,
+            "{name}: rows read"
+        );
+        assert_eq!(lbatches, hbatches, "{name}: batches from HDFS differ from local");
+    }
+}
