@@ -80,7 +80,10 @@ impl StorageChunks {
 
     /// The read-ahead range holding `offset`: its bytes from `offset` on.
     fn ahead_at(&self, offset: u64) -> Option<Bytes> {
-        let i = self.ahead.partition_point(|(s, _)| *s <= offset).checked_sub(1)?;
+        let i = self
+            .ahead
+            .partition_point(|(s, _)| *s <= offset)
+            .checked_sub(1)?;
         let (start, bytes) = &self.ahead[i];
         let at = (offset - start) as usize;
         (at < bytes.len()).then(|| bytes.slice(at..))
