@@ -381,3 +381,85 @@ impl Rebatcher {
         Ok(Some(out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An in-memory file that logs every `read_at` as `(offset, len)`.
+    struct Logged {
+        data: Bytes,
+        reads: Mutex<Vec<(u64, usize)>>,
+        calls: AtomicUsize,
+    }
+
+    impl RandomAccess for Logged {
+        fn len(&self) -> u64 {
+            self.data.len() as u64
+        }
+        fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut r) = self.reads.lock() {
+                r.push((offset, len));
+            }
+            let lo = (offset as usize).min(self.data.len());
+            let hi = (lo + len).min(self.data.len());
+            Ok(self.data.slice(lo..hi))
+        }
+        fn path(&self) -> &str {
+            "mem"
+        }
+    }
+
+    fn file(n: usize) -> Arc<Logged> {
+        Arc::new(Logged {
+            data: (0..n).map(|i| i as u8).collect::<Vec<u8>>().into(),
+            reads: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    #[test]
+    fn chunk_read_starts_small_and_doubles() {
+        let f = file(300 << 10);
+        let chunks = StorageChunks::new(f.clone());
+        let mut r = ChunkRead::new(chunks, 10);
+        let mut head = [0u8; 32];
+        r.read_exact(&mut head).unwrap();
+        assert_eq!(head[0], 10);
+        assert_eq!(*f.reads.lock().unwrap(), vec![(10, 16 << 10)]);
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert_eq!(rest.len(), (300 << 10) - 10 - 32);
+        let lens: Vec<usize> = f.reads.lock().unwrap().iter().map(|r| r.1).collect();
+        assert_eq!(&lens[..4], &[16 << 10, 32 << 10, 64 << 10, 128 << 10]);
+    }
+
+    #[test]
+    fn read_ahead_serves_reads_inside_its_ranges_without_read_at() {
+        let f = file(10_000);
+        let base = StorageChunks::new(f.clone());
+        let ahead = base.read_ahead(&[(5000, 1000), (100, 400)]).unwrap();
+        assert_eq!(f.calls.load(Ordering::Relaxed), 2);
+        // Inside a range: a zero-copy slice, no read_at.
+        let b = ahead.read(150, 50).unwrap();
+        assert_eq!(b[0], 150u8);
+        assert_eq!(b.len(), 50);
+        let b = ahead.read(5999, 1).unwrap();
+        assert_eq!(b[0], (5999 % 256) as u8);
+        let mut r = ChunkRead::new(ahead.clone(), 5500);
+        let mut got = [0u8; 500];
+        r.read_exact(&mut got).unwrap();
+        assert_eq!(got[0], (5500 % 256) as u8);
+        assert_eq!(f.calls.load(Ordering::Relaxed), 2);
+        // Past a range's end or outside every range: read from the file.
+        let b = ahead.read(450, 100).unwrap();
+        assert_eq!(b[0], (450 % 256) as u8);
+        assert_eq!(b.len(), 100);
+        assert_eq!(ahead.read(0, 10).unwrap()[9], 9);
+        assert_eq!(f.calls.load(Ordering::Relaxed), 4);
+        // A read past the end of the file is still a short-read error.
+        assert!(ahead.read(9_990, 20).is_err());
+    }
+}
