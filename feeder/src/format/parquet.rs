@@ -38,6 +38,10 @@ use crate::{Error, Result};
 
 const FORMAT: &str = "parquet";
 
+/// Largest projected size of a row group that is read ahead whole (see
+/// [`StorageChunks::read_ahead`]); a larger one is read page by page so memory stays bounded.
+const READ_AHEAD_MAX: u64 = 256 << 20;
+
 /// Loads the footer, with errors naming the file.
 fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
     check_head_magic(chunks.file(), b"PAR1", FORMAT)?;
@@ -266,8 +270,35 @@ impl ParquetReader {
         )
     }
 
+    /// The projected column chunks of row group `rg`, `(start, len)` each, when they add up to
+    /// at most [`READ_AHEAD_MAX`] (else none: the pages are then fetched one by one).
+    fn chunk_ranges(&self, rg: usize) -> Vec<(u64, u64)> {
+        let ranges: Vec<(u64, u64)> = self
+            .meta
+            .metadata()
+            .row_group(rg)
+            .columns()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.mask.leaf_included(*i))
+            .map(|(_, c)| c.byte_range())
+            .collect();
+        let total = ranges
+            .iter()
+            .fold(0u64, |n, &(_, len)| n.saturating_add(len));
+        if total <= READ_AHEAD_MAX {
+            ranges
+        } else {
+            Vec::new()
+        }
+    }
+
     fn rg_reader(&self, rg: usize) -> Result<ParquetRecordBatchReader> {
-        ParquetRecordBatchReaderBuilder::new_with_metadata(self.chunks.clone(), self.meta.clone())
+        let chunks = self
+            .chunks
+            .read_ahead(&self.chunk_ranges(rg))
+            .map_err(|e| self.rg_error(rg, e.to_string()))?;
+        ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
             .with_row_groups(vec![rg])
             .with_projection(self.mask.clone())
             .with_batch_size(self.batch_rows)

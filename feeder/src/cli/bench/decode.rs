@@ -42,6 +42,9 @@ pub struct Args {
         default_value = "parquet,orc,avro,tfrecord"
     )]
     pub formats: Vec<GenFormat>,
+    /// Rows per batch our readers yield (`ReadOptions::batch_rows`).
+    #[arg(long, default_value_t = ReadOptions::default().batch_rows)]
+    pub batch_rows: usize,
     /// Timed passes per measurement (the best counts), after one warm-up pass.
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
@@ -145,7 +148,10 @@ fn best_of(repeat: usize, mut f: impl FnMut() -> crate::Result<u64>) -> crate::R
 /// Measures our reader on the files of one format.
 fn measure_ours(f: Format, files: &[PathBuf], bytes: u64, args: &Args) -> Value {
     let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
-    let opts = ReadOptions::default();
+    let opts = ReadOptions {
+        batch_rows: args.batch_rows,
+        ..ReadOptions::default()
+    };
     let t = Instant::now();
     let mut splits = Vec::new();
     let mut schema = None;
@@ -345,6 +351,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "rows": args.rows,
         "files": args.files,
         "repeat": args.repeat,
+        "batch_rows": args.batch_rows,
         "cores": rayon::current_num_threads(),
         "formats": report,
         "ratios": ratios,
