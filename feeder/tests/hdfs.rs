@@ -622,7 +622,10 @@ fn read_plan(
     storage: &Arc<dyn Storage>,
     input: &str,
     opts: &ReadOptions,
-) -> (hydrofeed_feeder::format::Plan, Vec<arrow_array::RecordBatch>) {
+) -> (
+    hydrofeed_feeder::format::Plan,
+    Vec<arrow_array::RecordBatch>,
+) {
     let plan = hydrofeed_feeder::format::plan(storage, input, opts)
         .unwrap_or_else(|e| panic!("plan {input}: {e}"));
     let mut batches = Vec::new();
@@ -700,7 +703,10 @@ for k in range(2):
     }
 
     for (name, dir, rows) in cases {
-        let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         entries.sort();
         for f in &entries {
             let file = f.file_name().unwrap().to_str().unwrap();
@@ -716,8 +722,16 @@ for k in range(2):
         assert_eq!(lplan.schema, hplan.schema, "{name}: schema");
         assert_eq!(lplan.splits.len(), hplan.splits.len(), "{name}: splits");
         assert_eq!(
-            lplan.splits.iter().map(|s| (s.rows, s.unit.clone())).collect::<Vec<_>>(),
-            hplan.splits.iter().map(|s| (s.rows, s.unit.clone())).collect::<Vec<_>>(),
+            lplan
+                .splits
+                .iter()
+                .map(|s| (s.rows, s.unit.clone()))
+                .collect::<Vec<_>>(),
+            hplan
+                .splits
+                .iter()
+                .map(|s| (s.rows, s.unit.clone()))
+                .collect::<Vec<_>>(),
             "{name}: split units and rows"
         );
         assert_eq!(hplan.total_rows(), rows as u64, "{name}: planned rows");
@@ -726,6 +740,9 @@ for k in range(2):
             rows,
             "{name}: rows read"
         );
-        assert_eq!(lbatches, hbatches, "{name}: batches from HDFS differ from local");
+        assert_eq!(
+            lbatches, hbatches,
+            "{name}: batches from HDFS differ from local"
+        );
     }
 }
