@@ -7,7 +7,7 @@
 //!
 //! - Plan: from the file tail only (rows, offset and length per stripe); consecutive stripes
 //!   are grouped into one split up to `opts.split_bytes`.
-//! - Read: through [`StorageChunks`] (orc-rust's `ChunkReader` over `RandomAccess::read_at`),
+//! - Read: through `StorageChunks` (orc-rust's `ChunkReader` over `RandomAccess::read_at`),
 //!   one orc-rust reader per stripe, selected with `with_file_byte_range` over the stripe's
 //!   first byte, so that an error names its stripe and `OnError::Skip` drops exactly one.
 //!   orc-rust has no way to share parsed file metadata between readers, so each stripe

@@ -8,7 +8,7 @@
 //! - Plan: from the footer only (rows and compressed bytes per row group); consecutive row
 //!   groups are grouped into one split up to `opts.split_bytes` (one row group per split when
 //!   row groups are at least that large).
-//! - Read: through [`StorageChunks`] (the `parquet` crate's `ChunkReader` over
+//! - Read: through `StorageChunks` (the `parquet` crate's `ChunkReader` over
 //!   `RandomAccess::read_at`), one `ParquetRecordBatchReader` per row group so that an error
 //!   names its row group and `OnError::Skip` can drop exactly one. Batches therefore never
 //!   span two row groups.
