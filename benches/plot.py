@@ -29,6 +29,7 @@ TARGETS = {
     "feed_vs_pyarrow_b1000": 2.0,
     "feed_vs_tfdata_b100": 1.0,
     "spark_rdd_vs_tfos": 10.0,
+    "spark_rdd_rows_vs_tfos": 10.0,
     "spark_df_vs_tfos": 50.0,
     "file_mode_vs_tfos": 100.0,
 }
