@@ -57,6 +57,7 @@ class Control:
         self.port = self._srv.getsockname()[1]
         self.cond = threading.Condition()
         self.nodes: dict[int, dict[int, NodeState]] = {}
+        self.gathers: dict[int, dict[int, dict]] = {}  # gen -> rank -> meta (the rendezvous)
         self._exits = 0
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="hydrofeed-control", daemon=True)
@@ -123,12 +124,32 @@ class Control:
             conn.settimeout(None)
             threading.Thread(target=self._serve, args=(conn,), name="hydrofeed-control-conn", daemon=True).start()
 
+    def _gather(self, conn: socket.socket, msg: dict) -> None:
+        """The rendezvous of one barrier task: answers every task's meta once all ``n`` arrived.
+
+        Replaces ``BarrierTaskContext.allGather``, which costs a fixed second (Spark polls its
+        RPC future with ``Thread.sleep(1000)``)."""
+        gen, rank, n = int(msg["gen"]), int(msg["rank"]), int(msg["n"])
+        timeout = float(msg.get("timeout", 600))
+        with self.cond:
+            metas = self.gathers.setdefault(gen, {})
+            metas[rank] = msg["meta"]
+            self.cond.notify_all()
+        ok = self.wait_for(lambda: len(self.gathers.get(gen, {})) >= n or self._closed, timeout)
+        with self.cond:
+            got = [self.gathers[gen][r] for r in sorted(self.gathers.get(gen, {}))]
+        reply = {"metas": got} if ok and len(got) >= n else {"error": f"only {len(got)} of {n} nodes arrived within {timeout}s"}
+        conn.sendall((json.dumps(reply) + "\n").encode())
+
     def _serve(self, conn: socket.socket) -> None:
         f = conn.makefile("rb")
         node: NodeState | None = None
         gen = -1
         try:
             hello = json.loads(f.readline() or b"{}")
+            if hello.get("t") == "gather" and hello.get("token") == self.token:
+                self._gather(conn, hello)
+                return
             if hello.get("t") != "hello" or hello.get("token") != self.token:
                 logger.warning("control: rejected a connection without this cluster's token")
                 conn.close()

@@ -18,6 +18,7 @@ import getpass
 import json
 import logging
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -244,6 +245,20 @@ def cluster_spec_of(metas: list[dict]) -> dict[str, list[str]]:
     return spec
 
 
+def _gather(cluster_meta: dict, generation: int, rank: int, n: int, meta: dict) -> list[dict]:
+    """Every barrier task's meta, in rank order, from the driver's control server."""
+    timeout = float(cluster_meta["reservation_timeout"])
+    with socket.create_connection(tuple(cluster_meta["driver_addr"]), timeout=30) as s:
+        s.settimeout(timeout + 30)
+        msg = {"t": "gather", "token": cluster_meta["token"], "gen": generation, "rank": rank, "n": n, "meta": meta, "timeout": timeout}
+        s.sendall((json.dumps(msg) + "\n").encode())
+        line = s.makefile("rb").readline()
+    reply = json.loads(line or b"{}")
+    if "metas" not in reply:
+        raise RuntimeError(f"hydrofeed: rendezvous at the driver {cluster_meta['driver_addr']} failed: {reply.get('error', 'no answer')}")
+    return reply["metas"]
+
+
 def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generation: int):
     """Returns the function run by ``nodeRDD.barrier().mapPartitions``: one node per task."""
 
@@ -280,12 +295,21 @@ def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generatio
         }
         # The rendezvous: every task learns every other task's host/port/GPUs from Spark itself;
         # no reservation server (TFoS) or application master (TonY) is needed.
-        metas = [json.loads(m) for m in ctx.allGather(json.dumps(meta))]
+        # Spark's allGather costs a fixed second (BarrierTaskContext polls its RPC future with
+        # Thread.sleep(1000)): the driver's control server gathers instead; a one-node barrier
+        # has nothing to gather.
+        n_tasks = len(ctx.getTaskInfos())
+        if n_tasks == 1:
+            metas = [meta]
+        else:
+            metas = _gather(cluster_meta, generation, ctx.partitionId(), n_tasks, meta)
         spec = cluster_spec_of(metas)
         tf_config = {"cluster": spec, "task": {"type": job_name, "index": task_index}, "environment": "cloud"}
+        from pyspark import cloudpickle
+
         node_spec = {
             "fn": fn_bytes,
-            "tf_args": tf_args,
+            "tf_args": cloudpickle.dumps(tf_args),
             "meta": meta,
             "cluster_spec": spec,
             "tf_config": tf_config,
@@ -293,12 +317,22 @@ def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generatio
             "generation": generation,
             "port_fd": port_sock.fileno(),
         }
-        from pyspark import cloudpickle
 
         spec_path = os.path.join(rdir, f"rank{executor_id}.spec")
-        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Another node's supervisor on this host removes the run directory when it finds it empty
+        # at exit (its trainer may already be done): (re)create it right before writing.
+        for attempt in range(3):
+            os.makedirs(rdir, mode=0o700, exist_ok=True)
+            try:
+                fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        # Plain pickle of plain values (fn and tf_args are cloudpickled bytes): the supervisor and
+        # the trainer read it without importing pyspark (0.36 s each, on the start-up path).
         with os.fdopen(fd, "wb") as f:
-            cloudpickle.dump(node_spec, f)
+            pickle.dump(node_spec, f)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         sup = subprocess.Popen(

@@ -105,10 +105,10 @@ def _start_tensorboard(spec: dict) -> tuple[subprocess.Popen | None, int]:
 
 
 def main(spec_path: str) -> int:
-    from pyspark import cloudpickle
+    import pickle
 
     with open(spec_path, "rb") as f:
-        spec = cloudpickle.load(f)
+        spec = pickle.load(f)  # plain values only (see node.py): no pyspark import here
     cm, meta = spec["cluster_meta"], spec["meta"]
     rank = meta["executor_id"]
     try:
@@ -189,9 +189,16 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
     stop_at = 0.0
     buf = b""
     driver_alive = True
+    # A pidfd turns readable when the trainer exits: the exit is seen at once, not at the next
+    # 0.2 s poll (shutdown waits on it).
+    try:
+        pidfd: int | None = os.pidfd_open(trainer.pid)
+    except (AttributeError, OSError):
+        pidfd = None
     while trainer.poll() is None:
-        r, _, _ = select.select([drv] if driver_alive else [], [], [], 0.2)
-        if r:
+        waits = ([drv] if driver_alive else []) + ([pidfd] if pidfd is not None else [])
+        r, _, _ = select.select(waits, [], [], 0.2)
+        if drv in r:
             try:
                 chunk = drv.recv(4096)
             except OSError:
@@ -218,6 +225,8 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
         if stopping and time.monotonic() - stop_at > STOP_GRACE_S:
             trainer.kill()
     code = trainer.wait()
+    if pidfd is not None:
+        os.close(pidfd)
     pumper.join(5)
     if tb is not None:
         tb.terminate()

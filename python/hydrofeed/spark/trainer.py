@@ -18,10 +18,10 @@ ERROR_PREFIX = "hydrofeed-error: "
 
 
 def main(spec_path: str) -> int:
-    from pyspark import cloudpickle
+    import pickle
 
     with open(spec_path, "rb") as f:
-        spec = cloudpickle.load(f)
+        spec = pickle.load(f)  # plain values; pyspark is imported only after the hub listens
     cm, meta = spec["cluster_meta"], spec["meta"]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -53,8 +53,10 @@ def main(spec_path: str) -> int:
         tmp_socket=tmp_sock,
         num_gpus=len(meta["gpus"]),
     )
+    from pyspark import cloudpickle
+
     fn = cloudpickle.loads(spec["fn"])
-    args = spec["tf_args"]
+    args = cloudpickle.loads(spec["tf_args"])
     if isinstance(args, list):
         sys.argv = args
     try:
