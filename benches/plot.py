@@ -28,6 +28,8 @@ TARGETS = {
     "feed_vs_pyarrow_b100": 2.0,
     "feed_vs_pyarrow_b1000": 2.0,
     "feed_vs_tfdata_b100": 1.0,
+    "launch_w1_vs_pyarrow_b1000": 2.0,
+    "launch_w2_vs_pyarrow_b1000": 2.0,
     "spark_rdd_vs_tfos": 10.0,
     "spark_rdd_rows_vs_tfos": 10.0,
     "spark_df_vs_tfos": 50.0,
