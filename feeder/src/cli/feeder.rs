@@ -8,11 +8,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::serve::ServeFormat;
+use super::serve::{read_options, ServeFormat};
 use crate::coord::token::Token;
 use crate::daemon::{run_feeder, FeederOptions};
-use crate::format::{OnError, ReadOptions};
-use crate::split::Format;
 
 /// Arguments of `hydrofeed feeder`.
 #[derive(Debug, clap::Args)]
@@ -86,21 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ranks: args.ranks,
         trainer_ports: args.trainer_ports.unwrap_or_default(),
         host: args.host,
-        read: ReadOptions {
-            columns: args.columns,
-            format: args.format.map(|f| match f {
-                ServeFormat::Parquet => Format::Parquet,
-                ServeFormat::Orc => Format::Orc,
-                ServeFormat::Avro => Format::Avro,
-                ServeFormat::Tfrecord => Format::Tfrecord,
-            }),
-            on_error: if args.skip_errors {
-                OnError::Skip
-            } else {
-                OnError::Raise
-            },
-            ..ReadOptions::default()
-        },
+        read: read_options(args.columns, args.format, args.skip_errors),
         memory_budget: args.memory_mb.max(16) << 20,
         accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
         stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),

@@ -57,6 +57,30 @@ pub struct Args {
     pub stall_timeout: f64,
 }
 
+/// The reader options that the `--columns`, `--format` and `--skip-errors` flags of
+/// `hydrofeed serve` and `hydrofeed feeder` describe.
+pub(crate) fn read_options(
+    columns: Option<Vec<String>>,
+    format: Option<ServeFormat>,
+    skip_errors: bool,
+) -> ReadOptions {
+    ReadOptions {
+        columns,
+        format: format.map(|f| match f {
+            ServeFormat::Parquet => Format::Parquet,
+            ServeFormat::Orc => Format::Orc,
+            ServeFormat::Avro => Format::Avro,
+            ServeFormat::Tfrecord => Format::Tfrecord,
+        }),
+        on_error: if skip_errors {
+            OnError::Skip
+        } else {
+            OnError::Raise
+        },
+        ..ReadOptions::default()
+    }
+}
+
 /// Runs `hydrofeed serve`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = ServeOptions {
@@ -64,21 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         socket: args.socket,
         batch_size: args.batch_size,
         epochs: args.epochs,
-        read: ReadOptions {
-            columns: args.columns,
-            format: args.format.map(|f| match f {
-                ServeFormat::Parquet => Format::Parquet,
-                ServeFormat::Orc => Format::Orc,
-                ServeFormat::Avro => Format::Avro,
-                ServeFormat::Tfrecord => Format::Tfrecord,
-            }),
-            on_error: if args.skip_errors {
-                OnError::Skip
-            } else {
-                OnError::Raise
-            },
-            ..ReadOptions::default()
-        },
+        read: read_options(args.columns, args.format, args.skip_errors),
         ring: RingConfig {
             capacity: args.ring_mb.max(1) << 20,
             max_frame: None,
