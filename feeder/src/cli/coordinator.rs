@@ -34,6 +34,10 @@ pub struct Args {
     /// Job seed (from the state when resuming).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Feed the splits in plan order (files by path, then row groups/stripes/blocks in file
+    /// order) instead of shuffling them by (seed, epoch) (from the state when resuming).
+    #[arg(long)]
+    pub no_shuffle: bool,
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
@@ -105,6 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
+        shuffle: !args.no_shuffle,
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: (args.stall_after * 1000.0) as u64,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
