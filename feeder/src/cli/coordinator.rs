@@ -38,6 +38,9 @@ pub struct Args {
     /// order) instead of shuffling them by (seed, epoch) (from the state when resuming).
     #[arg(long)]
     pub no_shuffle: bool,
+    /// Input format (when file names do not tell); the feeders must be given the same.
+    #[arg(long, value_enum)]
+    pub format: Option<super::serve::ServeFormat>,
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
@@ -99,7 +102,8 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         .as_deref()
         .expect("clap requires input or splits");
     let storage = crate::storage::open_storage(input)?;
-    let plan = crate::format::plan(&storage, input, &crate::format::ReadOptions::default())?;
+    let opts = super::serve::read_options(None, args.format, false);
+    let plan = crate::format::plan(&storage, input, &opts)?;
     Ok(SplitInfo::from_plan(&plan))
 }
 

@@ -1,13 +1,17 @@
 """Trainer-side ``DataFeed`` for InputMode.SPARK, compatible with TFoS's ``TFNode.DataFeed``.
 
-It reads from a transport hub (``transport.Hub`` today, the shared-memory ring later): anything
-with ``get(timeout) -> Item | None``, ``ack(conn_id, rows)``, ``send_results(conn_id, objs)``
-and ``terminate()``.
+It reads from a transport hub: anything with ``get(timeout) -> Item | None``,
+``ack(conn_id, rows)``, ``send_results(conn_id, objs)`` and ``terminate()``. A ``files`` item
+(``TFCluster.train_files``) switches it to the shared-memory ring of this node's feeder until
+that feed's end; then it goes back to the hub (more ``train()``/``train_files()``, or the end
+of feed).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from collections import deque
 from typing import Any, Iterator
 
@@ -47,6 +51,8 @@ class SparkDataFeed:
         self._cur_infer = False
         self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
         self.rows_delivered = 0
+        self._ring: Any = None  # hydrofeed.DataFeed of this node's feeder (file mode)
+        self._last_ring: Any = None
 
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
@@ -83,10 +89,22 @@ class SparkDataFeed:
                 self._pending.popleft()
 
     def terminate(self) -> None:
-        """Ignore the rest of the data (partitions still scheduled by Spark are skipped)."""
+        """Ignore the rest of the data (partitions still scheduled by Spark are skipped; a file
+        feed is read to its end and dropped, so the other ranks' steps still complete)."""
         logger.info("terminate() invoked")
         self._cur = None
         self._hub.terminate()
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            threading.Thread(target=_drain, args=(ring,), name="hydrofeed-ring-drain", daemon=True).start()
+
+    def state(self, timeout: float = 30.0) -> dict[str, Any]:
+        """File mode: the coordinator's resumable state (see :meth:`hydrofeed.DataFeed.state`);
+        pass it to ``TFCluster.train_files(resume=...)``."""
+        ring = self._ring or self._last_ring
+        if ring is None:
+            raise RuntimeError("state() needs a file feed (TFCluster.train_files); Spark-fed RDDs have no resumable position")
+        return ring.state(timeout)
 
     # -- fast path
     def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
@@ -106,6 +124,13 @@ class SparkDataFeed:
         slices: list[pa.RecordBatch] = []
         count = 0
         while count < batch_size and not self.done_feeding:
+            if self._cur is None and self._ring is not None:
+                b = self._ring.next()
+                if b is None:  # this file feed ended (every epoch); the hub says what is next
+                    logger.info("file feed ended after %d rows", self._ring.metrics().get("rows", 0))
+                    self._last_ring, self._ring = self._ring, None
+                    continue
+                self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
             if self._cur is None:
                 item = self._hub.get(_POLL_S)
                 if item is None:
@@ -120,6 +145,11 @@ class SparkDataFeed:
                     continue
                 if item.kind == "error":
                     raise RuntimeError(item.message)
+                if item.kind == "files":
+                    from hydrofeed.spark.files import open_ring
+
+                    self._ring = open_ring(json.loads(item.message))
+                    continue
                 self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
                 self._cur_infer = item.infer
             rb = self._cur
@@ -130,7 +160,9 @@ class SparkDataFeed:
             self._cur_off += k
             # Whether a row needs a result depends on how it was fed (train() or inference()),
             # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
-            if not self._cur_infer:
+            if self._cur_conn < 0:
+                pass  # ring batches: the ring DataFeed acks them to the feeder
+            elif not self._cur_infer:
                 self._hub.ack(self._cur_conn, k)
             else:
                 if self._pending and self._pending[-1][0] == self._cur_conn:
@@ -141,6 +173,14 @@ class SparkDataFeed:
                 self._cur = None
         self.rows_delivered += count
         return slices
+
+
+def _drain(ring: Any) -> None:
+    try:
+        while ring.next() is not None:
+            pass
+    except Exception as e:  # noqa: BLE001 - the feed is being abandoned anyway
+        logger.warning("draining the file feed after terminate(): %s", e)
 
 
 def _combine(slices: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
