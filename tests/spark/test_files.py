@@ -154,3 +154,26 @@ def test_file_mode_reads_a_real_minidfs(sc, minidfs, tmp_path):
     res = _results(str(out), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(total)) and set(counts.values()) == {1}
+
+
+def test_keras_model_trains_on_two_executors_in_file_mode(sc, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    for k in range(3):
+        x = rng.random((1000, 4), dtype=np.float32)
+        y = x @ np.array([1.0, -2.0, 3.0, 0.5], dtype=np.float32)
+        pq.write_table(
+            pa.table({"x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), 4), "y": pa.array(y)}),
+            data / f"part-{k}.parquet",
+        )
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.keras_train, {"out": str(out)}, 2, input_mode=InputMode.SPARK)
+    cluster.train_files(str(data), num_epochs=3, batch_size=64)
+    cluster.shutdown()
+    res = _results(str(out), 2)
+    # 3 epochs x floor(3000 / (2 x 64)) = 3 x 23 steps on each worker, and the loss fell
+    assert len(res[0]["losses"]) == len(res[1]["losses"]) == 69
+    for r in res.values():
+        assert np.mean(r["losses"][-5:]) < np.mean(r["losses"][:5]) / 2

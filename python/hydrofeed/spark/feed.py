@@ -98,6 +98,16 @@ class SparkDataFeed:
             ring, self._ring = self._ring, None
             threading.Thread(target=_drain, args=(ring,), name="hydrofeed-ring-drain", daemon=True).start()
 
+    def finish_files(self) -> None:
+        """Reads an active file feed to its end, dropping the rows (``map_fun`` returned): its
+        last batches count as consumed, so the coordinator can finish and ``train_files``
+        returns."""
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            self._cur = None
+            _drain(ring)
+            self._last_ring = ring
+
     def state(self, timeout: float = 30.0) -> dict[str, Any]:
         """File mode: the coordinator's resumable state (see :meth:`hydrofeed.DataFeed.state`);
         pass it to ``TFCluster.train_files(resume=...)``."""

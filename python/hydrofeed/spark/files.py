@@ -326,3 +326,33 @@ def open_ring(msg: dict) -> Any:
         timeout=float(msg["feed_timeout"]),
         connect_timeout=float(msg["feed_timeout"]),
     )
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def total_rows(uri: str, fmt: str | None = None) -> int:
+    """Rows in ``uri`` (file, directory or glob; local or ``hdfs://``), from the files' metadata
+    (``hydrofeed inspect``: footers and indexes, no data is decoded)."""
+    import json
+
+    from hydrofeed._proc import hydrofeed_bin
+
+    args = [hydrofeed_bin(), "inspect", "--json", uri] + (["--format", fmt] if fmt else [])
+    out = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise FeedFilesError(f"hydrofeed inspect {uri} failed: {out.stderr.strip()[-2000:]}")
+    return int(json.loads(out.stdout)["total_rows"])
+
+
+def steps_per_epoch(rows: int, workers: int, batch_size: int, remainder: str = "drop") -> int:
+    """Steps every worker takes in an epoch of ``train_files`` (the same on every worker):
+    ``floor(rows / (workers * batch_size))`` under ``drop``, ``ceil`` under ``pad`` (under
+    ``wrap`` an epoch after one that borrowed rows may have a step fewer: see docs/arch/coord.md).
+
+    A synchronous training loop (``MultiWorkerMirroredStrategy``) can run exactly this many
+    steps per epoch; nothing is skipped or left waiting."""
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder must be one of {REMAINDERS}")
+    per_step = workers * batch_size
+    return rows // per_step if remainder == "drop" else -(-rows // per_step)
