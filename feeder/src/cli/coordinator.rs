@@ -188,13 +188,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let interrupted = rt.block_on(async {
         let done = async {
             loop {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 let all_told = svc.shared.with_machine(|m| {
                     m.finished() && m.ranks().iter().all(|r| !r.alive || r.stage == Stage::Done)
                 });
                 if all_told {
                     // Let the last replies leave before the server goes.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     return;
                 }
             }

@@ -236,6 +236,7 @@ class TFCluster:
                 os.unlink(resume_path)
         logger.info("hydrofeed: file feed %s of %s to %d workers (coordinator %s)", job, o["uri"], len(ranks), coord.addr)
         finished = False
+        coord.notify_exit(ctl.cond)
         try:
             for i, r in enumerate(ranks):
                 msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],

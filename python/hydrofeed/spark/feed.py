@@ -58,6 +58,10 @@ class SparkDataFeed:
     def next_batch(self, batch_size: int) -> Any:
         """Up to ``batch_size`` rows; fewer at end of feed (and, for inference, at the end of a
         partition, so results can flow back while Spark schedules the next one)."""
+        if self.input_tensors is not None and self._ring is not None and self._cur is None:
+            cols = self._ring_columns(batch_size)
+            if cols is not None:
+                return cols
         slices = self._take(batch_size)
         if self.input_tensors is None:
             out: list = []
@@ -130,6 +134,23 @@ class SparkDataFeed:
                 }
 
     # -- internals
+    def _ring_columns(self, batch_size: int) -> dict[str, Any] | None:
+        """File mode, ``input_mapping``, a ring batch of exactly ``batch_size`` rows (the
+        coordinator's batch size): its numpy columns as they lie in shared memory, no copy
+        (each array holds its ring slot until collected). None: take the general path."""
+        b = self._ring.next()
+        if b is None:  # this file feed ended; _take goes back to the hub
+            self._last_ring, self._ring = self._ring, None
+            return None
+        mapping = self.input_mapping or {}
+        if b.num_rows == batch_size and all(c in b for c in mapping):
+            out = {t: b[c] for c, t in mapping.items()}
+            if all(isinstance(v, np.ndarray) for v in out.values()):
+                self.rows_delivered += batch_size
+                return out
+        self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
+        return None
+
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
         slices: list[pa.RecordBatch] = []
         count = 0

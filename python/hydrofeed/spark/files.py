@@ -145,6 +145,16 @@ class Coordinator:
             self.tail.append(line)
             logger.info("[coordinator] %s", line)
 
+    def notify_exit(self, cond: threading.Condition) -> None:
+        """Notifies ``cond`` when the coordinator exits (waiters wake at once, not at a poll)."""
+
+        def wait() -> None:
+            self.proc.wait()
+            with cond:
+                cond.notify_all()
+
+        threading.Thread(target=wait, name="hydrofeed-coordinator-wait", daemon=True).start()
+
     def poll(self) -> int | None:
         """Exit status, or None while it runs (it exits once every epoch was consumed)."""
         return self.proc.poll()
