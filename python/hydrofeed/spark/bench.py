@@ -131,6 +131,20 @@ def _write_parquet(root: str, n: int, parts: int) -> str:
     return root
 
 
+def _write_orc(parquet_dir: str, root: str) -> str:
+    """The same rows as ORC files (pyarrow.orc; ORC has no fixed-size list: list<float>)."""
+    import pyarrow as pa
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    os.makedirs(root, exist_ok=True)
+    for name in sorted(os.listdir(parquet_dir)):
+        t = pq.read_table(os.path.join(parquet_dir, name))
+        t = t.set_column(0, "image", t.column("image").cast(pa.list_(pa.float32())))
+        orc.write_table(t, os.path.join(root, name.replace(".parquet", ".orc")))
+    return root
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=20000)
@@ -193,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     results["hydrofeed_spark_df"] = _one(sc, "hf", df, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
     files = _write_parquet(os.path.join(workdir, "mnist"), n, a.partitions)
     results["hydrofeed_files"] = _one(sc, "hf", files, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
+    orc = _write_orc(files, os.path.join(workdir, "mnist_orc"))
+    results["hydrofeed_files_orc"] = _one(sc, "hf", orc, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
     sc.stop()
 
     def ratio(k: str) -> float | None:
@@ -214,11 +230,13 @@ def main(argv: list[str] | None = None) -> int:
             "spark_rdd_rows_vs_tfos": ratio("hydrofeed_spark_rdd_rows"),
             "spark_df_vs_tfos": ratio("hydrofeed_spark_df"),
             "file_mode_vs_tfos": ratio("hydrofeed_files"),
+            "file_mode_orc_vs_tfos": ratio("hydrofeed_files_orc"),
         },
         "notes": {
             "file_mode_vs_tfos": "TFCluster.train_files of the same rows written as Parquet (one file per "
             "partition, pyarrow): coordinator in the driver, feeder on the node, ring into the trainer, "
             "which takes input_mapping numpy columns",
+            "file_mode_orc_vs_tfos": "same, the rows written as ORC (pyarrow.orc)",
             "spark_rdd": "RDD of (ndarray, int) rows, trainer takes input_mapping numpy columns",
             "spark_rdd_rows": "same RDD, trainer runs TFoS's row loop (next_batch rows + np.stack)",
         },

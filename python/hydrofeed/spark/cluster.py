@@ -246,8 +246,17 @@ class TFCluster:
             t0 = last_t = time.monotonic()
             last_acked = -1
             next_probe = t0
+            def feeders_done() -> bool:
+                nodes = ctl.gen_nodes(gen)
+                return all(r in nodes and nodes[r].feeders.get(job, {}).get("code") == 0 for r in ranks)
+
             while True:
                 code = coord.poll()
+                if code is None and feeders_done():
+                    # Every feeder left after its end of feed, so every row was acked and no
+                    # call to the coordinator is in flight: no need to wait for its linger.
+                    coord.interrupt()
+                    code = 0 if coord.state() else coord.poll()
                 if code == 0:
                     finished = True
                     break
@@ -265,8 +274,13 @@ class TFCluster:
                             f"hydrofeed: file feed of {o['uri']}: no row consumed for feed_timeout={o['feed_timeout']}s "
                             f"({max(last_acked, 0)} rows so far); the trainers stopped reading?"
                         )
-                ctl.wait_for(lambda: coord.poll() is not None or self._gen != gen or self._failed_node_locked(gen) is not None, 0.2)
+                ctl.wait_for(
+                    lambda: coord.poll() is not None or feeders_done() or self._gen != gen or self._failed_node_locked(gen) is not None,
+                    0.2,
+                )
             state = json.loads(coord.state() or "{}")
+            if not state.get("finished"):
+                raise _files.FeedFilesError(f"hydrofeed: the coordinator of file feed {job} stopped before the end of the feed: {state}")
             # The feeders leave once their trainer read the end of this feed.
             ctl.wait_for(lambda: all(job in ctl.gen_nodes(gen)[r].feeders for r in ranks if r in ctl.gen_nodes(gen)), 30)
             logger.info("hydrofeed: file feed %s done in %.1fs", job, time.monotonic() - t0)

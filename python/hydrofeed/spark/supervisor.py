@@ -263,6 +263,11 @@ def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: sock
     feeder = Feeder(msg, meta["host"], os.path.dirname(spec_path), lambda line: _log(prefix + line))
 
     def watch() -> None:
+        # Point the trainer at the ring once the feeder listens (it registers with the
+        # coordinator first): the trainer then attaches at once instead of retrying.
+        deadline = time.monotonic() + float(msg["feed_timeout"])
+        while not os.path.exists(feeder.socket) and feeder.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
         try:
             send_files(hub_sock, feeder.hub_message())
         except OSError as e:  # TransportError included: the hub refused (map_fun returned)
