@@ -177,3 +177,48 @@ def test_keras_model_trains_on_two_executors_in_file_mode(sc, tmp_path):
     assert len(res[0]["losses"]) == len(res[1]["losses"]) == 69
     for r in res.values():
         assert np.mean(r["losses"][-5:]) < np.mean(r["losses"][:5]) / 2
+
+
+def test_executor_killed_mid_feed_fails_clearly_and_leaves_nothing(sc, tmp_path):
+    import signal
+    import threading
+
+    from hydrofeed.spark.node import run_dir, sweep_stale
+
+    data = str(tmp_path / "data")
+    _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50, "step_sleep": 0.01}, 2,
+                            input_mode=InputMode.SPARK)
+    victim = cluster.cluster_info[1]["supervisor_pid"]
+    threading.Timer(1.0, os.kill, (victim, signal.SIGKILL)).start()
+    t0 = time.monotonic()
+    with pytest.raises(TrainerFailedError, match="rank 1 .* was lost"):
+        cluster.train_files(data, num_epochs=3, batch_size=50)
+    assert time.monotonic() - t0 < 60
+    with pytest.raises(TrainerFailedError):
+        cluster.shutdown(timeout=60)
+
+    def feeders() -> list[int]:
+        pids = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")
+                if len(cmd) > 1 and cmd[1] in (b"feeder", b"coordinator") and b"hydrofeed" in cmd[0]:
+                    pids.append(int(pid))
+            except (OSError, ValueError):
+                pass
+        return pids
+
+    deadline = time.monotonic() + 20
+    while feeders() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert feeders() == []  # the killed node's feeder died with its supervisor; the rest stopped
+    # what the SIGKILLed supervisor could not remove (its hub socket, its feeder's socket
+    # directory) goes with the next sweep
+    left = os.listdir(run_dir(cluster.cluster_id, 0))
+    assert "rank1.sock" in left and any(n.startswith("feed-") for n in left), left
+    sweep_stale(min_age_s=0)
+    assert not os.path.exists(run_dir(cluster.cluster_id, 0))

@@ -60,6 +60,15 @@ def sweep_stale(min_age_s: float = 600.0) -> int:
         except OSError:
             continue
         live = False
+        for n in list(names):
+            p = os.path.join(d, n)
+            if n.startswith("feed-") and os.path.isdir(p):
+                # a file-mode feeder's socket directory (the feeder died with its supervisor)
+                try:
+                    inner = [os.path.join(p, x) for x in os.listdir(p)]
+                except OSError:
+                    continue
+                names.extend(os.path.relpath(x, d) for x in inner)
         for n in names:
             p = os.path.join(d, n)
             if n.endswith(".sock"):
@@ -79,6 +88,14 @@ def sweep_stale(min_age_s: float = 600.0) -> int:
                     s.close()
         if live:
             continue
+        for n in sorted(names, reverse=True):  # files inside feed-* before the directory
+            p = os.path.join(d, n)
+            if n.startswith("feed-") and os.sep not in n:
+                try:
+                    os.rmdir(p)
+                    removed += 1
+                except OSError:
+                    pass
         for n in names:
             p = os.path.join(d, n)
             try:
