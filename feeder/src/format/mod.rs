@@ -17,6 +17,7 @@ mod io;
 pub mod listing;
 pub mod orc;
 pub mod parquet;
+mod parquet_fixed;
 pub mod tfrecord;
 
 /// What to do with a corrupt record or block.

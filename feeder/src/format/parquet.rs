@@ -173,7 +173,7 @@ pub struct ParquetReader {
     todo: VecDeque<usize>,
     /// The row group being read (for errors).
     active: usize,
-    current: Option<(usize, ParquetRecordBatchReader)>,
+    current: Option<(usize, RgReader)>,
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
     done: bool,
@@ -293,17 +293,88 @@ impl ParquetReader {
         }
     }
 
-    fn rg_reader(&self, rg: usize) -> Result<ParquetRecordBatchReader> {
+    fn rg_reader(&self, rg: usize) -> Result<RgReader> {
         let chunks = self
             .chunks
             .read_ahead(&self.chunk_ranges(rg))
             .map_err(|e| self.rg_error(rg, e.to_string()))?;
-        ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
-            .with_row_groups(vec![rg])
-            .with_projection(self.mask.clone())
-            .with_batch_size(self.batch_rows)
-            .build()
-            .map_err(|e| self.rg_error(rg, e.to_string()))
+        let md = self.meta.metadata();
+        let pq_schema = md.file_metadata().schema_descr();
+        let file_schema = self.meta.schema();
+        // Projected root columns, in the order the parquet reader yields them.
+        let roots: Vec<usize> = (0..file_schema.fields().len())
+            .filter(|&r| {
+                (0..pq_schema.num_columns())
+                    .any(|l| pq_schema.get_column_root_idx(l) == r && self.mask.leaf_included(l))
+            })
+            .collect();
+        let fast: Vec<(usize, usize)> = roots
+            .iter()
+            .enumerate()
+            .filter_map(|(pos, &r)| {
+                super::parquet_fixed::eligible(
+                    pq_schema,
+                    md.row_group(rg),
+                    r,
+                    file_schema.field(r).data_type(),
+                )
+                .map(|leaf| (pos, leaf))
+            })
+            .collect();
+        let rest: Vec<usize> = (0..pq_schema.num_columns())
+            .filter(|&l| self.mask.leaf_included(l) && !fast.iter().any(|&(_, f)| f == l))
+            .collect();
+        if fast.is_empty() {
+            return ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(self.mask.clone())
+                .with_batch_size(self.batch_rows)
+                .build()
+                .map(RgReader::Arrow)
+                .map_err(|e| self.rg_error(rg, e.to_string()));
+        }
+        let rows = md.row_group(rg).num_rows().max(0) as usize;
+        let chunks = Arc::new(chunks);
+        let mut cols = Vec::with_capacity(fast.len());
+        for &(pos, leaf) in &fast {
+            let field = file_schema.field(roots[pos]).clone();
+            let c = super::parquet_fixed::FixedListColumn::open(
+                chunks.clone(),
+                md.row_group(rg),
+                leaf,
+                Arc::new(field),
+            )
+            .map_err(|e| self.rg_error(rg, e))?;
+            cols.push((pos, c));
+        }
+        let arrow = if rest.is_empty() {
+            None
+        } else {
+            let mask = ProjectionMask::leaves(pq_schema, rest);
+            Some(
+                ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    (*chunks).clone(),
+                    self.meta.clone(),
+                )
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_batch_size(self.batch_rows)
+                .build()
+                .map_err(|e| self.rg_error(rg, e.to_string()))?,
+            )
+        };
+        let schema = Arc::new(
+            file_schema
+                .project(&roots)
+                .map_err(|e| Error::Internal(format!("{}: {e}", self.path)))?,
+        );
+        Ok(RgReader::Fixed(FixedRg {
+            arrow,
+            cols,
+            rows_left: rows,
+            batch_rows: self.batch_rows,
+            schema,
+        }))
     }
 
     fn finish_batch(&self, b: RecordBatch) -> Result<RecordBatch> {
@@ -358,7 +429,7 @@ impl ParquetReader {
                         return self.finish_batch(b).map(Some);
                     }
                     Some(Err(e)) => {
-                        let e = self.rg_error(rg, e.to_string());
+                        let e = self.rg_error(rg, e);
                         self.done = true;
                         return Err(e);
                     }
@@ -375,7 +446,7 @@ impl ParquetReader {
                     reader
                         .by_ref()
                         .collect::<std::result::Result<Vec<_>, _>>()
-                        .map_err(|e| Error::Internal(e.to_string()))
+                        .map_err(Error::Internal)
                 },
             );
             let failed = match decoded {
@@ -393,6 +464,94 @@ impl ParquetReader {
                 self.bad(rg, e)?;
             }
         }
+    }
+}
+
+/// One row group's reader: the parquet crate's, or [`FixedRg`] when some projected columns
+/// are fixed-size lists of numbers without nulls.
+enum RgReader {
+    Arrow(ParquetRecordBatchReader),
+    Fixed(FixedRg),
+}
+
+impl Iterator for RgReader {
+    type Item = std::result::Result<RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RgReader::Arrow(r) => r.next().map(|b| b.map_err(|e| e.to_string())),
+            RgReader::Fixed(r) => r.next(),
+        }
+    }
+}
+
+/// Fixed-size list columns through [`super::parquet_fixed`], the other projected columns
+/// through the parquet crate's reader, zipped batch by batch (both cut `batch_rows` rows).
+struct FixedRg {
+    arrow: Option<ParquetRecordBatchReader>,
+    /// (position among the projected roots, reader)
+    cols: Vec<(usize, super::parquet_fixed::FixedListColumn)>,
+    rows_left: usize,
+    batch_rows: usize,
+    /// The projected roots, in file order (what the parquet reader would yield).
+    schema: SchemaRef,
+}
+
+impl FixedRg {
+    fn batch(&mut self) -> std::result::Result<RecordBatch, String> {
+        let n = self.rows_left.min(self.batch_rows);
+        let mut others = match self.arrow.as_mut() {
+            Some(r) => {
+                let b = r
+                    .next()
+                    .ok_or_else(|| format!("row group ended {} rows early", self.rows_left))?
+                    .map_err(|e| e.to_string())?;
+                if b.num_rows() != n {
+                    return Err(format!("batch of {} rows, expected {n}", b.num_rows()));
+                }
+                b.columns().to_vec().into_iter()
+            }
+            None => Vec::new().into_iter(),
+        };
+        let mut fixed = Vec::with_capacity(self.cols.len());
+        for (pos, c) in &mut self.cols {
+            fixed.push((*pos, c.read(n)?));
+        }
+        let mut fixed = fixed.into_iter().peekable();
+        let mut cols = Vec::with_capacity(self.schema.fields().len());
+        for i in 0..self.schema.fields().len() {
+            match fixed.peek() {
+                Some((p, _)) if *p == i => cols.push(
+                    fixed
+                        .next()
+                        .map(|(_, a)| a)
+                        .unwrap_or_else(|| unreachable!()),
+                ),
+                _ => cols.push(others.next().ok_or("missing column")?),
+            }
+        }
+        self.rows_left -= n;
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl Iterator for FixedRg {
+    type Item = std::result::Result<RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rows_left == 0 {
+            return None;
+        }
+        let r = self.batch();
+        if r.is_err() {
+            self.rows_left = 0;
+        }
+        Some(r)
     }
 }
 
