@@ -163,7 +163,7 @@ where
     if rep.len() != n
         || rep
             .chunks_exact(width)
-            .any(|c| c[0] != 0 || c[1..].iter().any(|&l| l == 0))
+            .any(|c| c[0] != 0 || c[1..].contains(&0))
     {
         return Err(format!("a row does not hold exactly {width} values"));
     }
