@@ -138,8 +138,19 @@ class TFCluster:
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
         batches, schema = _arrow_batches(df)
-        union = batches if num_epochs == 1 else self.sc.union([batches] * num_epochs)
-        self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+        if num_epochs == 1:
+            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+            return
+        # Spark's Arrow encoding of the rows (JVM, per element for array columns) is most of the
+        # cost of feeding a DataFrame: encode once, feed the encoded batches num_epochs times.
+        from pyspark import StorageLevel
+
+        batches.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            union = self.sc.union([batches] * num_epochs)
+            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+        finally:
+            batches.unpersist(blocking=False)
 
     def _run_feed_job(self, job: Callable[[], Any]) -> None:
         """Runs a feeding job in a job group that is cancelled at once if a node fails."""

@@ -47,6 +47,11 @@ class SparkDataFeed:
         self._cur_infer = False
         self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
         self.rows_delivered = 0
+        # Slices handed out by _take -> (whole batch, offset): their numpy columns are slices of
+        # the whole batch's, converted once per batch instead of once per next_batch.
+        self._src: dict[int, tuple[pa.RecordBatch, int]] = {}
+        self._np_batch: pa.RecordBatch | None = None
+        self._np_cols: list[Any] = []
 
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
@@ -56,11 +61,15 @@ class SparkDataFeed:
         if self.input_tensors is None:
             out: list = []
             for rb in slices:
-                out.extend(_rows.batch_to_rows(rb))
+                out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
             return out
         if not slices:
             return {t: [] for t in self.input_tensors}
-        cols = [_rows.batch_to_columns(rb, self.input_mapping or {}) for rb in slices]
+        mapping = self.input_mapping or {}
+        cols = []
+        for rb in slices:
+            idx = _rows.mapping_indices(rb.schema, mapping)
+            cols.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
         return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
 
     def should_stop(self) -> bool:
@@ -102,7 +111,18 @@ class SparkDataFeed:
                 }
 
     # -- internals
+    def _columns(self, piece: pa.RecordBatch, need: Any = None) -> list[Any] | None:
+        """Numpy columns of a slice from _take (None: convert it as a batch of its own)."""
+        src = self._src.get(id(piece))
+        if src is None:
+            return None
+        whole, off = src
+        if self._np_batch is not whole:
+            self._np_batch, self._np_cols = whole, _rows.numpy_columns(whole)
+        return _rows.slice_columns(whole, self._np_cols, off, piece.num_rows, need)
+
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
+        self._src.clear()
         slices: list[pa.RecordBatch] = []
         count = 0
         while count < batch_size and not self.done_feeding:
@@ -126,6 +146,7 @@ class SparkDataFeed:
             k = min(batch_size - count, rb.num_rows - self._cur_off)
             piece = rb.slice(self._cur_off, k)
             slices.append(piece)
+            self._src[id(piece)] = (rb, self._cur_off)
             count += k
             self._cur_off += k
             # Whether a row needs a result depends on how it was fed (train() or inference()),

@@ -48,6 +48,7 @@ EOF = 9  # control -> hub: end of feed (no more partitions will come)
 
 _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 31
+_POOL_MIN = 1 << 16  # frames at least this large are received into Arrow pool memory
 
 
 class TransportError(PeerLostError, ConnectionError):
@@ -55,8 +56,10 @@ class TransportError(PeerLostError, ConnectionError):
 
 
 def _recv_exact(sock: socket.socket, n: int) -> memoryview:
-    buf = bytearray(n)
-    view = memoryview(buf)
+    # Arrow pool memory, not a bytearray: no zero-fill pass over the (multi-MB) batch and the
+    # allocator reuses freed blocks instead of faulting in fresh pages for every batch. The
+    # record batch read from it is zero-copy and keeps the buffer alive.
+    view = memoryview(pa.allocate_buffer(n)).cast("B") if n >= _POOL_MIN else memoryview(bytearray(n))
     got = 0
     while got < n:
         k = sock.recv_into(view[got:], n - got)
