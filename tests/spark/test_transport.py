@@ -226,3 +226,44 @@ def test_next_batch_slices_whole_batch_columns_exactly_like_converting_each_slic
                 _equal(out[t], want)
         feed.next_batch(size)
         assert feed.should_stop() and hub.acked == total
+
+
+_LOADER = r"""
+import pickle, sys
+from hydrofeed.spark.trainer import load_pickled
+blobs = pickle.loads(sys.stdin.buffer.read())
+out = [load_pickled(blobs["closure"])(1), load_pickled(blobs["lambda"])(2), load_pickled(blobs["args"])]
+out.append("pyspark" in sys.modules)  # cloudpickle loaded without the pyspark package
+out.append(load_pickled(blobs["row"])(5).asDict())  # needs pyspark.sql: the ordinary import
+import pyspark
+out.append(hasattr(pyspark, "SparkContext"))
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def test_trainer_loads_by_value_map_fun_without_importing_pyspark():
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+    from pyspark.sql import Row
+
+    k = 3
+
+    def closure(x):
+        return x + k
+
+    def needs_row(x):
+        return Row(a=x)
+
+    blobs = {
+        "closure": cloudpickle.dumps(closure),  # a local function: pickled by value
+        "lambda": cloudpickle.dumps(lambda x: x * 2),
+        "row": cloudpickle.dumps(needs_row),
+        "args": cloudpickle.dumps({"a": [1, 2]}),
+    }
+    assert b"pyspark.cloudpickle" in blobs["closure"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", _LOADER], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert pickle.loads(r.stdout) == [4, 4, {"a": [1, 2]}, False, {"a": 5}, True]
