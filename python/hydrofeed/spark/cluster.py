@@ -405,10 +405,12 @@ def _arrow_batches(df: Any) -> tuple[Any, Any]:
 
 
 def _decode(it: Any, schema: Any) -> Any:
+    """(record batch, its IPC message as Spark wrote it): the message is forwarded as it is."""
     import pyarrow as pa
 
     for msg in it:
-        yield pa.ipc.read_record_batch(pa.py_buffer(msg), schema)
+        buf = pa.py_buffer(msg)
+        yield pa.ipc.read_record_batch(buf, schema), buf
 
 
 def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_rows: int) -> Callable:
@@ -435,11 +437,11 @@ def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_ro
                 for _ in it:
                     pass
                 return [0] if mode == "train" else []
-            batches = it if arrow else _rows.batches_from_rows(it, batch_rows)
+            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_rows))
             sent = 0
-            for rb in batches:
+            for rb, ipc in batches:
                 if rb.num_rows:
-                    ch.send(rb)
+                    ch.send(rb, ipc)
                     sent += rb.num_rows
             results = ch.finish(feed_timeout)
         finally:

@@ -364,13 +364,15 @@ class Channel:
         self.terminating: bool = info["state"] == "terminating"
         self._schema: pa.Schema | None = None
 
-    def send(self, batch: pa.RecordBatch) -> None:
-        """Sends one record batch (and the schema before the first one)."""
+    def send(self, batch: pa.RecordBatch, ipc: pa.Buffer | None = None) -> None:
+        """Sends one record batch (and the schema before the first one). ``ipc``: the batch's
+        Arrow IPC message if the caller has it already (Spark-encoded DataFrame batches): sent
+        as it is instead of serializing the batch again."""
         try:
             if self._schema is None or not batch.schema.equals(self._schema):
                 self._schema = batch.schema
                 send_frame(self.sock, SCHEMA, batch.schema.serialize())
-            send_frame(self.sock, BATCH, batch.serialize())
+            send_frame(self.sock, BATCH, ipc if ipc is not None else batch.serialize())
         except OSError as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away while feeding: {e}")) from e
 
