@@ -302,6 +302,33 @@ fn same_seed_same_order_other_epoch_other_order() {
     assert_ne!(first_seen(&a, 0), first_seen(&c, 0));
 }
 
+/// `shuffle: false`: every epoch hands the splits out in plan order; the state keeps it.
+#[test]
+fn without_shuffle_every_epoch_follows_the_plan_order() {
+    let c = Config {
+        shuffle: false,
+        ..cfg(3)
+    };
+    let mut sim = Sim::new(
+        Machine::new(splits(), c).unwrap(),
+        SimOptions {
+            seed: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.run(10_000_000).unwrap();
+    assert!(!sim.m.state().shuffle);
+    let log = sim.m.drain_log();
+    for e in 0..2u32 {
+        let seen = first_seen(&log, e);
+        let plan: Vec<u32> = (0..seen.len() as u32).collect();
+        assert_eq!(seen, plan, "epoch {e}");
+    }
+    let resumed = State::from_json(&sim.m.state().to_json()).unwrap();
+    assert!(!resumed.shuffle);
+}
+
 #[test]
 fn dead_worker_rows_are_reassigned_from_last_ack() {
     let token = Token::generate().unwrap();

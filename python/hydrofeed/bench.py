@@ -251,6 +251,12 @@ def bench_launch(rows: int, workers: list[int], repeat: int, work: Path) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["spark"]:
+        # TFoS vs hydrofeed on Spark (RDD, DataFrame, file mode): hydrofeed.spark.bench
+        from hydrofeed.spark.bench import main as spark_main
+
+        return spark_main(args[1:])
     p = argparse.ArgumentParser(prog="python -m hydrofeed.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -259,8 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--repeat", type=int, default=3)
     f.add_argument("--json", action="store_true", help="print JSON only")
     f.add_argument("--workers", help="comma-separated worker counts: bench through hydrofeed launch")
+    sub.add_parser("spark", help="TFoS vs hydrofeed on Spark: RDD, DataFrame and file mode "
+                   "(python -m hydrofeed.bench spark --help)")
     sub.add_parser("_worker", help=argparse.SUPPRESS)
-    a = p.parse_args(argv)
+    a = p.parse_args(args)
     if a.what == "_worker":
         return _launch_worker()
     with tempfile.TemporaryDirectory(prefix="hydrofeed-bench-") as d:

@@ -24,9 +24,13 @@ def record_ids(args, ctx):
             continue
         batches += 1
         ids.extend(int(row[0]) for row in batch)
+        if args.get("step_sleep"):
+            import time
+
+            time.sleep(args["step_sleep"])  # a training step
         if args.get("fail_rank") == ctx.executor_id and batches >= 2:
             raise ValueError(f"boom on executor {ctx.executor_id}")
-        if args.get("kill_rank") == ctx.executor_id and batches >= 2:
+        if args.get("kill_rank") == ctx.executor_id and batches >= args.get("kill_after", 2):
             once = os.path.join(args["out"], "killed-once")
             if not args.get("kill_once") or not os.path.exists(once):
                 open(once, "w").close()

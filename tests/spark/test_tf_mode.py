@@ -70,3 +70,31 @@ def test_gang_restarts_after_a_failure(sc, tmp_path):
     assert (w0["rows"], w1["rows"]) == (4, 6)
     assert w1["attempt"] == 1  # the failing rank ran twice: the whole gang was restarted
     assert sorted(p for p in os.listdir(out) if p.startswith("attempt-1")) == ["attempt-1-0", "attempt-1-1"]
+
+
+def test_tensorboard_runs_on_the_chief_and_stops_with_the_cluster(sc, tmp_path):
+    import time
+    import urllib.error
+    import urllib.request
+
+    out = tmp_path / "out"
+    out.mkdir()
+    logdir = tmp_path / "tb"
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out)}, 2, input_mode=InputMode.SPARK,
+                            master_node="chief", tensorboard=True, log_dir=str(logdir))
+    url = cluster.tensorboard_url()
+    chief = [n for n in cluster.cluster_info if n["job_name"] == "chief"][0]
+    assert url == f"http://{chief['host']}:{chief['tb_port']}"
+    assert url in (sc.getLocalProperty("spark.job.description") or "")
+    body, deadline = None, time.monotonic() + 60
+    while body is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/data/logdir", timeout=5) as r:
+                body = json.loads(r.read())
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.5)
+    assert body is not None, f"TensorBoard did not answer at {url}"
+    assert body["logdir"] == str(logdir)
+    cluster.shutdown()
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(url + "/data/logdir", timeout=5)

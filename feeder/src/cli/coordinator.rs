@@ -34,6 +34,13 @@ pub struct Args {
     /// Job seed (from the state when resuming).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Feed the splits in plan order (files by path, then row groups/stripes/blocks in file
+    /// order) instead of shuffling them by (seed, epoch) (from the state when resuming).
+    #[arg(long)]
+    pub no_shuffle: bool,
+    /// Input format (when file names do not tell); the feeders must be given the same.
+    #[arg(long, value_enum)]
+    pub format: Option<super::serve::ServeFormat>,
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
@@ -95,7 +102,8 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         .as_deref()
         .expect("clap requires input or splits");
     let storage = crate::storage::open_storage(input)?;
-    let plan = crate::format::plan(&storage, input, &crate::format::ReadOptions::default())?;
+    let opts = super::serve::read_options(None, args.format, false);
+    let plan = crate::format::plan(&storage, input, &opts)?;
     Ok(SplitInfo::from_plan(&plan))
 }
 
@@ -105,6 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
+        shuffle: !args.no_shuffle,
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: (args.stall_after * 1000.0) as u64,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
@@ -179,13 +188,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let interrupted = rt.block_on(async {
         let done = async {
             loop {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 let all_told = svc.shared.with_machine(|m| {
                     m.finished() && m.ranks().iter().all(|r| !r.alive || r.stage == Stage::Done)
                 });
                 if all_told {
                     // Let the last replies leave before the server goes.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     return;
                 }
             }

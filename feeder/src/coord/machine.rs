@@ -25,6 +25,9 @@ pub struct Config {
     pub epochs: u32,
     /// Job seed.
     pub seed: u64,
+    /// Shuffle the split order of every epoch by (seed, epoch); `false`: splits in plan order
+    /// (files sorted by path, then row groups/stripes/blocks in file order).
+    pub shuffle: bool,
     /// What to do with the rows that do not fill a step on every worker.
     pub remainder: Remainder,
     /// A rank silent this long is reported stalled (named, counted), once per silence.
@@ -41,6 +44,7 @@ impl Config {
             batch_size,
             epochs: 1,
             seed: 0,
+            shuffle: true,
             remainder: Remainder::Drop,
             stall_after_ms: 10_000,
             dead_after_ms: 30_000,
@@ -463,6 +467,7 @@ impl Machine {
             )));
         }
         cfg.seed = state.seed;
+        cfg.shuffle = state.shuffle;
         cfg.epochs = state.epochs;
         cfg.batch_size = state.batch_size;
         cfg.remainder = state.remainder;
@@ -602,7 +607,7 @@ impl Machine {
 
     /// Appends the un-acked rows of `data_epoch`, in its order, to the queue.
     fn enqueue_data_epoch(&mut self, data_epoch: u32) -> u64 {
-        let order = split_order(self.cfg.seed, data_epoch, self.split_rows.len() as u32);
+        let order = self.order(data_epoch);
         let mut rows = 0;
         self.ledger(data_epoch);
         for &s in &order {
@@ -646,7 +651,7 @@ impl Machine {
         // Under wrap the queue may already hold the rest of this data epoch.
         let fresh = if self.queued_next {
             self.queued_next = false;
-            let order = split_order(self.cfg.seed, e, self.split_rows.len() as u32);
+            let order = self.order(e);
             self.pad_order = order
                 .into_iter()
                 .filter(|&s| self.split_rows[s as usize] > 0)
@@ -1067,6 +1072,7 @@ impl Machine {
         State {
             version: State::VERSION,
             seed: self.cfg.seed,
+            shuffle: self.cfg.shuffle,
             epochs: self.cfg.epochs,
             batch_size: self.cfg.batch_size,
             remainder: self.cfg.remainder,
@@ -1079,6 +1085,16 @@ impl Machine {
             rows_padded: self.counters.rows_padded,
             rows_wrapped: self.counters.rows_wrapped,
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
+        }
+    }
+
+    /// The split order of a data epoch: shuffled by (seed, epoch), or plan order.
+    fn order(&self, data_epoch: u32) -> Vec<u32> {
+        let n = self.split_rows.len() as u32;
+        if self.cfg.shuffle {
+            split_order(self.cfg.seed, data_epoch, n)
+        } else {
+            (0..n).collect()
         }
     }
 

@@ -55,6 +55,10 @@ pub use machine::{
 
 use crate::format::Plan;
 
+fn yes() -> bool {
+    true
+}
+
 /// What to do with the rows that do not fill a last step on every worker.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum,
@@ -116,6 +120,9 @@ pub struct State {
     pub version: u32,
     /// Job seed.
     pub seed: u64,
+    /// Whether split order is shuffled (states written before this field existed: yes).
+    #[serde(default = "yes")]
+    pub shuffle: bool,
     /// Epochs of the job.
     pub epochs: u32,
     /// Batch size.

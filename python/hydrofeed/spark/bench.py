@@ -1,6 +1,6 @@
 """Spark-mode feeding benchmark: TensorFlowOnSpark vs hydrofeed, in one run.
 
-    python -m hydrofeed.spark.bench --json [--rows 20000] [--epochs 1]
+    python -m hydrofeed.bench spark --json [--rows 20000] [--epochs 1]   (or: python -m hydrofeed.spark.bench)
 
 Same MNIST-shaped data (784 float32 + int64 label) cached in Spark first, ``local[2]``, one
 node, batch 100. Each contender's trainer takes every batch as numpy (TFoS: ``next_batch`` rows
@@ -83,7 +83,10 @@ def _one(sc: Any, impl: str, data: Any, fn: Any, rows: int, epochs: int, extra: 
         cluster = TFCluster.run(sc, fn, args, 1, input_mode=InputMode.SPARK)
     startup = time.perf_counter() - t
     t = time.perf_counter()
-    cluster.train(data, epochs)
+    if isinstance(data, str):  # file mode: the node's feeder reads the Parquet files
+        cluster.train_files(data, num_epochs=epochs, batch_size=BATCH, shuffle=False)
+    else:
+        cluster.train(data, epochs)
     train_s = time.perf_counter() - t
     t = time.perf_counter()
     cluster.shutdown()
@@ -104,6 +107,42 @@ def _one(sc: Any, impl: str, data: Any, fn: Any, rows: int, epochs: int, extra: 
         "startup_s": round(startup, 3),
         "shutdown_s": round(shutdown, 3),
     }
+
+
+def _write_parquet(root: str, n: int, parts: int) -> str:
+    """The benchmark's rows (784 float32 image + int64 label) as Parquet files written by pyarrow."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(root, exist_ok=True)
+    rng = np.random.default_rng(0)
+    per = -(-n // parts)
+    for k in range(parts):
+        lo, hi = k * per, min(n, (k + 1) * per)
+        if lo >= hi:
+            break
+        img = rng.random((hi - lo) * 784, dtype=np.float32)
+        table = pa.table({
+            "image": pa.FixedSizeListArray.from_arrays(pa.array(img), 784),
+            "label": pa.array(np.arange(lo, hi, dtype=np.int64) % 10),
+        })
+        pq.write_table(table, os.path.join(root, f"part-{k:05d}.parquet"), row_group_size=2048)
+    return root
+
+
+def _write_orc(parquet_dir: str, root: str) -> str:
+    """The same rows as ORC files (pyarrow.orc; ORC has no fixed-size list: list<float>)."""
+    import pyarrow as pa
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    os.makedirs(root, exist_ok=True)
+    for name in sorted(os.listdir(parquet_dir)):
+        t = pq.read_table(os.path.join(parquet_dir, name))
+        t = t.set_column(0, "image", t.column("image").cast(pa.list_(pa.float32())))
+        orc.write_table(t, os.path.join(root, name.replace(".parquet", ".orc")))
+    return root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     results["hydrofeed_spark_rdd_rows"] = _one(sc, "hf", rdd, _trainer_rows, n, a.epochs)
     results["hydrofeed_spark_rdd"] = _one(sc, "hf", rdd, _trainer_columns, n, a.epochs, {"image_col": "a", "label_col": "b"})
     results["hydrofeed_spark_df"] = _one(sc, "hf", df, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
+    files = _write_parquet(os.path.join(workdir, "mnist"), n, a.partitions)
+    results["hydrofeed_files"] = _one(sc, "hf", files, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
+    orc = _write_orc(files, os.path.join(workdir, "mnist_orc"))
+    results["hydrofeed_files_orc"] = _one(sc, "hf", orc, _trainer_columns, n, a.epochs, {"image_col": "image", "label_col": "label"})
     sc.stop()
 
     def ratio(k: str) -> float | None:
@@ -186,11 +229,14 @@ def main(argv: list[str] | None = None) -> int:
             "spark_rdd_vs_tfos": ratio("hydrofeed_spark_rdd"),
             "spark_rdd_rows_vs_tfos": ratio("hydrofeed_spark_rdd_rows"),
             "spark_df_vs_tfos": ratio("hydrofeed_spark_df"),
-            "file_mode_vs_tfos": None,
+            "file_mode_vs_tfos": ratio("hydrofeed_files"),
+            "file_mode_orc_vs_tfos": ratio("hydrofeed_files_orc"),
         },
         "notes": {
-            "file_mode_vs_tfos": "not measured: file mode (InputMode.TENSORFLOW with hydrofeed.read) needs the "
-            "feeder daemon and ring from other branches",
+            "file_mode_vs_tfos": "TFCluster.train_files of the same rows written as Parquet (one file per "
+            "partition, pyarrow): coordinator in the driver, feeder on the node, ring into the trainer, "
+            "which takes input_mapping numpy columns",
+            "file_mode_orc_vs_tfos": "same, the rows written as ORC (pyarrow.orc)",
             "spark_rdd": "RDD of (ndarray, int) rows, trainer takes input_mapping numpy columns",
             "spark_rdd_rows": "same RDD, trainer runs TFoS's row loop (next_batch rows + np.stack)",
         },

@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import signal
+import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -129,6 +130,208 @@ class TFCluster:
             batches, schema = _arrow_batches(dataRDD)
             return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True))
         return dataRDD.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False))
+
+    def train_files(
+        self,
+        uri: str,
+        format: str | None = None,
+        columns: list[str] | None = None,
+        num_epochs: int = 1,
+        shuffle: bool = True,
+        seed: int | None = None,
+        batch_size: int = 256,
+        remainder: str = "drop",
+        feed_timeout: float = 600,
+        resume: Any = None,
+        skip_errors: bool = False,
+        memory_mb: int = 512,
+        decode_threads: int = 0,
+    ) -> dict:
+        """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
+        directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
+        ring into each node's ``DataFeed``; Spark moves no data.
+
+        A coordinator in the driver deals row ranges so that every worker gets exactly the same
+        number of ``batch_size`` batches per epoch (``remainder``: ``drop`` the rows that do not
+        fill a step on every worker, ``pad`` with rows of the epoch again, or ``wrap`` into the
+        next epoch), ``num_epochs`` times (0 means 10, as in ``train``); ``shuffle`` orders the
+        splits (files, row groups, stripes, blocks) by ``seed`` per epoch. ``resume``: a state
+        from ``feed.state()`` on a trainer (dict, JSON text or a path) or returned by an earlier
+        call: only the rows not consumed yet are fed. Returns the final state (every row acked).
+
+        Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
+        if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
+        ``TimeoutError`` if no row was consumed for ``feed_timeout`` seconds. With
+        ``max_restarts``, a restarted gang resumes from the rows consumed before the failure."""
+        from hydrofeed.spark import files as _files
+
+        assert self.input_mode == InputMode.SPARK, "TFCluster.train_files() requires InputMode.SPARK (nodes with a data feed)"
+        if format is not None and format not in _files.FORMATS:
+            raise ValueError(f"format must be one of {_files.FORMATS}, not {format!r}")
+        if remainder not in _files.REMAINDERS:
+            raise ValueError(f"remainder must be one of {_files.REMAINDERS}, not {remainder!r}")
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if num_epochs < 0:
+            raise ValueError("num_epochs cannot be negative")
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
+        opts = {
+            "uri": uri,
+            "format": format,
+            "columns": list(columns) if columns else None,
+            "epochs": num_epochs or 10,
+            "shuffle": bool(shuffle),
+            "seed": int(seed) if seed is not None else (secrets.randbits(63) if shuffle else 0),
+            "batch_size": int(batch_size),
+            "remainder": remainder,
+            "feed_timeout": float(feed_timeout),
+            "skip_errors": bool(skip_errors),
+            "memory_mb": int(memory_mb),
+            "decode_threads": int(decode_threads),
+        }
+        state = _state_text(resume)
+        while True:
+            gen = self._gen
+            holder: dict[str, str | None] = {"state": state}
+            try:
+                return self._feed_files(opts, holder)
+            except Exception as e:
+                outcome = self._await_outcome(gen, timeout=60.0) if not isinstance(e, (_files.FeedFilesError, TimeoutError)) else "failed"
+                if outcome == "restarted":
+                    state = holder["state"] or state
+                    logger.warning(
+                        "hydrofeed: cluster restarted after a failure; the file feed resumes from the rows consumed before it: %s",
+                        _state_summary(state),
+                    )
+                    continue
+                if self._error is not None and not isinstance(e, _files.FeedFilesError):
+                    raise self._error from e
+                raise
+
+    def _feed_files(self, o: dict, holder: dict) -> dict:
+        """One file feed on the current generation; ``holder["state"]`` gets the coordinator's
+        state if it is interrupted (for a restart)."""
+        import json
+
+        from hydrofeed.spark import files as _files
+
+        self._raise_if_failed()
+        gen = self._gen
+        ranks = self._feeding_ranks()
+        ctl = self.server
+        job = secrets.token_hex(4)
+        resume_path = None
+        if holder["state"]:
+            fd, resume_path = tempfile.mkstemp(prefix="hydrofeed-resume-", suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                f.write(holder["state"])
+        try:
+            coord = _files.Coordinator(
+                o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
+                host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"],
+            )  # fmt: skip
+        finally:
+            if resume_path:
+                os.unlink(resume_path)
+        logger.info("hydrofeed: file feed %s of %s to %d workers (coordinator %s)", job, o["uri"], len(ranks), coord.addr)
+        finished = False
+        coord.notify_exit(ctl.cond)
+        try:
+            for i, r in enumerate(ranks):
+                msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
+                       "data_rank": i, "workers": len(ranks)}  # fmt: skip
+                msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads")})
+                ctl.send(gen, r, msg)
+            t0 = last_t = time.monotonic()
+            last_acked = -1
+            next_probe = t0
+            def feeders_done() -> bool:
+                nodes = ctl.gen_nodes(gen)
+                return all(r in nodes and nodes[r].feeders.get(job, {}).get("code") == 0 for r in ranks)
+
+            while True:
+                code = coord.poll()
+                if code is None and feeders_done():
+                    # Every feeder left after its end of feed, so every row was acked and no
+                    # call to the coordinator is in flight: no need to wait for its linger.
+                    coord.interrupt()
+                    code = 0 if coord.state() else coord.poll()
+                if code == 0:
+                    finished = True
+                    break
+                self._check_file_feed(gen, job, coord, code)
+                now = time.monotonic()
+                if now >= next_probe:
+                    next_probe = now + 5.0
+                    acked = coord.rows_acked()
+                    if acked is not None and acked != last_acked:
+                        if last_acked >= 0:
+                            logger.info("hydrofeed: file feed %s: %d rows consumed, %.0f rows/s", job, acked, acked / max(now - t0, 1e-9))
+                        last_acked, last_t = acked, now
+                    elif now - last_t > o["feed_timeout"]:
+                        raise TimeoutError(
+                            f"hydrofeed: file feed of {o['uri']}: no row consumed for feed_timeout={o['feed_timeout']}s "
+                            f"({max(last_acked, 0)} rows so far); the trainers stopped reading?"
+                        )
+                ctl.wait_for(
+                    lambda: coord.poll() is not None or feeders_done() or self._gen != gen or self._failed_node_locked(gen) is not None,
+                    0.2,
+                )
+            state = json.loads(coord.state() or "{}")
+            if not state.get("finished"):
+                raise _files.FeedFilesError(f"hydrofeed: the coordinator of file feed {job} stopped before the end of the feed: {state}")
+            # The feeders leave once their trainer read the end of this feed.
+            ctl.wait_for(lambda: all(job in ctl.gen_nodes(gen)[r].feeders for r in ranks if r in ctl.gen_nodes(gen)), 30)
+            logger.info("hydrofeed: file feed %s done in %.1fs", job, time.monotonic() - t0)
+            return state
+        finally:
+            if not finished:
+                holder["state"] = coord.interrupt() or holder["state"]
+            coord.close()
+
+    def _check_file_feed(self, gen: int, job: str, coord: Any, code: int | None) -> None:
+        """Raises if a feeder, the coordinator or a node of the feed failed."""
+        from hydrofeed.spark import files as _files
+
+        ctl = self.server
+
+        def failed_feeder() -> tuple[int, dict] | None:
+            for r, n in sorted(ctl.gen_nodes(gen).items()):
+                f = n.feeders.get(job)
+                if f is not None and f["code"] != 0 and not f["stopped"]:
+                    return r, f
+            return None
+
+        with ctl.cond:
+            bad = failed_feeder()
+            node = self._failed_node_locked(gen)
+        if bad is None and node is not None:
+            # The trainer usually fails *because* its feeder did (PeerLostError): give the
+            # feeder's report, which names the file and offset, a moment to arrive.
+            ctl.wait_for(lambda: failed_feeder() is not None, 2.0)
+            with ctl.cond:
+                bad = failed_feeder()
+        if bad is not None and node is not None and not _lost_its_feeder(node):
+            bad = None  # the trainer failed (killed, raised) and its feeder saw it go: blame the trainer
+        if bad is not None:
+            r, f = bad
+            m = ctl.gen_nodes(gen)[r].meta
+            summary = [x[len("hydrofeed-error: ") :] for x in f["tail"] if x.startswith("hydrofeed-error: ")]
+            errs = [x for x in f["tail"] if "rror" in x]
+            why = summary[-1] if summary else (errs[-1] if errs else f"exit code {f['code']}")
+            tail = "\n".join("    " + x for x in f["tail"][-15:])
+            raise _files.FeedFilesError(
+                f"hydrofeed: the feeder of rank {r} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')}) "
+                f"failed (stage: reading/decoding {coord_input(coord)}): {why}; last output lines:\n{tail}"
+            )
+        if node is not None:
+            raise TrainerFailedError(node, _describe(node))
+        if self._gen != gen:
+            raise RuntimeError("hydrofeed: the cluster restarted during the file feed")
+        if code is not None:
+            tail = "\n".join("    " + x for x in list(coord.tail)[-15:])
+            raise _files.FeedFilesError(f"hydrofeed: the coordinator exited with code {code} (stage: coordinating the file feed); last output lines:\n{tail}")
 
     def _feed_rdd(self, rdd: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
@@ -354,6 +557,47 @@ class TFCluster:
             break
         with self._gen_ready:
             self._gen_ready.notify_all()
+
+
+def _lost_its_feeder(node: NodeState) -> bool:
+    """Whether a failed trainer failed because its ring's feeder went away."""
+    if node.lost or (node.exit_code is not None and node.exit_code < 0):
+        return False
+    return any(e in line for line in node.tail[-10:] for e in ("PeerLostError", "DataError", "SchemaError"))
+
+
+def coord_input(coord: Any) -> str:
+    """The input a coordinator planned (for messages)."""
+    args = list(coord.proc.args)
+    return args[args.index("--input") + 1] if "--input" in args else "the input"
+
+
+def _state_summary(state: str | None) -> str:
+    """'epoch E, N rows acked in the open epochs' of a coordinator state."""
+    import json
+
+    if not state:
+        return "no state (starting over)"
+    st = json.loads(state)
+    led = st.get("ledgers", [])
+    done = sum(len(x.get("done", [])) for x in led)
+    part = sum(len(x.get("partial", [])) for x in led)
+    return f"epoch {st.get('epoch')}, {st.get('steps_done')} steps done, {done} splits fully and {part} partly consumed in the open epoch(s)"
+
+
+def _state_text(resume: Any) -> str | None:
+    """A resume state given as a dict, JSON text or a path -> JSON text."""
+    import json
+
+    if resume is None:
+        return None
+    if isinstance(resume, dict):
+        return json.dumps(resume)
+    text = str(resume)
+    if text.lstrip().startswith("{"):
+        return text
+    with open(text) as f:
+        return f.read()
 
 
 def _left(deadline: float | None) -> float:

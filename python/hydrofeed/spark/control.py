@@ -1,8 +1,9 @@
 """Driver-side control server: node supervisors report here, the driver commands them.
 
 One TCP connection per node supervisor, JSON lines, authenticated by the cluster's random
-token. Node -> driver: ``hello`` (meta), ``ready`` (tb_port), ``exit`` (code, stopped, tail).
-Driver -> node: ``eof`` (end of feed), ``stop``. A connection that closes without ``exit`` means
+token. Node -> driver: ``hello`` (meta), ``ready`` (tb_port), ``exit`` (code, stopped, tail),
+``feeder_exit`` (job, code, tail: file mode). Driver -> node: ``eof`` (end of feed), ``stop``,
+``files`` (file mode: start a feeder). A connection that closes without ``exit`` means
 the supervisor itself died (executor lost): reported as a lost node.
 
 This is *not* a reservation server: the rendezvous (host/port/GPU exchange) happens inside the
@@ -39,6 +40,7 @@ class NodeState:
     tail: list[str] = field(default_factory=list)
     order: int = 0  # arrival order of the exit report
     pid: int = 0  # the supervisor's pid on its host
+    feeders: dict[str, dict] = field(default_factory=dict)  # file-feed job -> {"code", "tail"}
 
     @property
     def failed(self) -> bool:
@@ -171,6 +173,12 @@ class Control:
                         self._exits += 1
                         node.order = self._exits
                         node.exited = True
+                    elif msg["t"] == "feeder_exit":
+                        node.feeders[str(msg["job"])] = {
+                            "code": int(msg["code"]),
+                            "stopped": bool(msg.get("stopped")),
+                            "tail": list(msg.get("tail", [])),
+                        }
                     self.cond.notify_all()
                 if msg["t"] == "exit":
                     break

@@ -1,13 +1,17 @@
 """Trainer-side ``DataFeed`` for InputMode.SPARK, compatible with TFoS's ``TFNode.DataFeed``.
 
-It reads from a transport hub (``transport.Hub`` today, the shared-memory ring later): anything
-with ``get(timeout) -> Item | None``, ``ack(conn_id, rows)``, ``send_results(conn_id, objs)``
-and ``terminate()``.
+It reads from a transport hub: anything with ``get(timeout) -> Item | None``,
+``ack(conn_id, rows)``, ``send_results(conn_id, objs)`` and ``terminate()``. A ``files`` item
+(``TFCluster.train_files``) switches it to the shared-memory ring of this node's feeder until
+that feed's end; then it goes back to the hub (more ``train()``/``train_files()``, or the end
+of feed).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from collections import deque
 from typing import Any, Iterator
 
@@ -52,11 +56,17 @@ class SparkDataFeed:
         self._src: dict[int, tuple[pa.RecordBatch, int]] = {}
         self._np_batch: pa.RecordBatch | None = None
         self._np_cols: list[Any] = []
+        self._ring: Any = None  # hydrofeed.DataFeed of this node's feeder (file mode)
+        self._last_ring: Any = None
 
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
         """Up to ``batch_size`` rows; fewer at end of feed (and, for inference, at the end of a
         partition, so results can flow back while Spark schedules the next one)."""
+        if self.input_tensors is not None and self._ring is not None and self._cur is None:
+            cols = self._ring_columns(batch_size)
+            if cols is not None:
+                return cols
         slices = self._take(batch_size)
         if self.input_tensors is None:
             out: list = []
@@ -92,10 +102,32 @@ class SparkDataFeed:
                 self._pending.popleft()
 
     def terminate(self) -> None:
-        """Ignore the rest of the data (partitions still scheduled by Spark are skipped)."""
+        """Ignore the rest of the data (partitions still scheduled by Spark are skipped; a file
+        feed is read to its end and dropped, so the other ranks' steps still complete)."""
         logger.info("terminate() invoked")
         self._cur = None
         self._hub.terminate()
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            threading.Thread(target=_drain, args=(ring,), name="hydrofeed-ring-drain", daemon=True).start()
+
+    def finish_files(self) -> None:
+        """Reads an active file feed to its end, dropping the rows (``map_fun`` returned): its
+        last batches count as consumed, so the coordinator can finish and ``train_files``
+        returns."""
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            self._cur = None
+            _drain(ring)
+            self._last_ring = ring
+
+    def state(self, timeout: float = 30.0) -> dict[str, Any]:
+        """File mode: the coordinator's resumable state (see :meth:`hydrofeed.DataFeed.state`);
+        pass it to ``TFCluster.train_files(resume=...)``."""
+        ring = self._ring or self._last_ring
+        if ring is None:
+            raise RuntimeError("state() needs a file feed (TFCluster.train_files); Spark-fed RDDs have no resumable position")
+        return ring.state(timeout)
 
     # -- fast path
     def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
@@ -119,13 +151,41 @@ class SparkDataFeed:
         whole, off = src
         if self._np_batch is not whole:
             self._np_batch, self._np_cols = whole, _rows.numpy_columns(whole)
-        return _rows.slice_columns(whole, self._np_cols, off, piece.num_rows, need)
+        cols = _rows.slice_columns(whole, self._np_cols, off, piece.num_rows, need)
+        if off + piece.num_rows >= whole.num_rows:
+            # its last rows: do not hold the batch (a ring slot in file mode) any longer
+            self._np_batch, self._np_cols = None, []
+        return cols
+
+    def _ring_columns(self, batch_size: int) -> dict[str, Any] | None:
+        """File mode, ``input_mapping``, a ring batch of exactly ``batch_size`` rows (the
+        coordinator's batch size): its numpy columns as they lie in shared memory, no copy
+        (each array holds its ring slot until collected). None: take the general path."""
+        b = self._ring.next()
+        if b is None:  # this file feed ended; _take goes back to the hub
+            self._last_ring, self._ring = self._ring, None
+            return None
+        mapping = self.input_mapping or {}
+        if b.num_rows == batch_size and all(c in b for c in mapping):
+            out = {t: b[c] for c, t in mapping.items()}
+            if all(isinstance(v, np.ndarray) for v in out.values()):
+                self.rows_delivered += batch_size
+                return out
+        self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
+        return None
 
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
         self._src.clear()
         slices: list[pa.RecordBatch] = []
         count = 0
         while count < batch_size and not self.done_feeding:
+            if self._cur is None and self._ring is not None:
+                b = self._ring.next()
+                if b is None:  # this file feed ended (every epoch); the hub says what is next
+                    logger.info("file feed ended after %d rows", self._ring.metrics().get("rows", 0))
+                    self._last_ring, self._ring = self._ring, None
+                    continue
+                self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
             if self._cur is None:
                 item = self._hub.get(_POLL_S)
                 if item is None:
@@ -140,6 +200,11 @@ class SparkDataFeed:
                     continue
                 if item.kind == "error":
                     raise RuntimeError(item.message)
+                if item.kind == "files":
+                    from hydrofeed.spark.files import open_ring
+
+                    self._ring = open_ring(json.loads(item.message))
+                    continue
                 self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
                 self._cur_infer = item.infer
             rb = self._cur
@@ -151,7 +216,9 @@ class SparkDataFeed:
             self._cur_off += k
             # Whether a row needs a result depends on how it was fed (train() or inference()),
             # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
-            if not self._cur_infer:
+            if self._cur_conn < 0:
+                pass  # ring batches: the ring DataFeed acks them to the feeder
+            elif not self._cur_infer:
                 self._hub.ack(self._cur_conn, k)
             else:
                 if self._pending and self._pending[-1][0] == self._cur_conn:
@@ -162,6 +229,14 @@ class SparkDataFeed:
                 self._cur = None
         self.rows_delivered += count
         return slices
+
+
+def _drain(ring: Any) -> None:
+    try:
+        while ring.next() is not None:
+            pass
+    except Exception as e:  # noqa: BLE001 - the feed is being abandoned anyway
+        logger.warning("draining the file feed after terminate(): %s", e)
 
 
 def _combine(slices: list[pa.RecordBatch]) -> list[pa.RecordBatch]:

@@ -2,7 +2,8 @@
 
 Starts the trainer, relays its output to the executor's log while keeping the last lines,
 reports to the driver (ready, exit status + output tail), and obeys the driver: ``eof``
-(end of feed -> the hub), ``stop`` (terminate the trainer). If the driver goes away the trainer
+(end of feed -> the hub), ``stop`` (terminate the trainer), ``files`` (file mode: start a
+``hydrofeed feeder`` for the trainer, hand its ring to the hub, report its exit). If the driver goes away the trainer
 is stopped too: no orphan trainers. Prints one line on stdout for the barrier task: ``READY``
 or why not.
 """
@@ -65,9 +66,13 @@ def _connect_driver(cm: dict, hello: dict) -> socket.socket:
     return s
 
 
+_SEND_LOCK = threading.Lock()  # feeder watchers report from their own threads
+
+
 def _send(s: socket.socket, msg: dict) -> None:
     try:
-        s.sendall((json.dumps(msg) + "\n").encode())
+        with _SEND_LOCK:
+            s.sendall((json.dumps(msg) + "\n").encode())
     except OSError:
         pass
 
@@ -168,6 +173,7 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
 
     pumper = threading.Thread(target=pump, daemon=True)
     pumper.start()
+    feeders: list = []
 
     # Ready = the hub listens (feeding nodes) or the trainer is running (others).
     sock = meta["sock"]
@@ -219,12 +225,19 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
                         send_end_of_feed(sock)
                     except OSError as e:
                         _log(prefix + f"could not deliver end of feed: {e}")
+                elif msg["t"] == "files" and sock:
+                    feeders.append(_start_files(msg, meta, sock, spec_path, drv, prefix))
                 elif msg["t"] == "stop" and not stopping:
                     stopping, stop_at = True, time.monotonic()
                     trainer.send_signal(signal.SIGTERM)
         if stopping and time.monotonic() - stop_at > STOP_GRACE_S:
             trainer.kill()
     code = trainer.wait()
+    for fd in feeders:
+        if fd.proc.poll() is not None:
+            if fd.watcher is not None:
+                fd.watcher.join(5)  # its own exit (a failure?) reaches the driver before ours
+        fd.stop()
     if pidfd is not None:
         os.close(pidfd)
     pumper.join(5)
@@ -239,6 +252,33 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
     # Stopped on the driver's order (ps/evaluator at shutdown, or the rest of a failed gang):
     # not this node's failure, so the barrier task must not report one.
     return 0 if code == 0 or (stopping and driver_alive) else 1
+
+
+def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: socket.socket, prefix: str) -> object:
+    """File mode: starts this node's feeder, points the trainer's hub at its ring, and reports
+    the feeder's exit (``feeder_exit``: code, output tail) to the driver from a thread."""
+    from hydrofeed.spark.files import Feeder
+    from hydrofeed.spark.transport import send_files
+
+    feeder = Feeder(msg, meta["host"], os.path.dirname(spec_path), lambda line: _log(prefix + line))
+
+    def watch() -> None:
+        # Point the trainer at the ring once the feeder listens (it registers with the
+        # coordinator first): the trainer then attaches at once instead of retrying.
+        deadline = time.monotonic() + float(msg["feed_timeout"])
+        while not os.path.exists(feeder.socket) and feeder.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        try:
+            send_files(hub_sock, feeder.hub_message())
+        except OSError as e:  # TransportError included: the hub refused (map_fun returned)
+            feeder.tail.append(f"hydrofeed-error: the trainer did not take the file feed: {e}")
+            feeder.stop()
+        code = feeder.wait()
+        _send(drv, {"t": "feeder_exit", "job": msg["job"], "code": code, "stopped": feeder.stopped, "tail": list(feeder.tail)})
+
+    feeder.watcher = threading.Thread(target=watch, name="hydrofeed-feeder-watch", daemon=True)
+    feeder.watcher.start()
+    return feeder
 
 
 if __name__ == "__main__":

@@ -99,6 +99,8 @@ def main(spec_path: str) -> int:
         sys.argv = args
     try:
         fn(args, ctx)
+        if ctx._feed is not None:
+            ctx._feed.finish_files()
         if hub is not None:
             hub.drain_until_end_of_feed()
     except BaseException:

@@ -45,6 +45,7 @@ ACK = 6  # hub -> feeder: JSON {"rows": n} every row of the partition was consum
 RESULTS = 7  # hub -> feeder: pickled list of inference results (in row order)
 ERROR = 8  # either way: JSON {"error": str}
 EOF = 9  # control -> hub: end of feed (no more partitions will come)
+FILES = 10  # control -> hub: JSON: attach to this feeder's ring (file mode, ``files.py``)
 
 _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 31
@@ -80,7 +81,7 @@ def send_frame(sock: socket.socket, kind: int, payload: bytes | memoryview | pa.
 def recv_frame(sock: socket.socket) -> tuple[int, memoryview]:
     """Reads one frame; raises :class:`TransportError` on EOF or a malformed header."""
     kind, n = _HDR.unpack(_recv_exact(sock, _HDR.size))
-    if kind < HELLO or kind > EOF or n > _MAX_FRAME:
+    if kind < HELLO or kind > FILES or n > _MAX_FRAME:
         raise TransportError(f"malformed frame header (kind {kind}, length {n})")
     return kind, (_recv_exact(sock, n) if n else memoryview(b""))
 
@@ -96,7 +97,7 @@ def _json(obj: Any) -> bytes:
 class Item:
     """One thing taken out of the hub's queue, in arrival order."""
 
-    kind: str  # "batch" | "end_partition" | "end_of_feed" | "error"
+    kind: str  # "batch" | "end_partition" | "end_of_feed" | "error" | "files" (message: JSON)
     conn_id: int = -1
     batch: pa.RecordBatch | None = None
     message: str = ""
@@ -274,9 +275,13 @@ class Hub:
             hello = json.loads(bytes(payload))
             mode = hello.get("mode", "train")
             if mode == "control":
-                kind, _ = recv_frame(sock)
+                kind, payload = recv_frame(sock)
                 if kind == EOF:
                     self.end_of_feed()
+                elif kind == FILES:
+                    if self._terminating.is_set():
+                        raise TransportError("its map_fun returned or called terminate(): it takes no file feed")
+                    self._put(Item("files", message=bytes(payload).decode()))
                 send_frame(sock, ACK, _json({"rows": 0}))
                 sock.close()
                 return
@@ -428,14 +433,25 @@ def open_channel(path: str, mode: str, partition: int, connect_timeout: float = 
     return Channel(path, mode, partition, connect_timeout)
 
 
-def send_end_of_feed(path: str, timeout: float = 10.0) -> None:
-    """Tells the hub on ``path`` that no more partitions will come."""
+def _control(path: str, kind: int, payload: bytes, timeout: float) -> None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(path)
         send_frame(sock, HELLO, _json({"mode": "control"}))
-        send_frame(sock, EOF)
-        recv_frame(sock)
+        send_frame(sock, kind, payload)
+        k, reply = recv_frame(sock)
+        if k == ERROR:
+            raise TransportError(json.loads(bytes(reply))["error"])
     finally:
         sock.close()
+
+
+def send_end_of_feed(path: str, timeout: float = 10.0) -> None:
+    """Tells the hub on ``path`` that no more partitions will come."""
+    _control(path, EOF, b"", timeout)
+
+
+def send_files(path: str, msg: dict, timeout: float = 10.0) -> None:
+    """Tells the hub on ``path`` to read from a feeder's ring next (file mode)."""
+    _control(path, FILES, _json(msg), timeout)

@@ -1,0 +1,368 @@
+"""File mode (``TFCluster.train_files``): feeders on the executors read the files themselves.
+
+Spark moves no data here. The driver runs a ``hydrofeed coordinator`` (row-range leases, equal
+steps per rank, epochs, end of feed, resume state); each feeding node's supervisor runs a
+``hydrofeed feeder`` for its trainer; the trainer's :class:`~hydrofeed.spark.feed.SparkDataFeed`
+attaches to that feeder's shared-memory ring when its hub gets the ``files`` message::
+
+    driver: coordinator (gRPC, token) <------- feeder (per node, reads HDFS/local, decodes)
+            Control --files--> supervisor --starts--> feeder --ring--> trainer (DataFeed)
+                                          --FILES frame (ring socket)--> trainer's hub
+
+This module holds the three pieces: :class:`Coordinator` (driver), :func:`start_feeder`
+(supervisor) and :func:`ring_env` (trainer).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+#: The coordinator's remainder policies (``hydrofeed coordinator --remainder``).
+REMAINDERS = ("drop", "pad", "wrap")
+#: Formats the feeder reads.
+FORMATS = ("parquet", "orc", "avro", "tfrecord")
+
+_LISTEN_RE = re.compile(r"listening on (\S+)")
+
+
+class FeedFilesError(RuntimeError):
+    """The file feed failed: a feeder or the coordinator exited with an error (the message
+    names the rank, host and stage, and carries the process's last output lines)."""
+
+
+class Coordinator:
+    """``hydrofeed coordinator`` as a child of the driver (killed with it: PR_SET_PDEATHSIG).
+
+    The token travels in the environment (``HYDROFEED_TOKEN``), never in a file or argv.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        workers: int,
+        batch_size: int,
+        epochs: int,
+        seed: int,
+        shuffle: bool,
+        remainder: str,
+        host: str,
+        resume: str | None = None,
+        fmt: str | None = None,
+        start_timeout: float = 120.0,
+    ) -> None:
+        from hydrofeed._proc import hydrofeed_bin
+
+        self.token = os.urandom(16).hex()
+        self._dir = tempfile.mkdtemp(prefix="hydrofeed-coord-")
+        self.state_path = os.path.join(self._dir, "state.json")
+        self.tail: collections.deque[str] = collections.deque(maxlen=40)
+        listen_ip = _ip_of(host)
+        with socket.socket() as s:  # a free port for the metrics endpoint (progress)
+            s.bind((listen_ip, 0))
+            metrics_port = s.getsockname()[1]
+        args = [
+            hydrofeed_bin(), "coordinator",
+            "--input", uri,
+            "--workers", str(workers),
+            "--batch-size", str(batch_size),
+            "--listen", f"{listen_ip}:0",
+            "--state-out", self.state_path,
+            "--metrics", f"{listen_ip}:{metrics_port}",
+        ]  # fmt: skip
+        if resume is not None:
+            args += ["--resume", resume]
+        else:
+            args += ["--epochs", str(epochs), "--seed", str(seed), "--remainder", remainder]
+            if not shuffle:
+                args.append("--no-shuffle")
+        if fmt is not None:
+            args += ["--format", fmt]
+        env = dict(os.environ, HYDROFEED_TOKEN=self.token)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=die_with_parent,
+        )
+        self.metrics_url = f"http://{listen_ip}:{metrics_port}/metrics"
+        line = self._read_until_listening(start_timeout)
+        m = _LISTEN_RE.search(line)
+        if m is None:
+            self.close()
+            raise FeedFilesError(
+                f"hydrofeed: the coordinator for {uri} did not start (stage: planning the input): "
+                + " | ".join(list(self.tail)[-8:])
+            )
+        port = int(m.group(1).rsplit(":", 1)[1])
+        self.addr = f"{host}:{port}"
+        self._pumper = threading.Thread(target=self._pump, name="hydrofeed-coordinator-log", daemon=True)
+        self._pumper.start()
+
+    def _read_until_listening(self, timeout: float) -> str:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.2)
+            if not r:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode(errors="replace")
+                self.tail.append(line)
+                if "listening on" in line:
+                    return line
+        return ""
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            logger.info("[coordinator] %s", line)
+
+    def notify_exit(self, cond: threading.Condition) -> None:
+        """Notifies ``cond`` when the coordinator exits (waiters wake at once, not at a poll)."""
+
+        def wait() -> None:
+            self.proc.wait()
+            with cond:
+                cond.notify_all()
+
+        threading.Thread(target=wait, name="hydrofeed-coordinator-wait", daemon=True).start()
+
+    def poll(self) -> int | None:
+        """Exit status, or None while it runs (it exits once every epoch was consumed)."""
+        return self.proc.poll()
+
+    def rows_acked(self) -> int | None:
+        """Rows the trainers consumed so far (from the metrics endpoint), None if unknown."""
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("hydrofeed_coord_rows_acked_total"):
+                return int(float(line.split()[-1]))
+        return None
+
+    def interrupt(self, timeout: float = 10.0) -> str | None:
+        """Stops it (SIGINT: it writes its resumable state first); returns the state's JSON."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.state()
+
+    def state(self) -> str | None:
+        """The state written at exit (``None`` before, or if it could not write one)."""
+        try:
+            with open(self.state_path) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        """Kills it if still running and removes its directory."""
+        self.kill()
+        if hasattr(self, "_pumper"):
+            self._pumper.join(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _ip_of(host: str) -> str:
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return "0.0.0.0"
+
+
+def die_with_parent() -> None:
+    """``preexec_fn``: SIGKILL the child when its parent dies (``kill -9`` included)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except OSError:  # pragma: no cover - not glibc/musl
+        pass
+
+
+# ----------------------------------------------------------------------------- supervisor side
+
+
+class Feeder:
+    """One ``hydrofeed feeder`` run by a node's supervisor for its trainer."""
+
+    def __init__(self, msg: dict, host: str, run_dir: str, log: Callable[[str], None]) -> None:
+        from hydrofeed._proc import hydrofeed_bin
+
+        self.msg = msg
+        self.rank = int(msg["data_rank"])
+        self.dir = os.path.join(run_dir, f"feed-{msg['job']}-{self.rank}")
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.socket = os.path.join(self.dir, f"rank-{self.rank}.sock")
+        self.tail: collections.deque[str] = collections.deque(maxlen=40)
+        self.stopped = False  # stopped by the supervisor (not a failure of its own)
+        self.watcher: threading.Thread | None = None
+        args = [
+            hydrofeed_bin(), "feeder",
+            "--input", msg["input"],
+            "--coordinator", msg["coordinator"],
+            "--socket-dir", self.dir,
+            "--trainers", "1",
+            "--ranks", str(self.rank),
+            "--host", host,
+            "--accept-timeout", str(float(msg["feed_timeout"])),
+            "--stall-timeout", str(float(msg["feed_timeout"])),
+            "--memory-mb", str(int(msg.get("memory_mb", 512))),
+        ]  # fmt: skip
+        if msg.get("columns"):
+            args += ["--columns", ",".join(msg["columns"])]
+        if msg.get("format"):
+            args += ["--format", msg["format"]]
+        if msg.get("skip_errors"):
+            args.append("--skip-errors")
+        if msg.get("decode_threads"):
+            args += ["--decode-threads", str(int(msg["decode_threads"]))]
+        env = dict(os.environ, HYDROFEED_TOKEN=msg["token"])
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=die_with_parent,
+        )
+        self._pumper = threading.Thread(target=self._pump, args=(log,), name="hydrofeed-feeder-log", daemon=True)
+        self._pumper.start()
+
+    def _pump(self, log: Callable[[str], None]) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.tail.append(line)
+            log(f"[feeder rank {self.rank}] {line}")
+
+    def wait(self) -> int:
+        """Waits for the exit; returns its status once its output was read to the end."""
+        code = self.proc.wait()
+        self._pumper.join(5)
+        if self.proc.stdout is not None and not self._pumper.is_alive():
+            self.proc.stdout.close()
+        return code
+
+    def stop(self) -> None:
+        """Terminates it (SIGTERM, SIGKILL after 5 s) and removes its socket directory."""
+        if self.proc.poll() is None:
+            self.stopped = True
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def hub_message(self) -> dict:
+        """What the trainer needs to attach: ring socket, and the coordinator for ``state()``."""
+        m = self.msg
+        return {
+            "socket": self.socket,
+            "coordinator": m["coordinator"],
+            "token": m["token"],
+            "rank": self.rank,
+            "workers": int(m["workers"]),
+            "batch_size": int(m["batch_size"]),
+            "feed_timeout": float(m["feed_timeout"]),
+        }
+
+
+# ----------------------------------------------------------------------------- trainer side
+
+
+def ring_env(msg: dict) -> dict[str, str]:
+    """Environment a ring :class:`hydrofeed.DataFeed` reads for ``state()``/``metrics()``."""
+    return {
+        "HYDROFEED_COORDINATOR": str(msg["coordinator"]),
+        "HYDROFEED_TOKEN": str(msg["token"]),
+        "HYDROFEED_RANK": str(msg["rank"]),
+        "HYDROFEED_NUM_WORKERS": str(msg["workers"]),
+    }
+
+
+def open_ring(msg: dict) -> Any:
+    """Attaches to the feeder named in a ``files`` message; returns a :class:`hydrofeed.DataFeed`."""
+    from hydrofeed.feed import DataFeed
+
+    os.environ.update(ring_env(msg))
+    return DataFeed(
+        address=msg["socket"],
+        batch_size=int(msg["batch_size"]),
+        timeout=float(msg["feed_timeout"]),
+        connect_timeout=float(msg["feed_timeout"]),
+    )
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def total_rows(uri: str, fmt: str | None = None) -> int:
+    """Rows in ``uri`` (file, directory or glob; local or ``hdfs://``), from the files' metadata
+    (``hydrofeed inspect``: footers and indexes, no data is decoded)."""
+    import json
+
+    from hydrofeed._proc import hydrofeed_bin
+
+    args = [hydrofeed_bin(), "inspect", "--json", uri] + (["--format", fmt] if fmt else [])
+    out = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise FeedFilesError(f"hydrofeed inspect {uri} failed: {out.stderr.strip()[-2000:]}")
+    return int(json.loads(out.stdout)["total_rows"])
+
+
+def steps_per_epoch(rows: int, workers: int, batch_size: int, remainder: str = "drop") -> int:
+    """Steps every worker takes in an epoch of ``train_files`` (the same on every worker):
+    ``floor(rows / (workers * batch_size))`` under ``drop``, ``ceil`` under ``pad`` (under
+    ``wrap`` an epoch after one that borrowed rows may have a step fewer: see docs/arch/coord.md).
+
+    A synchronous training loop (``MultiWorkerMirroredStrategy``) can run exactly this many
+    steps per epoch; nothing is skipped or left waiting."""
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder must be one of {REMAINDERS}")
+    per_step = workers * batch_size
+    return rows // per_step if remainder == "drop" else -(-rows // per_step)

@@ -1,0 +1,179 @@
+"""File mode (``TFCluster.train_files``): feeders on the executors read the files, a coordinator
+in the driver deals equal steps; data reaches the trainers through shared-memory rings."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import spark_funs
+from hydrofeed.spark import InputMode, TFCluster, TrainerFailedError
+from hydrofeed.spark.files import FeedFilesError
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BADINPUT = os.path.join(HERE, "..", "data", "badinput")
+# Uneven files: 3,000 rows = 2 workers x 50 rows x 30 steps, so no row is dropped.
+SIZES = [3, 1200, 40, 700, 7, 350, 700]
+
+
+def _write_dataset(root: str, sizes=SIZES, row_group: int = 128) -> int:
+    """Parquet files written by pyarrow (an independent writer): id, 8 float features, label."""
+    os.makedirs(root, exist_ok=True)
+    start = 0
+    for k, n in enumerate(sizes):
+        ids = np.arange(start, start + n, dtype=np.int64)
+        feats = pa.FixedSizeListArray.from_arrays(pa.array(np.repeat(ids, 8).astype(np.float32)), 8)
+        table = pa.table({"id": ids, "features": feats, "label": (ids % 10).astype(np.int64)})
+        pq.write_table(table, os.path.join(root, f"part-{k:05d}.parquet"), row_group_size=row_group)
+        start += n
+    return start
+
+
+def _results(out, n):
+    res = {}
+    for r in range(n):
+        with open(os.path.join(out, f"rank{r}.json")) as f:
+            res[r] = json.load(f)
+    return res
+
+
+def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path):
+    data = str(tmp_path / "data")
+    total = _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 100}, 2, input_mode=InputMode.SPARK)
+    state = cluster.train_files(data, num_epochs=2, batch_size=50, seed=7)
+    cluster.shutdown()
+    assert state["finished"] is True and state["epochs"] == 2 and state["rows_dropped"] == 0
+    res = _results(str(out), 2)
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == set(range(total))
+    assert set(counts.values()) == {2}
+    # equal steps: every worker got the same number of rows, hence of next_batch(100) calls
+    assert len(res[0]["ids"]) == len(res[1]["ids"]) == total
+    assert res[0]["batches"] == res[1]["batches"]
+
+
+def test_remainder_is_dropped_evenly_and_plan_order_without_shuffle(sc, tmp_path):
+    data = str(tmp_path / "data")
+    total = _write_dataset(data, sizes=[500, 333, 170])  # 1,003 rows: 2 x 64 x 7 = 896 fed
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 64}, 2, input_mode=InputMode.SPARK)
+    state = cluster.train_files(data + "/*.parquet", columns=["id", "label"], batch_size=64, shuffle=False)
+    cluster.shutdown()
+    res = _results(str(out), 2)
+    seen = [i for r in res.values() for i in r["ids"]]
+    assert len(seen) == len(set(seen)) == 896
+    assert state["rows_dropped"] == total - 896 and state["shuffle"] is False
+    assert len(res[0]["ids"]) == len(res[1]["ids"]) == 448
+    # splits dealt in plan order (files by name, row groups in order): the rows left over
+    # for the dropped remainder are the last ones of the last file
+    assert set(seen) == set(range(896))
+
+
+def test_corrupt_file_fails_naming_the_file_and_offset(sc, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(os.path.join(BADINPUT, "pq_corrupt_page.parquet"), data / "bad.parquet")
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 10}, 2, input_mode=InputMode.SPARK)
+    t0 = time.monotonic()
+    # The feeder sends the error down the ring: the trainer raises DataError (naming the
+    # file and offset) and fails its node; or the feeder's own exit report comes first.
+    with pytest.raises((FeedFilesError, TrainerFailedError)) as ei:
+        cluster.train_files(str(data), batch_size=10, feed_timeout=60)
+    took = time.monotonic() - t0
+    msg = str(ei.value)
+    assert "bad.parquet" in msg and "byte offset 958" in msg and "rank " in msg, msg
+    assert took < 45, f"the failure took {took:.1f}s to surface"
+    with pytest.raises((TrainerFailedError, FeedFilesError, TimeoutError)):
+        cluster.shutdown(timeout=60)
+
+
+def test_trainer_that_raises_fails_the_file_feed_naming_its_rank(sc, tmp_path):
+    data = str(tmp_path / "data")
+    _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50, "fail_rank": 1}, 2, input_mode=InputMode.SPARK)
+    t0 = time.monotonic()
+    with pytest.raises(TrainerFailedError) as ei:
+        cluster.train_files(data, batch_size=50)
+    assert ei.value.rank == 1 and "boom on executor 1" in str(ei.value)
+    assert time.monotonic() - t0 < 60
+    with pytest.raises(TrainerFailedError):
+        cluster.shutdown(timeout=60)
+
+
+def test_killed_trainer_restarts_the_gang_and_the_feed_resumes(sc, tmp_path):
+    data = str(tmp_path / "data")
+    total = _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    # killed a third into the first epoch, when acks of both ranks reached the coordinator
+    args = {"out": str(out), "batch": 50, "kill_rank": 0, "kill_once": True, "kill_after": 20, "step_sleep": 0.01}
+    cluster = TFCluster.run(sc, spark_funs.record_ids, args, 2, input_mode=InputMode.SPARK, max_restarts=1)
+    state = cluster.train_files(data, num_epochs=2, batch_size=50)
+    cluster.shutdown()
+    assert os.path.exists(out / "killed-once")
+    assert state["finished"] is True
+    res = _results(str(out), 2)  # written by the second generation's trainers
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    fed_again = sum(counts.values())
+    # the restarted feed resumed: rows consumed before the kill were not fed again
+    assert 0 < fed_again < 2 * total
+    assert max(counts.values()) <= 2 and set(counts) <= set(range(total))
+    assert len(res[0]["ids"]) == len(res[1]["ids"])
+
+
+@pytest.mark.hdfs
+def test_file_mode_reads_a_real_minidfs(sc, minidfs, tmp_path):
+    local = tmp_path / "local"
+    total = _write_dataset(str(local))
+    for p in sorted(local.iterdir()):
+        minidfs.put(str(p), f"/filemode/{p.name}")
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 100}, 2, input_mode=InputMode.SPARK)
+    state = cluster.train_files(minidfs.uri("/filemode"), batch_size=50)
+    cluster.shutdown()
+    assert state["finished"] is True
+    res = _results(str(out), 2)
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == set(range(total)) and set(counts.values()) == {1}
+
+
+def test_keras_model_trains_on_two_executors_in_file_mode(sc, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(3)
+    for k in range(3):
+        x = rng.random((1000, 4), dtype=np.float32)
+        y = x @ np.array([1.0, -2.0, 3.0, 0.5], dtype=np.float32)
+        pq.write_table(
+            pa.table({"x": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), 4), "y": pa.array(y)}),
+            data / f"part-{k}.parquet",
+        )
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.keras_train, {"out": str(out)}, 2, input_mode=InputMode.SPARK)
+    cluster.train_files(str(data), num_epochs=3, batch_size=64)
+    cluster.shutdown()
+    res = _results(str(out), 2)
+    # 3 epochs x floor(3000 / (2 x 64)) = 3 x 23 steps on each worker, and the loss fell
+    assert len(res[0]["losses"]) == len(res[1]["losses"]) == 69
+    for r in res.values():
+        assert np.mean(r["losses"][-5:]) < np.mean(r["losses"][:5]) / 2
