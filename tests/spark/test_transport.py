@@ -235,6 +235,17 @@ blobs = pickle.loads(sys.stdin.buffer.read())
 out = [load_pickled(blobs["closure"])(1), load_pickled(blobs["lambda"])(2), load_pickled(blobs["args"])]
 out.append("pyspark" in sys.modules)  # cloudpickle loaded without the pyspark package
 out.append(load_pickled(blobs["row"])(5).asDict())  # needs pyspark.sql: the ordinary import
+out.append("pyspark" in sys.modules)
+import pyspark
+out.append(hasattr(pyspark, "SparkContext"))  # the real package, after the bare stand-in
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+_LOADER_MODULE = r"""
+import pickle, sys
+from hydrofeed.spark.trainer import load_pickled
+blobs = pickle.loads(sys.stdin.buffer.read())
+out = [load_pickled(blobs["module"])(0)]  # refers to the pyspark module itself: the real one
 import pyspark
 out.append(hasattr(pyspark, "SparkContext"))
 sys.stdout.buffer.write(pickle.dumps(out))
@@ -256,7 +267,13 @@ def test_trainer_loads_by_value_map_fun_without_importing_pyspark():
     def needs_row(x):
         return Row(a=x)
 
+    import pyspark
+
+    def uses_module(x):
+        return hasattr(pyspark, "SparkContext")
+
     blobs = {
+        "module": cloudpickle.dumps(uses_module),
         "closure": cloudpickle.dumps(closure),  # a local function: pickled by value
         "lambda": cloudpickle.dumps(lambda x: x * 2),
         "row": cloudpickle.dumps(needs_row),
@@ -266,4 +283,7 @@ def test_trainer_loads_by_value_map_fun_without_importing_pyspark():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     r = subprocess.run([sys.executable, "-c", _LOADER], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
-    assert pickle.loads(r.stdout) == [4, 4, {"a": [1, 2]}, False, {"a": 5}, True]
+    assert pickle.loads(r.stdout) == [4, 4, {"a": [1, 2]}, False, {"a": 5}, True, True]
+    r = subprocess.run([sys.executable, "-c", _LOADER_MODULE], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert pickle.loads(r.stdout) == [True, True]

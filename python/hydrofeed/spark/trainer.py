@@ -18,6 +18,21 @@ from typing import Any
 ERROR_PREFIX = "hydrofeed-error: "
 
 
+def _needs_cloudpickle_only(blob: bytes) -> bool:
+    """Whether the only pyspark names the pickle refers to are ``pyspark.cloudpickle*`` (a
+    reference to the ``pyspark`` module itself, e.g. a ``map_fun`` using ``pyspark.X``, must get
+    the real package, never the bare stand-in)."""
+    import pickletools
+
+    try:
+        for _, arg, _ in pickletools.genops(blob):
+            if isinstance(arg, str) and arg.startswith("pyspark") and not arg.startswith("pyspark.cloudpickle"):
+                return False
+    except Exception:  # noqa: BLE001 - not a pickle we can walk: let pickle.loads say why
+        return False
+    return True
+
+
 def load_pickled(blob: bytes) -> Any:
     """Unpickles the driver's cloudpickled ``map_fun``/``tf_args`` without importing pyspark.
 
@@ -34,7 +49,7 @@ def load_pickled(blob: bytes) -> Any:
     import pickle
     import types
 
-    if "pyspark" in sys.modules or b"pyspark" not in blob:
+    if "pyspark" in sys.modules or b"pyspark" not in blob or not _needs_cloudpickle_only(blob):
         return pickle.loads(blob)
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
