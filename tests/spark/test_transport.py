@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 
 import numpy as np
@@ -137,3 +138,152 @@ def test_batches_fast_path_yields_numpy_columns(hub):
     assert [len(b["_0"]) for b in got] == [100, 100, 50]
     assert got[0]["_1"].shape == (100, 3) and got[0]["_1"].dtype == np.float32
     assert np.concatenate([b["_0"] for b in got]).tolist() == list(range(250))
+
+
+class _ListHub:
+    """Hands out prepared items, records acks (no sockets)."""
+
+    def __init__(self, batches):
+        from hydrofeed.spark.transport import Item
+
+        self.items = [Item("batch", 0, rb) for rb in batches] + [Item("end_of_feed")]
+        self.acked = 0
+
+    def get(self, timeout):
+        return self.items.pop(0) if self.items else None
+
+    def ack(self, conn_id, n):
+        self.acked += n
+
+
+def _equal(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, (a, b)
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _equal(x, y)
+    else:
+        assert type(a) is type(b) and (a == b or (a != a and b != b)), (a, b)
+
+
+def test_next_batch_slices_whole_batch_columns_exactly_like_converting_each_slice():
+    # Columns of every kind: dense ints/floats/bools, a column with nulls (its dtype depends on
+    # the slice), fixed-size and variable lists (uniform and ragged), strings, pickled objects.
+    def batch(start, n, ragged):
+        ids = list(range(start, start + n))
+        cols = {
+            "id": pa.array(ids, pa.int64()),
+            "f": pa.array([i * 0.5 for i in ids], pa.float32()),
+            "ok": pa.array([i % 3 == 0 for i in ids]),
+            "maybe": pa.array([None if i % 7 == 3 else i for i in ids], pa.int64()),
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(3 * n, dtype=np.float32)), 3),
+            "arr": pa.array([[float(i)] * (1 + (i % 2 if ragged else 0)) for i in ids], pa.list_(pa.float64())),
+            "s": pa.array([f"s{i}" for i in ids]),
+            "obj": pa.array([pickle.dumps({"i": i}) for i in ids], pa.binary()),
+        }
+        fields = [pa.field(k, v.type, metadata={rows.PICKLED: b"1"} if k == "obj" else None) for k, v in cols.items()]
+        return pa.RecordBatch.from_arrays(list(cols.values()), schema=pa.schema(fields, metadata={rows.ROW_KIND: b"tuple"}))
+
+    batches = [batch(0, 37, False), batch(37, 50, True), batch(87, 5, False), batch(92, 64, False)]
+    mapping = {"arr": "a", "f": "x", "maybe": "m", "obj": "o", "vec": "v"}
+    total = sum(rb.num_rows for rb in batches)
+
+    def calls(size):
+        """The old behaviour's reference: per next_batch call, its slices, each converted alone."""
+        out, cur = [], []
+        for rb in batches:
+            off = 0
+            while off < rb.num_rows:
+                m = min(size - sum(p.num_rows for p in cur), rb.num_rows - off)
+                cur.append(rb.slice(off, m))
+                off += m
+                if sum(p.num_rows for p in cur) == size:
+                    out.append(cur)
+                    cur = []
+        return out + ([cur] if cur else [])
+
+    for size in (1, 7, 20, 64, 200):
+        ref = calls(size)
+        feed = SparkDataFeed(_ListHub(batches))
+        for pieces in ref:
+            _equal(feed.next_batch(size), [r for p in pieces for r in rows.batch_to_rows(p)])
+        assert feed.next_batch(size) == [] and feed.should_stop()
+        hub = _ListHub(batches)
+        feed = SparkDataFeed(hub, input_mapping=mapping)
+        for pieces in ref:
+            out = feed.next_batch(size)
+            parts = [rows.batch_to_columns(p, mapping) for p in pieces]
+            for t in mapping.values():
+                vals = [p[t] for p in parts]
+                if len(vals) == 1:
+                    want = vals[0]
+                elif all(isinstance(v, np.ndarray) for v in vals):
+                    want = np.concatenate(vals)
+                else:
+                    want = [x for v in vals for x in v]
+                _equal(out[t], want)
+        feed.next_batch(size)
+        assert feed.should_stop() and hub.acked == total
+
+
+_LOADER = r"""
+import pickle, sys
+from hydrofeed.spark.trainer import load_pickled
+blobs = pickle.loads(sys.stdin.buffer.read())
+out = [load_pickled(blobs["closure"])(1), load_pickled(blobs["lambda"])(2), load_pickled(blobs["args"])]
+out.append("pyspark" in sys.modules)  # cloudpickle loaded without the pyspark package
+out.append(load_pickled(blobs["row"])(5).asDict())  # needs pyspark.sql: the ordinary import
+out.append("pyspark" in sys.modules)
+import pyspark
+out.append(hasattr(pyspark, "SparkContext"))  # the real package, after the bare stand-in
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+_LOADER_MODULE = r"""
+import pickle, sys
+from hydrofeed.spark.trainer import load_pickled
+blobs = pickle.loads(sys.stdin.buffer.read())
+out = [load_pickled(blobs["module"])(0)]  # refers to the pyspark module itself: the real one
+import pyspark
+out.append(hasattr(pyspark, "SparkContext"))
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def test_trainer_loads_by_value_map_fun_without_importing_pyspark():
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+    from pyspark.sql import Row
+
+    k = 3
+
+    def closure(x):
+        return x + k
+
+    def needs_row(x):
+        return Row(a=x)
+
+    import pyspark
+
+    def uses_module(x):
+        return hasattr(pyspark, "SparkContext")
+
+    blobs = {
+        "module": cloudpickle.dumps(uses_module),
+        "closure": cloudpickle.dumps(closure),  # a local function: pickled by value
+        "lambda": cloudpickle.dumps(lambda x: x * 2),
+        "row": cloudpickle.dumps(needs_row),
+        "args": cloudpickle.dumps({"a": [1, 2]}),
+    }
+    assert b"pyspark.cloudpickle" in blobs["closure"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", _LOADER], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert pickle.loads(r.stdout) == [4, 4, {"a": [1, 2]}, False, {"a": 5}, True, True]
+    r = subprocess.run([sys.executable, "-c", _LOADER_MODULE], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert pickle.loads(r.stdout) == [True, True]

@@ -341,8 +341,19 @@ class TFCluster:
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
         batches, schema = _arrow_batches(df)
-        union = batches if num_epochs == 1 else self.sc.union([batches] * num_epochs)
-        self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+        if num_epochs == 1:
+            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+            return
+        # Spark's Arrow encoding of the rows (JVM, per element for array columns) is most of the
+        # cost of feeding a DataFrame: encode once, feed the encoded batches num_epochs times.
+        from pyspark import StorageLevel
+
+        batches.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            union = self.sc.union([batches] * num_epochs)
+            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+        finally:
+            batches.unpersist(blocking=False)
 
     def _run_feed_job(self, job: Callable[[], Any]) -> None:
         """Runs a feeding job in a job group that is cancelled at once if a node fails."""
@@ -638,10 +649,12 @@ def _arrow_batches(df: Any) -> tuple[Any, Any]:
 
 
 def _decode(it: Any, schema: Any) -> Any:
+    """(record batch, its IPC message as Spark wrote it): the message is forwarded as it is."""
     import pyarrow as pa
 
     for msg in it:
-        yield pa.ipc.read_record_batch(pa.py_buffer(msg), schema)
+        buf = pa.py_buffer(msg)
+        yield pa.ipc.read_record_batch(buf, schema), buf
 
 
 def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_rows: int) -> Callable:
@@ -668,11 +681,11 @@ def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_ro
                 for _ in it:
                     pass
                 return [0] if mode == "train" else []
-            batches = it if arrow else _rows.batches_from_rows(it, batch_rows)
+            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_rows))
             sent = 0
-            for rb in batches:
+            for rb, ipc in batches:
                 if rb.num_rows:
-                    ch.send(rb)
+                    ch.send(rb, ipc)
                     sent += rb.num_rows
             results = ch.finish(feed_timeout)
         finally:

@@ -51,6 +51,11 @@ class SparkDataFeed:
         self._cur_infer = False
         self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
         self.rows_delivered = 0
+        # Slices handed out by _take -> (whole batch, offset): their numpy columns are slices of
+        # the whole batch's, converted once per batch instead of once per next_batch.
+        self._src: dict[int, tuple[pa.RecordBatch, int]] = {}
+        self._np_batch: pa.RecordBatch | None = None
+        self._np_cols: list[Any] = []
         self._ring: Any = None  # hydrofeed.DataFeed of this node's feeder (file mode)
         self._last_ring: Any = None
 
@@ -66,11 +71,15 @@ class SparkDataFeed:
         if self.input_tensors is None:
             out: list = []
             for rb in slices:
-                out.extend(_rows.batch_to_rows(rb))
+                out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
             return out
         if not slices:
             return {t: [] for t in self.input_tensors}
-        cols = [_rows.batch_to_columns(rb, self.input_mapping or {}) for rb in slices]
+        mapping = self.input_mapping or {}
+        cols = []
+        for rb in slices:
+            idx = _rows.mapping_indices(rb.schema, mapping)
+            cols.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
         return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
 
     def should_stop(self) -> bool:
@@ -134,6 +143,20 @@ class SparkDataFeed:
                 }
 
     # -- internals
+    def _columns(self, piece: pa.RecordBatch, need: Any = None) -> list[Any] | None:
+        """Numpy columns of a slice from _take (None: convert it as a batch of its own)."""
+        src = self._src.get(id(piece))
+        if src is None:
+            return None
+        whole, off = src
+        if self._np_batch is not whole:
+            self._np_batch, self._np_cols = whole, _rows.numpy_columns(whole)
+        cols = _rows.slice_columns(whole, self._np_cols, off, piece.num_rows, need)
+        if off + piece.num_rows >= whole.num_rows:
+            # its last rows: do not hold the batch (a ring slot in file mode) any longer
+            self._np_batch, self._np_cols = None, []
+        return cols
+
     def _ring_columns(self, batch_size: int) -> dict[str, Any] | None:
         """File mode, ``input_mapping``, a ring batch of exactly ``batch_size`` rows (the
         coordinator's batch size): its numpy columns as they lie in shared memory, no copy
@@ -152,6 +175,7 @@ class SparkDataFeed:
         return None
 
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
+        self._src.clear()
         slices: list[pa.RecordBatch] = []
         count = 0
         while count < batch_size and not self.done_feeding:
@@ -187,6 +211,7 @@ class SparkDataFeed:
             k = min(batch_size - count, rb.num_rows - self._cur_off)
             piece = rb.slice(self._cur_off, k)
             slices.append(piece)
+            self._src[id(piece)] = (rb, self._cur_off)
             count += k
             self._cur_off += k
             # Whether a row needs a result depends on how it was fed (train() or inference()),

@@ -118,11 +118,58 @@ def column_to_numpy(col: pa.Array | pa.ChunkedArray, field: pa.Field) -> Any:
     return col.to_numpy(zero_copy_only=False)
 
 
-def batch_to_rows(rb: pa.RecordBatch) -> list:
-    """Record batch -> list of rows shaped like the rows that were fed."""
+def _sliceable(col: pa.Array, field: pa.Field) -> bool:
+    """Whether ``column_to_numpy(col)[a:b]`` equals ``column_to_numpy(col.slice(a, b - a))``:
+    no nulls anywhere (a slice without nulls would get another dtype), not pickled, and lists
+    of one length (a slice of a ragged column may be uniform and come back 2-D)."""
+    if col.null_count or (field.metadata and field.metadata.get(PICKLED)):
+        return False
+    t = col.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return True
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        v = t.value_type
+        return (pa.types.is_integer(v) or pa.types.is_floating(v) or pa.types.is_boolean(v)) and col.flatten().null_count == 0
+    return False
+
+
+def numpy_columns(rb: pa.RecordBatch) -> list[Any]:
+    """Every column of a whole batch as numpy (zero-copy views where Arrow allows), or None for
+    a column whose slices must be converted one by one (see :func:`_sliceable`). Slicing these
+    arrays gives exactly what converting the sliced batch gives, at numpy-slice cost."""
+    out: list[Any] = []
+    for i in range(rb.num_columns):
+        col, field = rb.column(i), rb.schema.field(i)
+        v = column_to_numpy(col, field) if _sliceable(col, field) else None
+        out.append(v if isinstance(v, np.ndarray) else None)
+    return out
+
+
+def slice_columns(rb: pa.RecordBatch, whole: list[Any] | None, off: int, k: int, need: Any = None) -> list[Any]:
+    """The numpy columns of rows ``off:off+k`` of ``rb``, from ``whole`` (see
+    :func:`numpy_columns`) where possible; only the column indices in ``need`` (None: all),
+    the others are None."""
+    piece: pa.RecordBatch | None = None
+    out: list[Any] = []
+    for i in range(rb.num_columns):
+        w = whole[i] if whole is not None else None
+        if need is not None and i not in need:
+            out.append(None)
+        elif w is not None:
+            out.append(w[off : off + k])
+        else:
+            piece = piece if piece is not None else rb.slice(off, k)
+            out.append(column_to_numpy(piece.column(i), rb.schema.field(i)))
+    return out
+
+
+def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list:
+    """Record batch -> list of rows shaped like the rows that were fed (``cols``: its columns
+    already converted, e.g. by :func:`slice_columns`)."""
     meta = rb.schema.metadata or {}
     kind = meta.get(ROW_KIND, b"tuple").decode()
-    cols = [column_to_numpy(rb.column(i), rb.schema.field(i)) for i in range(rb.num_columns)]
+    if cols is None:
+        cols = [column_to_numpy(rb.column(i), rb.schema.field(i)) for i in range(rb.num_columns)]
     if kind == "scalar":
         return list(cols[0])
     if kind == "dict":
@@ -138,19 +185,26 @@ def batch_to_rows(rb: pa.RecordBatch) -> list:
     return list(zip(*cols))
 
 
-def batch_to_columns(rb: pa.RecordBatch, input_mapping: dict[str, str]) -> dict[str, Any]:
-    """Record batch -> {tensor name: numpy column} using TFoS's ``input_mapping``
-    ({column: tensor}). Columns are found by name; rows fed without names (RDD tuples) map
-    positionally in sorted column order, as TFoS does."""
-    out: dict[str, Any] = {}
-    names = rb.schema.names
-    ordered = sorted(input_mapping.items())
-    for i, (colname, tensor) in enumerate(ordered):
+def mapping_indices(schema: pa.Schema, input_mapping: dict[str, str]) -> list[tuple[str, int]]:
+    """[(tensor, column index)] for TFoS's ``input_mapping`` ({column: tensor}). Columns are
+    found by name; rows fed without names (RDD tuples) map positionally in sorted column order,
+    as TFoS does."""
+    names = schema.names
+    out = []
+    for i, (colname, tensor) in enumerate(sorted(input_mapping.items())):
         if colname in names:
-            j = names.index(colname)
-        elif i < rb.num_columns:
-            j = i
+            out.append((tensor, names.index(colname)))
+        elif i < len(names):
+            out.append((tensor, i))
         else:
             raise KeyError(f"input_mapping column {colname!r} is not in the fed data (columns: {names})")
-        out[tensor] = column_to_numpy(rb.column(j), rb.schema.field(j))
+    return out
+
+
+def batch_to_columns(rb: pa.RecordBatch, input_mapping: dict[str, str], cols: list[Any] | None = None) -> dict[str, Any]:
+    """Record batch -> {tensor name: numpy column} using TFoS's ``input_mapping`` (see
+    :func:`mapping_indices`; ``cols``: its columns already converted)."""
+    out: dict[str, Any] = {}
+    for tensor, j in mapping_indices(rb.schema, input_mapping):
+        out[tensor] = cols[j] if cols is not None else column_to_numpy(rb.column(j), rb.schema.field(j))
     return out

@@ -49,6 +49,7 @@ FILES = 10  # control -> hub: JSON: attach to this feeder's ring (file mode, ``f
 
 _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 31
+_POOL_MIN = 1 << 16  # frames at least this large are received into Arrow pool memory
 
 
 class TransportError(PeerLostError, ConnectionError):
@@ -56,8 +57,10 @@ class TransportError(PeerLostError, ConnectionError):
 
 
 def _recv_exact(sock: socket.socket, n: int) -> memoryview:
-    buf = bytearray(n)
-    view = memoryview(buf)
+    # Arrow pool memory, not a bytearray: no zero-fill pass over the (multi-MB) batch and the
+    # allocator reuses freed blocks instead of faulting in fresh pages for every batch. The
+    # record batch read from it is zero-copy and keeps the buffer alive.
+    view = memoryview(pa.allocate_buffer(n)).cast("B") if n >= _POOL_MIN else memoryview(bytearray(n))
     got = 0
     while got < n:
         k = sock.recv_into(view[got:], n - got)
@@ -366,13 +369,15 @@ class Channel:
         self.terminating: bool = info["state"] == "terminating"
         self._schema: pa.Schema | None = None
 
-    def send(self, batch: pa.RecordBatch) -> None:
-        """Sends one record batch (and the schema before the first one)."""
+    def send(self, batch: pa.RecordBatch, ipc: pa.Buffer | None = None) -> None:
+        """Sends one record batch (and the schema before the first one). ``ipc``: the batch's
+        Arrow IPC message if the caller has it already (Spark-encoded DataFrame batches): sent
+        as it is instead of serializing the batch again."""
         try:
             if self._schema is None or not batch.schema.equals(self._schema):
                 self._schema = batch.schema
                 send_frame(self.sock, SCHEMA, batch.schema.serialize())
-            send_frame(self.sock, BATCH, batch.serialize())
+            send_frame(self.sock, BATCH, ipc if ipc is not None else batch.serialize())
         except OSError as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away while feeding: {e}")) from e
 
