@@ -222,3 +222,22 @@ def test_executor_killed_mid_feed_fails_clearly_and_leaves_nothing(sc, tmp_path)
     assert "rank1.sock" in left and any(n.startswith("feed-") for n in left), left
     sweep_stale(min_age_s=0)
     assert not os.path.exists(run_dir(cluster.cluster_id, 0))
+
+
+def test_input_mapping_feed_larger_than_the_ring_never_pins_a_slot(sc, tmp_path):
+    # 4,000 rows x 784 float32 = 12.5 MB through a 2 MiB ring (memory_mb=4): every slot must
+    # be released once its rows were handed out, whichever path (Arrow or zero-copy) took them.
+    data = tmp_path / "data"
+    data.mkdir()
+    ids = np.arange(4000, dtype=np.int64)
+    feats = pa.FixedSizeListArray.from_arrays(pa.array(np.repeat(ids, 784).astype(np.float32)), 784)
+    pq.write_table(pa.table({"id": ids, "features": feats}), data / "part-0.parquet", row_group_size=500)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_columns, {"out": str(out)}, 1, input_mode=InputMode.SPARK)
+    state = cluster.train_files(str(data), batch_size=50, memory_mb=4, feed_timeout=30)
+    cluster.shutdown()
+    assert state["finished"] is True
+    res = _results(str(out), 1)
+    assert sorted(res[0]["ids"]) == list(range(4000))
+    assert res[0]["shapes"] == ["ndarray of ndarray[784] float32; ids int64"]

@@ -68,19 +68,24 @@ class SparkDataFeed:
             if cols is not None:
                 return cols
         slices = self._take(batch_size)
-        if self.input_tensors is None:
-            out: list = []
+        try:
+            if self.input_tensors is None:
+                out: list = []
+                for rb in slices:
+                    out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
+                return out
+            if not slices:
+                return {t: [] for t in self.input_tensors}
+            mapping = self.input_mapping or {}
+            cols = []
             for rb in slices:
-                out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
-            return out
-        if not slices:
-            return {t: [] for t in self.input_tensors}
-        mapping = self.input_mapping or {}
-        cols = []
-        for rb in slices:
-            idx = _rows.mapping_indices(rb.schema, mapping)
-            cols.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
-        return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
+                idx = _rows.mapping_indices(rb.schema, mapping)
+                cols.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
+            return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
+        finally:
+            # The slices' batches may be ring slots (file mode): hold none past this call, or
+            # the ring cannot reclaim them while later batches take the zero-copy path.
+            self._src.clear()
 
     def should_stop(self) -> bool:
         """True once the end-of-feed marker was seen."""
