@@ -270,22 +270,24 @@ fn three_workers_two_epochs_over_grpc() {
     assert_ne!(split_order(SEED, 0, 7), split_order(SEED, 1, 7));
 }
 
+/// A whole job of `c` over [`splits`], simulated to its end with schedule seed 5.
+fn simulated(c: Config) -> Sim {
+    let mut sim = Sim::new(
+        Machine::new(splits(), c).unwrap(),
+        SimOptions {
+            seed: 5,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sim.run(10_000_000).unwrap();
+    sim
+}
+
 /// Same seed and schedule -> the same assignments, twice; another epoch -> another order.
 #[test]
 fn same_seed_same_order_other_epoch_other_order() {
-    let run = |seed: u64| {
-        let c = Config { seed, ..cfg(3) };
-        let mut sim = Sim::new(
-            Machine::new(splits(), c).unwrap(),
-            SimOptions {
-                seed: 5,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        sim.run(10_000_000).unwrap();
-        sim.m.drain_log()
-    };
+    let run = |seed: u64| simulated(Config { seed, ..cfg(3) }).m.drain_log();
     let a = run(SEED);
     let b = run(SEED);
     assert_eq!(a, b);
@@ -305,19 +307,10 @@ fn same_seed_same_order_other_epoch_other_order() {
 /// `shuffle: false`: every epoch hands the splits out in plan order; the state keeps it.
 #[test]
 fn without_shuffle_every_epoch_follows_the_plan_order() {
-    let c = Config {
+    let mut sim = simulated(Config {
         shuffle: false,
         ..cfg(3)
-    };
-    let mut sim = Sim::new(
-        Machine::new(splits(), c).unwrap(),
-        SimOptions {
-            seed: 5,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    sim.run(10_000_000).unwrap();
+    });
     assert!(!sim.m.state().shuffle);
     let log = sim.m.drain_log();
     for e in 0..2u32 {

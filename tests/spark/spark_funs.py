@@ -14,6 +14,15 @@ def _dump(args, ctx, payload):
     os.replace(path + ".tmp", path)
 
 
+def results(out, n):
+    """What ranks 0..n-1 dumped with :func:`_dump` (test side)."""
+    res = {}
+    for r in range(n):
+        with open(os.path.join(out, f"rank{r}.json")) as f:
+            res[r] = json.load(f)
+    return res
+
+
 def record_ids(args, ctx):
     """Consumes the feed TFoS-style and records every id it saw."""
     feed = ctx.get_data_feed(train_mode=True)

@@ -4,7 +4,6 @@ in the driver deals equal steps; data reaches the trainers through shared-memory
 from __future__ import annotations
 
 import collections
-import json
 import os
 import shutil
 import time
@@ -39,14 +38,6 @@ def _write_dataset(root: str, sizes=SIZES, row_group: int = 128) -> int:
     return start
 
 
-def _results(out, n):
-    res = {}
-    for r in range(n):
-        with open(os.path.join(out, f"rank{r}.json")) as f:
-            res[r] = json.load(f)
-    return res
-
-
 def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path):
     data = str(tmp_path / "data")
     total = _write_dataset(data)
@@ -56,7 +47,7 @@ def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path):
     state = cluster.train_files(data, num_epochs=2, batch_size=50, seed=7)
     cluster.shutdown()
     assert state["finished"] is True and state["epochs"] == 2 and state["rows_dropped"] == 0
-    res = _results(str(out), 2)
+    res = spark_funs.results(str(out), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(total))
     assert set(counts.values()) == {2}
@@ -73,7 +64,7 @@ def test_remainder_is_dropped_evenly_and_plan_order_without_shuffle(sc, tmp_path
     cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 64}, 2, input_mode=InputMode.SPARK)
     state = cluster.train_files(data + "/*.parquet", columns=["id", "label"], batch_size=64, shuffle=False)
     cluster.shutdown()
-    res = _results(str(out), 2)
+    res = spark_funs.results(str(out), 2)
     seen = [i for r in res.values() for i in r["ids"]]
     assert len(seen) == len(set(seen)) == 896
     assert state["rows_dropped"] == total - 896 and state["shuffle"] is False
@@ -130,7 +121,7 @@ def test_killed_trainer_restarts_the_gang_and_the_feed_resumes(sc, tmp_path):
     cluster.shutdown()
     assert os.path.exists(out / "killed-once")
     assert state["finished"] is True
-    res = _results(str(out), 2)  # written by the second generation's trainers
+    res = spark_funs.results(str(out), 2)  # written by the second generation's trainers
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     fed_again = sum(counts.values())
     # the restarted feed resumed: rows consumed before the kill were not fed again
@@ -151,7 +142,7 @@ def test_file_mode_reads_a_real_minidfs(sc, minidfs, tmp_path):
     state = cluster.train_files(minidfs.uri("/filemode"), batch_size=50)
     cluster.shutdown()
     assert state["finished"] is True
-    res = _results(str(out), 2)
+    res = spark_funs.results(str(out), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(total)) and set(counts.values()) == {1}
 
@@ -172,7 +163,7 @@ def test_keras_model_trains_on_two_executors_in_file_mode(sc, tmp_path):
     cluster = TFCluster.run(sc, spark_funs.keras_train, {"out": str(out)}, 2, input_mode=InputMode.SPARK)
     cluster.train_files(str(data), num_epochs=3, batch_size=64)
     cluster.shutdown()
-    res = _results(str(out), 2)
+    res = spark_funs.results(str(out), 2)
     # 3 epochs x floor(3000 / (2 x 64)) = 3 x 23 steps on each worker, and the loss fell
     assert len(res[0]["losses"]) == len(res[1]["losses"]) == 69
     for r in res.values():
@@ -238,6 +229,6 @@ def test_input_mapping_feed_larger_than_the_ring_never_pins_a_slot(sc, tmp_path)
     state = cluster.train_files(str(data), batch_size=50, memory_mb=4, feed_timeout=30)
     cluster.shutdown()
     assert state["finished"] is True
-    res = _results(str(out), 1)
+    res = spark_funs.results(str(out), 1)
     assert sorted(res[0]["ids"]) == list(range(4000))
     assert res[0]["shapes"] == ["ndarray of ndarray[784] float32; ids int64"]

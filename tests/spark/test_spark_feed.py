@@ -15,14 +15,6 @@ from hydrofeed.spark import InputMode, TFCluster, TrainerFailedError
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 
 
-def _results(out, n):
-    res = {}
-    for r in range(n):
-        with open(os.path.join(out, f"rank{r}.json")) as f:
-            res[r] = json.load(f)
-    return res
-
-
 def test_every_row_delivered_exactly_num_epochs_times(sc, tmp_path):
     rows = [(i, np.full(784, i, dtype=np.float32), i % 10) for i in range(3000)]
     rdd = sc.parallelize(rows, 6)
@@ -32,7 +24,7 @@ def test_every_row_delivered_exactly_num_epochs_times(sc, tmp_path):
     assert cluster.cluster_meta["cluster_template"] == {"worker": [0, 1]}
     cluster.train(rdd, num_epochs=3)
     cluster.shutdown()
-    res = _results(str(tmp_path), 2)
+    res = spark_funs.results(str(tmp_path), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(3000))
     assert set(counts.values()) == {3}
@@ -53,7 +45,7 @@ def test_dataframe_travels_as_arrow_with_input_mapping(spark, sc, tmp_path):
     cluster = TFCluster.run(sc, spark_funs.record_columns, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
     cluster.train(df, num_epochs=2)
     cluster.shutdown()
-    res = _results(str(tmp_path), 2)
+    res = spark_funs.results(str(tmp_path), 2)
     counts = collections.Counter(i for r in res.values() for i in r["ids"])
     assert set(counts) == set(range(n)) and set(counts.values()) == {2}
     # Spark arrays of equal length arrive as one dense 2-D numpy array, dtype kept
@@ -88,7 +80,7 @@ def test_uneven_partitions_never_hang(sc, tmp_path):
     cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(tmp_path), "batch": 16}, 2, input_mode=InputMode.SPARK)
     cluster.train(rdd, num_epochs=1)
     cluster.shutdown()  # every trainer's should_stop() turned true, or this would not return
-    res = _results(str(tmp_path), 2)
+    res = spark_funs.results(str(tmp_path), 2)
     ids = sorted(i for r in res.values() for i in r["ids"])
     assert ids == list(range(sum(sizes)))
 
@@ -161,7 +153,7 @@ def test_spark_mode_restart_feeds_the_new_gang_again(sc, tmp_path):
                             2, input_mode=InputMode.SPARK, max_restarts=1)
     cluster.train(rdd, num_epochs=1)  # rank 0 is SIGKILLed once; the gang restarts and is fed again
     cluster.shutdown()
-    res = _results(str(tmp_path), 2)
+    res = spark_funs.results(str(tmp_path), 2)
     assert sorted(i for r in res.values() for i in r["ids"]) == list(range(5000))
 
 
@@ -175,7 +167,7 @@ def test_keras_model_trains_on_two_executors(sc, tmp_path):
     cluster = TFCluster.run(sc, spark_funs.keras_train, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
     cluster.train(rdd, num_epochs=3)
     cluster.shutdown()
-    res = _results(str(tmp_path), 2)
+    res = spark_funs.results(str(tmp_path), 2)
     for r in res.values():
         losses = r["losses"]
         assert len(losses) > 10

@@ -92,15 +92,7 @@ class Coordinator:
                 args.append("--no-shuffle")
         if fmt is not None:
             args += ["--format", fmt]
-        env = dict(os.environ, HYDROFEED_TOKEN=self.token)
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            preexec_fn=die_with_parent,
-        )
+        self.proc = spawn(args, self.token)
         self.metrics_url = f"http://{listen_ip}:{metrics_port}/metrics"
         line = self._read_until_listening(start_timeout)
         m = _LISTEN_RE.search(line)
@@ -212,6 +204,19 @@ def _ip_of(host: str) -> str:
         return "0.0.0.0"
 
 
+def spawn(args: list[str], token: str) -> subprocess.Popen:
+    """Starts a ``hydrofeed`` child with the job token in its environment (never in argv or a
+    file), its output piped (stderr into stdout), killed when its parent dies."""
+    return subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, HYDROFEED_TOKEN=token),
+        preexec_fn=die_with_parent,
+    )
+
+
 def die_with_parent() -> None:
     """``preexec_fn``: SIGKILL the child when its parent dies (``kill -9`` included)."""
     import ctypes
@@ -259,15 +264,7 @@ class Feeder:
             args.append("--skip-errors")
         if msg.get("decode_threads"):
             args += ["--decode-threads", str(int(msg["decode_threads"]))]
-        env = dict(os.environ, HYDROFEED_TOKEN=msg["token"])
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            preexec_fn=die_with_parent,
-        )
+        self.proc = spawn(args, msg["token"])
         self._pumper = threading.Thread(target=self._pump, args=(log,), name="hydrofeed-feeder-log", daemon=True)
         self._pumper.start()
 
