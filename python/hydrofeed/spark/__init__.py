@@ -5,7 +5,8 @@ Most users want::
     from hydrofeed.spark import TFCluster, InputMode
 
     cluster = TFCluster.run(sc, main_fun, args, num_executors=2, input_mode=InputMode.SPARK)
-    cluster.train(rdd_or_dataframe, num_epochs=2)
+    cluster.train(rdd_or_dataframe, num_epochs=2)       # Spark reads, rows travel as Arrow
+    cluster.train_files("hdfs://nn/data", num_epochs=2)  # file mode: the nodes' feeders read
     cluster.shutdown()
 
 ``TFCluster`` is this package's ``cluster`` module re-exported under TFoS's name, so
@@ -16,6 +17,7 @@ as they do with ``from tensorflowonspark import TFCluster``.
 from hydrofeed.spark import cluster as TFCluster
 from hydrofeed.spark.cluster import InputMode, TrainerFailedError
 from hydrofeed.spark.feed import SparkDataFeed
+from hydrofeed.spark.files import FeedFilesError
 from hydrofeed.spark.node import NodeContext
 
-__all__ = ["TFCluster", "InputMode", "TrainerFailedError", "SparkDataFeed", "NodeContext"]
+__all__ = ["TFCluster", "InputMode", "TrainerFailedError", "FeedFilesError", "SparkDataFeed", "NodeContext"]

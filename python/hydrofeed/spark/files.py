@@ -30,6 +30,8 @@ import time
 import urllib.request
 from typing import Any, Callable
 
+from hydrofeed._native import HydrofeedError
+
 logger = logging.getLogger(__name__)
 
 #: The coordinator's remainder policies (``hydrofeed coordinator --remainder``).
@@ -40,7 +42,7 @@ FORMATS = ("parquet", "orc", "avro", "tfrecord")
 _LISTEN_RE = re.compile(r"listening on (\S+)")
 
 
-class FeedFilesError(RuntimeError):
+class FeedFilesError(HydrofeedError, RuntimeError):
     """The file feed failed: a feeder or the coordinator exited with an error (the message
     names the rank, host and stage, and carries the process's last output lines)."""
 
