@@ -248,7 +248,8 @@ def test_tf_dataset_ragged_spec(serve: Any, tmp_path: Path) -> None:
 
 
 CTRL_C = """
-import sys, hydrofeed as hf
+import faulthandler, signal, sys, hydrofeed as hf
+faulthandler.register(signal.SIGUSR1)  # the test asks for a traceback if it hangs
 feed = hf.DataFeed(sys.argv[1], batch_size=100)
 feed.next_batch(100)
 print("ready", flush=True)
@@ -268,7 +269,10 @@ def test_ctrl_c_interrupts_next_batch(serve: Any, mnist_dir: Path, tmp_path: Pat
     script = tmp_path / "ctrlc.py"
     script.write_text(CTRL_C)
     child = subprocess.Popen(
-        [sys.executable, str(script), str(s.sock)], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), str(s.sock)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -278,7 +282,14 @@ def test_ctrl_c_interrupts_next_batch(serve: Any, mnist_dir: Path, tmp_path: Pat
         # Drain what was already committed so the child is really waiting.
         time.sleep(1.0)
         child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=10)
+        try:
+            out, _ = child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR1)  # where is it stuck?
+            time.sleep(1.0)
+            child.kill()
+            out, err = child.communicate(timeout=10)
+            raise AssertionError(f"no exit 30 s after Ctrl-C; stdout {out!r}; stacks:\n{err}") from None
     finally:
         if child.poll() is None:
             child.kill()
