@@ -250,6 +250,9 @@ def test_tf_dataset_ragged_spec(serve: Any, tmp_path: Path) -> None:
 CTRL_C = """
 import faulthandler, signal, sys, hydrofeed as hf
 faulthandler.register(signal.SIGUSR1)  # the test asks for a traceback if it hangs
+# A shell that starts a command in the background (`cmd &`, no job control) hands it SIGINT
+# ignored, and Python then keeps it ignored: give this process the ordinary Ctrl-C handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 feed = hf.DataFeed(sys.argv[1], batch_size=100)
 feed.next_batch(100)
 print("ready", flush=True)
