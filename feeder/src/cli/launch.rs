@@ -399,11 +399,16 @@ fn supervise(
             if done[i] {
                 continue;
             }
-            let (name, c) = &mut job.children[i + 1];
+            let (_, c) = &mut job.children[i + 1];
             if let Some(s) = c.try_wait()? {
                 if !s.success() {
                     // Let its last lines (a traceback) reach the terminal before the verdict.
                     thread::sleep(Duration::from_millis(200));
+                    // A trainer that lost its feeder fails too: name the feeder, the cause.
+                    if !feeder_done {
+                        check_feeder(job, svc)?;
+                    }
+                    let (name, c) = &mut job.children[i + 1];
                     bail!(
                         "trainer {name} (pid {}) failed: {}; stopped the other trainers and the feeder",
                         c.id(),
