@@ -23,6 +23,30 @@ def results(out, n):
     return res
 
 
+def processes(match):
+    """Pids of the processes whose argv (list of bytes) ``match`` accepts (test side)."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if match(argv):
+                pids.append(int(pid))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def left_after(match, timeout=20.0):
+    """Waits up to ``timeout`` s for the processes ``match`` selects to go; returns those left."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while processes(match) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return processes(match)
+
+
 def record_ids(args, ctx):
     """Consumes the feed TFoS-style and records every id it saw."""
     feed = ctx.get_data_feed(train_mode=True)

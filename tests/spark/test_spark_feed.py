@@ -114,7 +114,6 @@ def test_trainer_killed_with_sigkill_mid_feed_fails_clearly(sc, tmp_path):
 
 def test_supervisor_killed_with_sigkill_is_reported_lost_and_its_trainer_dies(sc, tmp_path):
     import signal
-    import time
 
     from hydrofeed.spark.node import run_dir, sweep_stale
 
@@ -125,22 +124,12 @@ def test_supervisor_killed_with_sigkill_is_reported_lost_and_its_trainer_dies(sc
         cluster.shutdown()
     assert ei.value.rank == 1
 
-    def trainers() -> list[int]:
-        pids = []
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read()
-                if cluster.cluster_id.encode() in cmd and b"hydrofeed.spark.trainer" in cmd:
-                    pids.append(int(pid))
-            except (OSError, ValueError):
-                pass
-        return pids
+    def its_trainer(argv: list[bytes]) -> bool:
+        cmd = b" ".join(argv)
+        return cluster.cluster_id.encode() in cmd and b"hydrofeed.spark.trainer" in cmd
 
-    deadline = time.monotonic() + 20
-    while trainers() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert trainers() == []  # the orphaned trainer was killed with its supervisor (PDEATHSIG)
+    # the orphaned trainer was killed with its supervisor (PDEATHSIG)
+    assert spark_funs.left_after(its_trainer) == []
     # the SIGKILLed supervisor could not clean up; the next node start sweeps it
     assert os.path.exists(os.path.join(run_dir(cluster.cluster_id, 0), "rank1.sock"))
     assert sweep_stale(min_age_s=0) >= 2

@@ -80,6 +80,12 @@ pub struct Args {
     pub dead_after: f64,
 }
 
+/// Reads a state file (`--resume`), errors naming the file.
+pub(crate) fn read_state(p: &std::path::Path) -> anyhow::Result<State> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+    State::from_json(&text).with_context(|| format!("{}", p.display()))
+}
+
 fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
     if let Some(p) = &args.splits {
         #[derive(serde::Deserialize)]
@@ -121,10 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let m = match &args.resume {
         Some(p) => {
-            let st = State::from_json(
-                &std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
-            )
-            .with_context(|| format!("{}", p.display()))?;
+            let st = read_state(p)?;
             for (what, given, saved) in [
                 ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
                 ("--seed", args.seed, st.seed),

@@ -22,7 +22,7 @@ use super::serve::ServeFormat;
 use crate::coord::client::CoordClient;
 use crate::coord::service::{self, ServiceOptions};
 use crate::coord::token::{Token, TOKEN_ENV};
-use crate::coord::{Config, Machine, Remainder, SplitInfo, State};
+use crate::coord::{Config, Machine, Remainder, SplitInfo};
 use crate::format::ReadOptions;
 use crate::serve::SOCKET_ENV;
 
@@ -202,10 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let m = match &args.resume {
         Some(p) => {
-            let st = State::from_json(
-                &std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?,
-            )
-            .with_context(|| format!("{}", p.display()))?;
+            let st = super::coordinator::read_state(p)?;
             anyhow::ensure!(
                 st.batch_size == args.batch_size,
                 "--batch-size {} differs from the resumed state's {}",

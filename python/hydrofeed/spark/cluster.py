@@ -23,6 +23,7 @@ from typing import Any, Callable
 from hydrofeed._native import HydrofeedError
 from hydrofeed.spark import node as _node
 from hydrofeed.spark.control import Control, NodeState
+from hydrofeed.spark.trainer import ERROR_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,12 @@ class TrainerFailedError(HydrofeedError, RuntimeError):
         self.log_tail = list(node.tail) if node else []
 
 
+def _error_summary(tail: list[str]) -> str | None:
+    """The last one-line error summary (``ERROR_PREFIX`` lines) in an output tail."""
+    found = [line[len(ERROR_PREFIX) :] for line in tail if line.startswith(ERROR_PREFIX)]
+    return found[-1] if found else None
+
+
 def _describe(n: NodeState) -> str:
     m = n.meta
     where = f"rank {n.rank} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')})"
@@ -62,10 +69,10 @@ def _describe(n: NodeState) -> str:
             why = f"was killed by signal {-n.exit_code}"
     else:
         why = f"failed with exit code {n.exit_code}"
-    summary = [line[len("hydrofeed-error: ") :] for line in n.tail if line.startswith("hydrofeed-error: ")]
+    summary = _error_summary(n.tail)
     if summary:
-        why += f": {summary[-1]}"
-    tail = "\n".join("    " + line for line in n.tail[-25:] if not line.startswith("hydrofeed-error: "))
+        why += f": {summary}"
+    tail = "\n".join("    " + line for line in n.tail[-25:] if not line.startswith(ERROR_PREFIX))
     return f"hydrofeed: {where} {why}" + (f"; last output lines:\n{tail}" if tail else "")
 
 
@@ -317,13 +324,12 @@ class TFCluster:
         if bad is not None:
             r, f = bad
             m = ctl.gen_nodes(gen)[r].meta
-            summary = [x[len("hydrofeed-error: ") :] for x in f["tail"] if x.startswith("hydrofeed-error: ")]
             errs = [x for x in f["tail"] if "rror" in x]
-            why = summary[-1] if summary else (errs[-1] if errs else f"exit code {f['code']}")
+            why = _error_summary(f["tail"]) or (errs[-1] if errs else f"exit code {f['code']}")
             tail = "\n".join("    " + x for x in f["tail"][-15:])
             raise _files.FeedFilesError(
                 f"hydrofeed: the feeder of rank {r} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')}) "
-                f"failed (stage: reading/decoding {coord_input(coord)}): {why}; last output lines:\n{tail}"
+                f"failed (stage: reading/decoding {coord.uri}): {why}; last output lines:\n{tail}"
             )
         if node is not None:
             raise TrainerFailedError(node, _describe(node))
@@ -564,12 +570,6 @@ def _lost_its_feeder(node: NodeState) -> bool:
     if node.lost or (node.exit_code is not None and node.exit_code < 0):
         return False
     return any(e in line for line in node.tail[-10:] for e in ("PeerLostError", "DataError", "SchemaError"))
-
-
-def coord_input(coord: Any) -> str:
-    """The input a coordinator planned (for messages)."""
-    args = list(coord.proc.args)
-    return args[args.index("--input") + 1] if "--input" in args else "the input"
 
 
 def _state_summary(state: str | None) -> str:

@@ -69,6 +69,7 @@ class Coordinator:
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
+        self.uri = uri
         self.token = os.urandom(16).hex()
         self._dir = tempfile.mkdtemp(prefix="hydrofeed-coord-")
         self.state_path = os.path.join(self._dir, "state.json")
@@ -106,8 +107,7 @@ class Coordinator:
             )
         port = int(m.group(1).rsplit(":", 1)[1])
         self.addr = f"{host}:{port}"
-        self._pumper = threading.Thread(target=self._pump, name="hydrofeed-coordinator-log", daemon=True)
-        self._pumper.start()
+        self._pumper = pump(self.proc, self.tail, lambda line: logger.info("[coordinator] %s", line))
 
     def _read_until_listening(self, timeout: float) -> str:
         assert self.proc.stdout is not None
@@ -132,12 +132,6 @@ class Coordinator:
                     return line
         return ""
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.tail.append(line)
-            logger.info("[coordinator] %s", line)
 
     def notify_exit(self, cond: threading.Condition) -> None:
         """Notifies ``cond`` when the coordinator exits (waiters wake at once, not at a poll)."""
@@ -206,6 +200,22 @@ def _ip_of(host: str) -> str:
         return "0.0.0.0"
 
 
+def pump(proc: subprocess.Popen, tail: collections.deque[str], emit: Callable[[str], None]) -> threading.Thread:
+    """Starts a thread that reads a child's output to its end: every line goes to ``emit`` and
+    the last ones stay in ``tail``."""
+
+    def run() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            tail.append(line)
+            emit(line)
+
+    t = threading.Thread(target=run, name="hydrofeed-child-output", daemon=True)
+    t.start()
+    return t
+
+
 def spawn(args: list[str], token: str) -> subprocess.Popen:
     """Starts a ``hydrofeed`` child with the job token in its environment (never in argv or a
     file), its output piped (stderr into stdout), killed when its parent dies."""
@@ -267,15 +277,8 @@ class Feeder:
         if msg.get("decode_threads"):
             args += ["--decode-threads", str(int(msg["decode_threads"]))]
         self.proc = spawn(args, msg["token"])
-        self._pumper = threading.Thread(target=self._pump, args=(log,), name="hydrofeed-feeder-log", daemon=True)
-        self._pumper.start()
+        self._pumper = pump(self.proc, self.tail, lambda line: log(f"[feeder rank {self.rank}] {line}"))
 
-    def _pump(self, log: Callable[[str], None]) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            self.tail.append(line)
-            log(f"[feeder rank {self.rank}] {line}")
 
     def wait(self) -> int:
         """Waits for the exit; returns its status once its output was read to the end."""

@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from hydrofeed.spark.files import pump
+
 TAIL_LINES = 40
 STOP_GRACE_S = 5.0
 
@@ -164,22 +166,14 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     prefix = f"[hydrofeed {meta['job_name']}:{meta['task_index']}] "
 
-    def pump() -> None:
-        assert trainer.stdout is not None
-        for raw in trainer.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            tail.append(line)
-            _log(prefix + line)
-
-    pumper = threading.Thread(target=pump, daemon=True)
-    pumper.start()
+    pumper = pump(trainer, tail, lambda line: _log(prefix + line))
     feeders: list = []
 
     # Ready = the hub listens (feeding nodes) or the trainer is running (others).
     sock = meta["sock"]
     deadline = time.monotonic() + float(cm["reservation_timeout"])
-    while sock and not os.path.exists(sock) and trainer.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    if sock:
+        _await_path(sock, trainer, deadline, 0.02)
     tb, tb_port = _start_tensorboard(spec)
     if trainer.poll() is not None and trainer.returncode != 0:
         pumper.join(2)
@@ -254,10 +248,18 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
     return 0 if code == 0 or (stopping and driver_alive) else 1
 
 
+def _await_path(path: str, proc: subprocess.Popen, deadline: float, step: float) -> None:
+    """Waits, polling every ``step`` seconds, until ``path`` exists (a child's socket), the
+    child exited, or ``deadline`` (monotonic) passed; the caller looks at which."""
+    while not os.path.exists(path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(step)
+
+
 def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: socket.socket, prefix: str) -> object:
     """File mode: starts this node's feeder, points the trainer's hub at its ring, and reports
     the feeder's exit (``feeder_exit``: code, output tail) to the driver from a thread."""
     from hydrofeed.spark.files import Feeder
+    from hydrofeed.spark.trainer import ERROR_PREFIX
     from hydrofeed.spark.transport import send_files
 
     feeder = Feeder(msg, meta["host"], os.path.dirname(spec_path), lambda line: _log(prefix + line))
@@ -265,13 +267,11 @@ def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: sock
     def watch() -> None:
         # Point the trainer at the ring once the feeder listens (it registers with the
         # coordinator first): the trainer then attaches at once instead of retrying.
-        deadline = time.monotonic() + float(msg["feed_timeout"])
-        while not os.path.exists(feeder.socket) and feeder.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
+        _await_path(feeder.socket, feeder.proc, time.monotonic() + float(msg["feed_timeout"]), 0.002)
         try:
             send_files(hub_sock, feeder.hub_message())
         except OSError as e:  # TransportError included: the hub refused (map_fun returned)
-            feeder.tail.append(f"hydrofeed-error: the trainer did not take the file feed: {e}")
+            feeder.tail.append(f"{ERROR_PREFIX}the trainer did not take the file feed: {e}")
             feeder.stop()
         code = feeder.wait()
         _send(drv, {"t": "feeder_exit", "job": msg["job"], "code": code, "stopped": feeder.stopped, "tail": list(feeder.tail)})
