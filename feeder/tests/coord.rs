@@ -706,3 +706,62 @@ fn coordinator_cli_end_to_end() {
     let t = tally.lock().unwrap();
     assert_eq!((t.once(0), t.once(1)), (total(), total()));
 }
+
+/// A resumed state fixes the split order: `--no-shuffle` against a state that shuffles is
+/// refused by name, as `--seed`/`--epochs`/`--remainder` that differ are; a state written
+/// without shuffle resumes with the flag.
+#[test]
+fn coordinator_cli_refuses_no_shuffle_against_a_shuffled_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let splits_json: Vec<serde_json::Value> = ROWS
+        .iter()
+        .enumerate()
+        .map(|(i, r)| serde_json::json!({"id": i, "rows": r}))
+        .collect();
+    let splits_path = dir.path().join("splits.json");
+    std::fs::write(&splits_path, serde_json::to_vec(&splits_json).unwrap()).unwrap();
+    let run = |state: &State, no_shuffle: bool| {
+        let p = dir.path().join("state.json");
+        std::fs::write(&p, state.to_json()).unwrap();
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_hydrofeed"));
+        c.args(["coordinator", "--workers", "2", "--batch-size", "32"])
+            .arg("--splits")
+            .arg(&splits_path)
+            .arg("--resume")
+            .arg(&p)
+            .arg("--token-file")
+            .arg(dir.path().join("token"));
+        if no_shuffle {
+            c.arg("--no-shuffle");
+        }
+        c.env_remove("HYDROFEED_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let shuffled = Machine::new(splits(), Config::new(2, 32)).unwrap().state();
+    let out = run(&shuffled, true).wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--no-shuffle differs"), "{err}");
+    // In plan order it resumes (and serves until killed).
+    let plain = Machine::new(
+        splits(),
+        Config {
+            shuffle: false,
+            ..Config::new(2, 32)
+        },
+    )
+    .unwrap()
+    .state();
+    let mut child = run(&plain, true);
+    std::thread::sleep(Duration::from_millis(500));
+    let still_running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        still_running,
+        "a plan-order state with --no-shuffle must resume"
+    );
+}

@@ -140,6 +140,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     );
                 }
             }
+            anyhow::ensure!(
+                !(args.no_shuffle && st.shuffle),
+                "--no-shuffle differs from the resumed state, which shuffles"
+            );
             if let Some(r) = args.remainder {
                 anyhow::ensure!(
                     r == st.remainder,
