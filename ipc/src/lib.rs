@@ -51,7 +51,8 @@ pub use attach::{connect, wire, Listener};
 pub use error::{AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError};
 #[cfg(not(loom))]
 pub use peer::CONTROL_SEND_TIMEOUT;
-pub use ring::{Lease, Reservation};
+pub use ring::{Held, Lease, Reservation};
+pub use segment::DetachError;
 
 use ring::{Lost, RingConsumer, RingProducer, Shared};
 use std::marker::PhantomData;
@@ -247,6 +248,31 @@ impl Consumer {
     /// Closes the ring from the consumer side: the producer's `reserve` returns `Closed`.
     pub fn close(&mut self) {
         self.ring.close();
+    }
+
+    /// How much of the ring the leases this consumer handed out still hold. The ring reclaims
+    /// in order, so one old lease kept alive pins everything after it (`pinned`).
+    pub fn held(&self) -> Held {
+        self.ring.held()
+    }
+
+    /// Copies every outstanding lease out of the ring and frees its space at once: the leases'
+    /// bytes keep their addresses and values (now in private read-only memory of this process,
+    /// freed when the lease drops), so views made from them stay valid. Costs one copy of the
+    /// held bytes. For a trainer that keeps batches: without this, the ring fills with slots it
+    /// holds and the producer waits forever. Fails with `Unsupported` on a heap ring.
+    pub fn detach_held(&mut self) -> Result<Held, DetachError> {
+        self.ring.detach_outstanding()
+    }
+
+    /// Ring capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.ring.capacity()
+    }
+
+    /// Whether the producer is asleep waiting for the consumer to free space.
+    pub fn producer_waiting(&self) -> bool {
+        self.ring.producer_waiting()
     }
 
     /// The producer's pid (this process's pid for an in-process pair).

@@ -65,6 +65,22 @@ struct Releases {
     spans: VecDeque<Span>,
     /// The consumer's reclaim position (mirror of `header.cons.tail`).
     tail: u64,
+    /// Leases copied out of the ring by [`Shared::detach_outstanding`]: start -> region.
+    detached: std::collections::HashMap<u64, u64>,
+}
+
+/// How much of the ring the consumer's outstanding leases hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Leases handed out and not dropped yet that still live in the ring.
+    pub leases: usize,
+    /// Their bytes (frame records).
+    pub bytes: u64,
+    /// Bytes from the oldest outstanding lease to the read position: space the producer
+    /// cannot reuse until that lease goes (the ring reclaims in order).
+    pub pinned: u64,
+    /// Leases copied out of the ring and still alive.
+    pub detached: usize,
 }
 
 impl Shared {
@@ -81,6 +97,7 @@ impl Shared {
             rel: Mutex::new(Releases {
                 spans: VecDeque::with_capacity(64),
                 tail,
+                detached: std::collections::HashMap::new(),
             }),
         })
     }
@@ -106,6 +123,10 @@ impl Shared {
     /// Marks the lease starting at `start` released and reclaims the released prefix.
     fn release(&self, start: u64) {
         let mut rel = lock(&self.rel);
+        if let Some(region) = rel.detached.remove(&start) {
+            self.seg.release_region(region);
+            return;
+        }
         let Ok(i) = rel.spans.binary_search_by_key(&start, |s| s.start) else {
             debug_assert!(false, "released a lease that is not outstanding");
             return;
@@ -137,6 +158,58 @@ impl Shared {
                 released: true,
             });
         }
+    }
+
+    /// How much of the ring the outstanding leases hold.
+    pub(crate) fn held(&self) -> Held {
+        let rel = lock(&self.rel);
+        let mut h = Held {
+            detached: rel.detached.len(),
+            ..Held::default()
+        };
+        for s in rel.spans.iter().filter(|s| !s.released) {
+            h.leases += 1;
+            h.bytes += s.end - s.start;
+        }
+        if let Some(last) = rel.spans.back() {
+            h.pinned = last.end - rel.tail;
+        }
+        h
+    }
+
+    /// Copies every outstanding lease out of the ring (their addresses keep the same bytes,
+    /// now private to this process) and reclaims their space at once. Returns what was held.
+    pub(crate) fn detach_outstanding(&self) -> Result<Held, crate::DetachError> {
+        let mut rel = lock(&self.rel);
+        let held: Vec<(u64, u64)> = rel
+            .spans
+            .iter()
+            .filter(|s| !s.released)
+            .map(|s| (s.start, s.end))
+            .collect();
+        let Some(end) = rel.spans.back().map(|s| s.end) else {
+            return Ok(Held::default());
+        };
+        let ranges: Vec<(usize, usize)> = held
+            .iter()
+            .map(|&(a, b)| ((a & self.mask) as usize, (b - a) as usize))
+            .collect();
+        let ids = if ranges.is_empty() {
+            Vec::new()
+        } else {
+            self.seg.detach(&ranges)?
+        };
+        let mut out = Held::default();
+        for (&(start, end), id) in held.iter().zip(ids) {
+            rel.detached.insert(start, id);
+            out.leases += 1;
+            out.bytes += end - start;
+        }
+        out.pinned = end - rel.tail;
+        rel.spans.clear();
+        out.detached = rel.detached.len();
+        self.publish_tail(&mut rel, end);
+        Ok(out)
     }
 
     fn publish_tail(&self, rel: &mut Releases, tail: u64) {
@@ -582,6 +655,26 @@ impl RingConsumer {
             }
             _ => Err(NextError::Corrupt),
         }
+    }
+
+    /// How much of the ring outstanding leases hold.
+    pub(crate) fn held(&self) -> Held {
+        self.sh.held()
+    }
+
+    /// See [`Shared::detach_outstanding`].
+    pub(crate) fn detach_outstanding(&mut self) -> Result<Held, crate::DetachError> {
+        self.sh.detach_outstanding()
+    }
+
+    /// Ring capacity in bytes.
+    pub(crate) fn capacity(&self) -> u64 {
+        self.sh.cap
+    }
+
+    /// Whether the producer is asleep waiting for space.
+    pub(crate) fn producer_waiting(&self) -> bool {
+        self.sh.header().producer_waiting.waiting.load(Ordering::Relaxed) != 0
     }
 
     /// Closes the consumer end: the producer's reserve returns `Closed` from now on.

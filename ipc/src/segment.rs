@@ -12,17 +12,55 @@ use crate::AttachError;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
+/// Why [`Segment::detach`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetachError {
+    /// This backing cannot move (a heap ring).
+    Unsupported,
+    /// A memory-mapping call failed with this errno.
+    Map(i32),
+}
+
+impl std::fmt::Display for DetachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DetachError::Unsupported => f.write_str("this ring backing cannot copy out held frames"),
+            DetachError::Map(e) => write!(
+                f,
+                "copying held frames out of the ring failed: {}",
+                std::io::Error::from_raw_os_error(*e)
+            ),
+        }
+    }
+}
+impl std::error::Error for DetachError {}
+
 /// Memory holding a ring header and its payload.
 ///
 /// # Safety
-/// `header()` and `payload()` must stay valid (same addresses, mapped, readable and writable)
-/// until the segment is dropped; the payload must be `capacity` bytes, 64-byte aligned, and
-/// must not overlap the header.
+/// Every address `header()` and `payload()` returned must stay valid (mapped, readable and
+/// writable) until the segment is dropped; the payload must be `capacity` bytes, 64-byte
+/// aligned, and must not overlap the header. They return the same addresses until
+/// [`Segment::detach`] moves the ring to a new mapping; the old addresses stay mapped.
 pub(crate) unsafe trait Segment: Send + Sync + 'static {
     /// The shared header.
     fn header(&self) -> &Header;
     /// Start of the payload.
     fn payload(&self) -> *mut u8;
+    /// Leaves a private, read-only copy of each payload range `(offset, len)` at its current
+    /// address and moves the ring to a fresh mapping of the same memory, so the ring can reuse
+    /// those bytes while whoever points at the old addresses keeps reading the same values.
+    /// Returns one region id per range, to hand back to [`Segment::release_region`] once
+    /// nothing points into it any more. The caller excludes every other use of the payload
+    /// (the consumer's release queue lock) while it runs.
+    fn detach(&self, ranges: &[(usize, usize)]) -> Result<Vec<u64>, DetachError> {
+        let _ = ranges;
+        Err(DetachError::Unsupported)
+    }
+    /// Frees the memory of a region made by [`Segment::detach`] once its last range is released.
+    fn release_region(&self, id: u64) {
+        let _ = id;
+    }
     /// Records an access to payload bytes `[off, off + len)` for the loom model (no-op
     /// elsewhere): loom then reports any access not ordered by the ring protocol.
     #[cfg(loom)]
@@ -95,24 +133,186 @@ unsafe impl Segment for HeapSegment {
 }
 
 /// A ring in a sealed memfd, mapped shared.
+///
+/// After a [`Segment::detach`] the ring lives in a newer mapping of the same memfd (made with
+/// `mremap(old, 0, len, MREMAP_MAYMOVE)`, which maps the same shared pages again); the older
+/// mappings stay mapped whole until the segment drops, so every address handed out stays valid,
+/// and never a part of one is unmapped (a partial `munmap` could hit memory the process reused).
 #[cfg(not(loom))]
 pub(crate) struct MemfdSegment {
     map: memmap2::MmapRaw,
+    /// Base of the mapping in use (`map`'s until the first detach).
+    base: std::sync::atomic::AtomicPtr<u8>,
+    moved: std::sync::Mutex<Moved>,
+}
+
+/// Mappings and private regions made by [`Segment::detach`].
+#[cfg(not(loom))]
+#[derive(Default)]
+struct Moved {
+    /// Later mappings of the memfd `(addr, len)`, unmapped whole at drop.
+    maps: Vec<(usize, usize)>,
+    /// Private copies: id -> (addr, len, ranges not yet released).
+    regions: std::collections::HashMap<u64, (usize, usize, usize)>,
+    next_id: u64,
 }
 
 #[cfg(not(loom))]
-// SAFETY: the mapping is `HEADER_SIZE + capacity` bytes, sealed against shrinking (no SIGBUS),
-// lives as long as `map`; the header is at offset 0 (page aligned), the payload at HEADER_SIZE.
+impl MemfdSegment {
+    fn new(map: memmap2::MmapRaw) -> MemfdSegment {
+        MemfdSegment {
+            base: std::sync::atomic::AtomicPtr::new(map.as_mut_ptr()),
+            map,
+            moved: std::sync::Mutex::new(Moved::default()),
+        }
+    }
+
+    fn base(&self) -> *mut u8 {
+        // SYNC: Acquire, pairs with the Release store in `detach` (the new mapping exists
+        // before its address is seen).
+        self.base.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: every mapping is `HEADER_SIZE + capacity` bytes of the memfd, sealed against
+// shrinking (no SIGBUS), and stays mapped until drop; the header is at offset 0 (page aligned),
+// the payload at HEADER_SIZE.
 unsafe impl Segment for MemfdSegment {
     fn header(&self) -> &Header {
         // SAFETY: offset 0 of a live mapping of at least HEADER_SIZE bytes, page aligned; every
-        // bit pattern is a valid `Header` (integers and atomics only).
-        unsafe { &*(self.map.as_mut_ptr() as *const Header) }
+        // bit pattern is a valid `Header` (integers and atomics only). An older mapping's header
+        // is the same shared page, so a reference kept across a detach still sees the ring.
+        unsafe { &*(self.base() as *const Header) }
     }
     fn payload(&self) -> *mut u8 {
         // SAFETY: HEADER_SIZE is within the mapping.
-        unsafe { self.map.as_mut_ptr().add(HEADER_SIZE) }
+        unsafe { self.base().add(HEADER_SIZE) }
     }
+
+    fn detach(&self, ranges: &[(usize, usize)]) -> Result<Vec<u64>, DetachError> {
+        let mut moved = self.moved.lock().unwrap_or_else(|e| e.into_inner());
+        let len = self.map.len();
+        let old = self.base();
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        // Page spans to copy, merged; each range maps to the span that holds it.
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, ranges)
+        let mut which = Vec::with_capacity(ranges.len());
+        let mut sorted: Vec<(usize, usize, usize)> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, &(off, n))| (off, n, i))
+            .collect();
+        sorted.sort_unstable();
+        which.resize(ranges.len(), 0usize);
+        for (off, n, i) in sorted {
+            let a = (HEADER_SIZE + off) / page * page;
+            let b = (HEADER_SIZE + off + n.max(1)).div_ceil(page) * page;
+            if a < HEADER_SIZE || b > len {
+                return Err(DetachError::Map(libc::EINVAL));
+            }
+            match spans.last_mut() {
+                Some(last) if a <= last.1 => {
+                    last.1 = last.1.max(b);
+                    last.2 += 1;
+                }
+                _ => spans.push((a, b, 1)),
+            }
+            which[i] = spans.len() - 1;
+        }
+        // 1. A second mapping of the same pages: the ring continues there.
+        // SAFETY: `old` is a live MAP_SHARED mapping of `len` bytes; old_size 0 asks for a new
+        // mapping of the same pages and leaves the old one in place.
+        let new = unsafe { libc::mremap(old.cast(), 0, len, libc::MREMAP_MAYMOVE) };
+        if new == libc::MAP_FAILED {
+            return Err(DetachError::Map(errno()));
+        }
+        moved.maps.push((new as usize, len));
+        // 2. At the old addresses, private read-only copies of the held spans. Each copy is
+        // made aside, then moved over the old pages in one `mremap`, so a thread reading them
+        // meanwhile sees the same bytes before and after.
+        let mut ids = Vec::with_capacity(spans.len());
+        for &(a, b, count) in &spans {
+            let n = b - a;
+            // SAFETY: a fresh anonymous mapping, ours alone.
+            let tmp = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    n,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if tmp == libc::MAP_FAILED {
+                return Err(DetachError::Map(errno()));
+            }
+            // SAFETY: `[old + a, old + b)` lies in the old mapping (checked above) and no one
+            // writes it (the frames are outstanding: the producer stays behind tail); `tmp` is
+            // `n` writable bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(old.add(a), tmp.cast::<u8>(), n);
+                if libc::mprotect(tmp, n, libc::PROT_READ) != 0
+                    || libc::mremap(
+                        tmp,
+                        n,
+                        n,
+                        libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                        old.add(a).cast::<libc::c_void>(),
+                    ) == libc::MAP_FAILED
+                {
+                    let e = errno();
+                    libc::munmap(tmp, n);
+                    return Err(DetachError::Map(e));
+                }
+            }
+            let id = moved.next_id;
+            moved.next_id += 1;
+            moved.regions.insert(id, (old as usize + a, n, count));
+            ids.push(id);
+        }
+        // SYNC: Release, pairs with the Acquire load in `base`.
+        self.base
+            .store(new.cast::<u8>(), std::sync::atomic::Ordering::Release);
+        Ok(which.into_iter().map(|s| ids[s]).collect())
+    }
+
+    fn release_region(&self, id: u64) {
+        let mut moved = self.moved.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(r) = moved.regions.get_mut(&id) else {
+            return;
+        };
+        r.2 -= 1;
+        if r.2 == 0 {
+            let (addr, n, _) = *r;
+            moved.regions.remove(&id);
+            // SAFETY: a private anonymous region of ours that nothing points into any more; its
+            // pages are given back and the addresses stay reserved (inside a mapping unmapped
+            // whole at drop).
+            unsafe { libc::madvise(addr as *mut libc::c_void, n, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for MemfdSegment {
+    fn drop(&mut self) {
+        let moved = self.moved.get_mut().unwrap_or_else(|e| e.into_inner());
+        for &(addr, len) in &moved.maps {
+            // SAFETY: a whole mapping made by `detach`, unmapped once; nothing points into it
+            // (leases hold the segment alive).
+            unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+        }
+    }
+}
+
+#[cfg(not(loom))]
+fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 /// The seals every ring memfd carries: its size can never change, nor can the seals.
@@ -163,7 +363,7 @@ pub(crate) fn create_memfd(
             Header::new(capacity, max_frame, std::process::id()),
         )
     };
-    Ok((fd, MemfdSegment { map }))
+    Ok((fd, MemfdSegment::new(map)))
 }
 
 /// Validates a ring memfd received from a producer (seals, size, header magic, version and
@@ -204,5 +404,5 @@ pub(crate) fn open_memfd(
     if !geometry_ok {
         return Err(AttachError::BadGeometry);
     }
-    Ok(MemfdSegment { map })
+    Ok(MemfdSegment::new(map))
 }

@@ -1,0 +1,129 @@
+//! A consumer that keeps its leases: `Consumer::detach_held` copies them out of the ring so the
+//! producer keeps going, and the kept bytes never change.
+
+use hydrofeed_ipc::{memfd_pair, Lease, RingConfig};
+use std::time::Duration;
+
+const CAP: usize = 64 * 1024;
+const FRAME: usize = 3000;
+
+fn fill(seq: u64) -> Vec<u8> {
+    (0..FRAME).map(|i| (seq as usize * 31 + i) as u8).collect()
+}
+
+/// Producer thread writing `frames` frames; returns how many it could publish.
+fn produce(
+    mut p: hydrofeed_ipc::Producer,
+    frames: u64,
+    wait: Duration,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        for seq in 0..frames {
+            match p.reserve(FRAME, wait) {
+                Ok(mut r) => {
+                    r.copy_from_slice(&fill(seq));
+                    r.commit();
+                }
+                Err(_) => return seq,
+            }
+        }
+        p.close();
+        frames
+    })
+}
+
+#[test]
+fn keeping_every_lease_stalls_the_producer_without_detach() {
+    let (p, mut c) = memfd_pair(RingConfig {
+        capacity: CAP,
+        max_frame: None,
+    })
+    .unwrap();
+    let frames = 10 * (CAP / FRAME) as u64;
+    let t = produce(p, frames, Duration::from_millis(300));
+    let mut kept: Vec<Lease> = Vec::new();
+    while let Ok(Some(l)) = c.next(Duration::from_millis(500)) {
+        kept.push(l);
+    }
+    let sent = t.join().unwrap();
+    assert!(sent < frames, "the ring should fill with kept leases");
+    assert!(c.held().pinned as usize > CAP / 2);
+}
+
+#[test]
+fn detached_leases_keep_their_bytes_and_free_the_ring() {
+    let (p, mut c) = memfd_pair(RingConfig {
+        capacity: CAP,
+        max_frame: None,
+    })
+    .unwrap();
+    let frames = 10 * (CAP / FRAME) as u64;
+    let t = produce(p, frames, Duration::from_secs(20));
+    let mut kept: Vec<(u64, *const u8, Lease)> = Vec::new();
+    let mut detaches = 0;
+    let mut seq = 0u64;
+    while let Some(l) = c.next(Duration::from_secs(20)).unwrap() {
+        assert_eq!(&l[..], &fill(seq)[..], "frame {seq}");
+        kept.push((seq, l.as_ptr(), l));
+        seq += 1;
+        let h = c.held();
+        assert_eq!(h.leases + h.detached, kept.len());
+        if h.pinned as usize > CAP / 2 {
+            let d = c.detach_held().unwrap();
+            assert_eq!(d.leases, h.leases);
+            assert_eq!(c.held().pinned, 0);
+            assert_eq!(c.held().leases, 0);
+            detaches += 1;
+        }
+    }
+    assert_eq!(t.join().unwrap(), frames);
+    assert_eq!(seq, frames);
+    assert!(detaches >= 9, "{detaches} detaches");
+    // Every kept lease, detached or not, still holds its bytes at the same address.
+    for (s, ptr, l) in &kept {
+        assert_eq!(l.as_ptr(), *ptr);
+        assert_eq!(&l[..], &fill(*s)[..], "kept frame {s}");
+    }
+    assert_eq!(c.held().detached, kept.len() - c.held().leases);
+    drop(kept);
+    let h = c.held();
+    assert_eq!((h.leases, h.detached, h.pinned), (0, 0, 0));
+}
+
+#[test]
+fn dropping_leases_in_any_order_after_detach_frees_regions() {
+    let (mut p, mut c) = memfd_pair(RingConfig {
+        capacity: CAP,
+        max_frame: None,
+    })
+    .unwrap();
+    for seq in 0..8 {
+        let mut r = p.reserve(FRAME, Duration::from_secs(1)).unwrap();
+        r.copy_from_slice(&fill(seq));
+        r.commit();
+    }
+    let mut v: Vec<Lease> = (0..8)
+        .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())
+        .collect();
+    drop(v.remove(3));
+    let d = c.detach_held().unwrap();
+    assert_eq!(d.leases, 7);
+    // The ring is free again: a whole ring's worth of frames fits.
+    for seq in 8..8 + (CAP / FRAME - 2) as u64 {
+        let mut r = p.reserve(FRAME, Duration::from_millis(200)).unwrap();
+        r.copy_from_slice(&fill(seq));
+        r.commit();
+    }
+    while v.len() > 1 {
+        let l = v.remove(v.len() / 2);
+        drop(l);
+    }
+    assert_eq!(c.held().detached, 1);
+    assert_eq!(&v[0][..], &fill(0)[..]);
+    drop(v);
+    assert_eq!(c.held().detached, 0);
+    for seq in 8..8 + (CAP / FRAME - 2) as u64 {
+        let l = c.next(Duration::from_secs(1)).unwrap().unwrap();
+        assert_eq!(&l[..], &fill(seq)[..]);
+    }
+}
