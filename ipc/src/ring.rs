@@ -52,6 +52,10 @@ pub(crate) struct Shared {
     max_frame: usize,
     /// Outstanding leases (consumer side only).
     rel: Mutex<Releases>,
+    /// The process that mapped the ring. In a `fork()` child the mapping is still shared, so
+    /// drops there (interpreter exit runs them) must not touch the ring: they would release
+    /// the parent's slots or close its ring.
+    owner: u32,
 }
 
 struct Span {
@@ -99,6 +103,7 @@ impl Shared {
                 tail,
                 detached: std::collections::HashMap::new(),
             }),
+            owner: std::process::id(),
         })
     }
 
@@ -121,7 +126,15 @@ impl Shared {
     }
 
     /// Marks the lease starting at `start` released and reclaims the released prefix.
+    /// Whether this is a `fork()` child of the process that mapped the ring.
+    pub(crate) fn foreign(&self) -> bool {
+        std::process::id() != self.owner
+    }
+
     fn release(&self, start: u64) {
+        if self.foreign() {
+            return;
+        }
         let mut rel = lock(&self.rel);
         if let Some(region) = rel.detached.remove(&start) {
             self.seg.release_region(region);
@@ -422,7 +435,7 @@ impl RingProducer {
 
     /// Closes the producer end: the consumer drains what is published, then sees the end.
     pub(crate) fn close(&mut self) {
-        if self.closed {
+        if self.closed || self.sh.foreign() {
             return;
         }
         self.closed = true;
@@ -679,7 +692,7 @@ impl RingConsumer {
 
     /// Closes the consumer end: the producer's reserve returns `Closed` from now on.
     pub(crate) fn close(&mut self) {
-        if self.closed {
+        if self.closed || self.sh.foreign() {
             return;
         }
         self.closed = true;

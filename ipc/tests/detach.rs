@@ -127,3 +127,45 @@ fn dropping_leases_in_any_order_after_detach_frees_regions() {
         assert_eq!(&l[..], &fill(seq)[..]);
     }
 }
+
+/// A `fork()` child that drops its copies of the leases and the consumer (as interpreter exit
+/// does) leaves the parent's ring untouched.
+#[test]
+fn drops_in_a_fork_child_leave_the_ring_alone() {
+    let (mut p, mut c) = memfd_pair(RingConfig {
+        capacity: CAP,
+        max_frame: None,
+    })
+    .unwrap();
+    for seq in 0..4 {
+        let mut r = p.reserve(FRAME, Duration::from_secs(1)).unwrap();
+        r.copy_from_slice(&fill(seq));
+        r.commit();
+    }
+    let held: Vec<Lease> = (0..2)
+        .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())
+        .collect();
+    let before = c.held();
+    // SAFETY: the child only drops values and exits with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        drop(held);
+        drop(c);
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert_eq!(status, 0);
+    assert_eq!(c.held(), before, "the child released the parent's leases");
+    assert!(p.check_peer().is_ok(), "the child closed the parent's ring");
+    for (i, l) in held.iter().enumerate() {
+        assert_eq!(&l[..], &fill(i as u64)[..]);
+    }
+    for seq in 2..4 {
+        let l = c.next(Duration::from_secs(1)).unwrap().unwrap();
+        assert_eq!(&l[..], &fill(seq)[..]);
+    }
+}
