@@ -687,7 +687,12 @@ impl RingConsumer {
 
     /// Whether the producer is asleep waiting for space.
     pub(crate) fn producer_waiting(&self) -> bool {
-        self.sh.header().producer_waiting.waiting.load(Ordering::Relaxed) != 0
+        self.sh
+            .header()
+            .producer_waiting
+            .waiting
+            .load(Ordering::Relaxed)
+            != 0
     }
 
     /// Closes the consumer end: the producer's reserve returns `Closed` from now on.

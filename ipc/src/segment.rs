@@ -24,7 +24,9 @@ pub enum DetachError {
 impl std::fmt::Display for DetachError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DetachError::Unsupported => f.write_str("this ring backing cannot copy out held frames"),
+            DetachError::Unsupported => {
+                f.write_str("this ring backing cannot copy out held frames")
+            }
             DetachError::Map(e) => write!(
                 f,
                 "copying held frames out of the ring failed: {}",

@@ -21,6 +21,8 @@ from hydrofeed._native import (
     HydrofeedError,
     PeerLostError,
     Ragged,
+    RingExhaustedError,
+    RingPressureWarning,
     SchemaError,
     __version__,
 )
@@ -42,6 +44,8 @@ __all__ = [
     "HydrofeedError",
     "PeerLostError",
     "Ragged",
+    "RingExhaustedError",
+    "RingPressureWarning",
     "SchemaError",
     "__version__",
     "read",

@@ -1,4 +1,9 @@
-"""Splitting one feed into per-epoch iterations (Keras and torch iterate a dataset per epoch)."""
+"""Splitting one feed into per-epoch iterations (Keras and torch iterate a dataset per epoch).
+
+Batch lifetime: nothing here keeps a batch once it was yielded. A batch views ring memory, and
+the ring frees space in order, so one batch kept for a whole epoch would pin everything after
+it; only the first batch of the next epoch is held over, between two iterations.
+"""
 
 from __future__ import annotations
 
@@ -19,19 +24,24 @@ class EpochIterator:
         self.feed = feed
         self.per_epoch = per_epoch
         self._held: Batch | None = None
+        self.epochs_started = 0
 
     def epoch(self) -> Iterator[Batch]:
-        first = self._held if self._held is not None else self.feed.next()
+        b = self._held if self._held is not None else self.feed.next()
         self._held = None
-        if first is None:
+        if b is None:
             return
-        current = first.epoch
-        yield first
+        self.epochs_started += 1
+        current = b.epoch
         while True:
-            b = self.feed.next()
-            if b is None:
-                return
-            if self.per_epoch and b.epoch != current:
-                self._held = b
-                return
             yield b
+            # Drop the reference before waiting for the next batch: the generator's frame
+            # would otherwise keep the previous batch (and its ring slot) alive.
+            del b
+            nxt = self.feed.next()
+            if nxt is None:
+                return
+            if self.per_epoch and nxt.epoch != current:
+                self._held = nxt
+                return
+            b = nxt

@@ -82,7 +82,9 @@ def worker(epochs_hint: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hydrofeed.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, default=20000)
+    # 50,000 rows: 25,000 per rank, 78 MB of images each, more than the 64 MiB ring holds, so
+    # the demo shows the feed flowing through the ring rather than fitting in it.
+    p.add_argument("--rows", type=int, default=50000)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)

@@ -30,6 +30,14 @@ class DataFeed:
         connect_timeout: seconds to wait for the feeder to come up.
         input_mapping: TFoS compatibility: ``{column: name}``; ``next_batch`` then returns a
             dict ``{name: array}`` instead of a list of rows.
+        on_ring_pressure: what happens when batches this process still holds pin more than
+            half of the ring (the ring frees space in order, so kept batches would stop the
+            feeder): ``"copy"`` (default) copies them out of the ring once and warns once
+            (:class:`hydrofeed.RingPressureWarning`); ``"raise"`` raises
+            :class:`hydrofeed.RingExhaustedError` instead.
+
+    Batch lifetime: a batch's arrays view ring memory until the last of them is collected.
+    Keep :meth:`hydrofeed.Batch.copy` (or ``np.array(...)``) of data you mean to keep.
 
     A ``DataFeed`` belongs to the process that made it: using it in a ``fork()`` child raises
     :class:`hydrofeed.HydrofeedError` (make a new one there).
@@ -42,6 +50,7 @@ class DataFeed:
         timeout: float = 600.0,
         connect_timeout: float = 60.0,
         input_mapping: Mapping[str, str] | None = None,
+        on_ring_pressure: str = "copy",
     ) -> None:
         if address is None:
             address = os.environ.get(SOCKET_ENV)
@@ -53,7 +62,11 @@ class DataFeed:
         self.address = address
         self.input_mapping = dict(input_mapping) if input_mapping is not None else None
         self._feed = Feed(
-            address, batch_size=batch_size, timeout=timeout, connect_timeout=connect_timeout
+            address,
+            batch_size=batch_size,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            on_ring_pressure=on_ring_pressure,
         )
         self._pending: list[Any] = []  # TFoS path: pyarrow batches not yet handed out
         self._pending_rows = 0

@@ -58,6 +58,9 @@ def IterableDataset(feed: DataFeed, per_epoch: bool = True) -> Any:  # noqa: N80
             def __init__(self, feed: DataFeed, per_epoch: bool) -> None:
                 super().__init__()
                 self._epochs = EpochIterator(feed, per_epoch=per_epoch)
+                # torch holds the tensors it made from ring memory; copying them out of the
+                # ring when they pin too much of it needs no warning to the script.
+                feed._feed.warn_pressure = False
 
             def __iter__(self) -> Iterator[dict[str, Any]]:
                 for b in self._epochs.epoch():

@@ -6,6 +6,7 @@
 //!  +-- SchemaError        schema mismatch, missing column, column without tensor layout
 //!  +-- FeedTimeoutError   a wait passed its deadline (names peer and stage)
 //!  +-- PeerLostError      the feeder (or trainer) process is gone
+//!  +-- RingExhaustedError batches the trainer holds fill the ring (on_ring_pressure="raise")
 //!  +-- CoordinatorError   coordinator protocol or state errors
 //! ```
 //! Missing files raise `FileNotFoundError`, refused access `PermissionError`, bad arguments
@@ -52,6 +53,18 @@ create_exception!(
 );
 create_exception!(
     hydrofeed,
+    RingExhaustedError,
+    HydrofeedError,
+    "Batches this trainer holds fill the ring (DataFeed(on_ring_pressure=\"raise\"))."
+);
+create_exception!(
+    hydrofeed,
+    RingPressureWarning,
+    pyo3::exceptions::PyUserWarning,
+    "Batches this trainer holds pinned too much of the ring and were copied out of it."
+);
+create_exception!(
+    hydrofeed,
     CoordinatorError,
     HydrofeedError,
     "A coordinator protocol or state error."
@@ -66,6 +79,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FeedTimeoutError", py.get_type::<FeedTimeoutError>())?;
     m.add("PeerLostError", py.get_type::<PeerLostError>())?;
     m.add("CoordinatorError", py.get_type::<CoordinatorError>())?;
+    m.add("RingExhaustedError", py.get_type::<RingExhaustedError>())?;
+    m.add("RingPressureWarning", py.get_type::<RingPressureWarning>())?;
     Ok(())
 }
 

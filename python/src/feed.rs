@@ -2,12 +2,13 @@
 //! numpy arrays view the ring.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use hydrofeed_ipc::{connect, AttachError, Consumer, Lease, NextError};
+use hydrofeed_ipc::{connect, AttachError, Consumer, Held, Lease, NextError};
 use hydrofeed_tfbridge::{owned_buffer, Control, Frame, FrameDecoder, FrameMeta, NO_SPLIT};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -15,12 +16,26 @@ use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::{PyRecordBatch, PySchema};
 
 use crate::blocking::{wait, Owner, Step, TICK};
-use crate::error::{self, PeerLostError};
+use crate::error::{self, FeedTimeoutError, PeerLostError, RingExhaustedError};
 use crate::tensor;
 
+/// The reading side, held for a whole `next()` (with the GIL released while it waits).
 struct Inner {
     consumer: Option<Consumer>,
     dec: FrameDecoder,
+    /// Frames read (acks count frames).
+    frames: u64,
+    /// Frames acked to the feeder (`Control::Ack`): every frame read before the current
+    /// `next()` call counts as consumed.
+    acked: u64,
+    last_ack: Instant,
+}
+
+/// Counters and position, behind a lock of their own that is only held for a few assignments
+/// (never across a wait or a GIL acquire), so `metrics()`, `state()` and `schema` from another
+/// thread never wait for a blocked `next()`.
+#[derive(Default)]
+struct Stats {
     done: bool,
     epoch: u32,
     epochs_done: u32,
@@ -32,10 +47,39 @@ struct Inner {
     frames: u64,
     wait: Duration,
     results: u64,
-    /// Frames acked to the feeder (`Control::Ack`): every frame read before the current
-    /// `next()` call counts as consumed.
     acked: u64,
-    last_ack: Instant,
+    schema: Option<SchemaRef>,
+    /// The ring's use by batches this process holds, as of the last `next()`.
+    held: Held,
+    ring_bytes: u64,
+    /// Times held batches were copied out of the ring, and what was copied.
+    pressure_copies: u64,
+    copied_frames: u64,
+    copied_bytes: u64,
+    warned: bool,
+}
+
+/// What a trainer that holds too much of the ring gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pressure {
+    /// Copy the held batches out of the ring (once each) and warn once.
+    Copy,
+    /// Raise `RingExhaustedError`.
+    Raise,
+}
+
+/// Held batches may pin up to this share of the ring before they are copied out of it.
+const HIGH_WATER: f64 = 0.5;
+
+/// Why a wait step stopped.
+enum Stop {
+    Next(NextError),
+    /// The feeder waits for space that only batches this process holds can free.
+    Pressure,
+    /// `close()` was called from another thread.
+    Closed,
+    /// The feeder closed the ring without an end-of-feed frame.
+    Eof,
 }
 
 /// How often a busy trainer acks (a blocked one acks at once).
@@ -52,10 +96,35 @@ fn send_ack(consumer: &mut Consumer, acked: &mut u64, last: &mut Instant, frames
     }
 }
 
+/// A copy of `b` whose buffers are all fresh allocations of this process.
+fn deep_copy(b: &RecordBatch) -> PyResult<RecordBatch> {
+    use arrow_data::transform::MutableArrayData;
+    let cols = b
+        .columns()
+        .iter()
+        .map(|c| {
+            let d = c.to_data();
+            let mut m = MutableArrayData::new(vec![&d], false, d.len());
+            m.try_extend(0, 0, d.len())
+                .map_err(|e| error::internal(format!("copying a batch: {e}")))?;
+            Ok(arrow_array::make_array(m.freeze()))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(b.schema(), cols, &opts)
+        .map_err(|e| error::internal(format!("copying a batch: {e}")))
+}
+
 /// A feed from one feeder: `next()` returns the next [`Batch`] or `None` at end-of-feed.
 #[pyclass(module = "hydrofeed._native")]
 pub struct Feed {
     inner: Mutex<Inner>,
+    stats: Mutex<Stats>,
+    closing: AtomicBool,
+    pressure: Pressure,
+    /// Whether a pressure copy warns (the adapters turn it off: there the framework, not the
+    /// user's code, holds the batches, and the copy is the right answer).
+    warn_pressure: AtomicBool,
     owner: Owner,
     address: String,
     peer: u32,
@@ -74,11 +143,105 @@ fn secs(name: &str, v: f64) -> PyResult<Duration> {
 }
 
 impl Feed {
-    fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, Inner>> {
+    /// The reading side. Taken with the GIL released (a `next()` in another thread holds it
+    /// while it waits, and takes the GIL back between slices): never the GIL, then this lock.
+    fn lock(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Inner>> {
         self.owner.check("DataFeed")?;
-        self.inner
-            .lock()
-            .map_err(|_| error::internal("feed poisoned by an earlier panic"))
+        loop {
+            match self.inner.try_lock() {
+                Ok(g) => return Ok(g),
+                Err(TryLockError::Poisoned(_)) => {
+                    return Err(error::internal("feed poisoned by an earlier panic"))
+                }
+                Err(TryLockError::WouldBlock) => {
+                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
+                    py.check_signals()?;
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Batches this process holds pin too much of the ring: copy them out (and warn once), or
+    /// raise, as the feed was told.
+    fn relieve(&self, py: Python<'_>, consumer: &mut Consumer, held: Held) -> PyResult<()> {
+        let cap = consumer.capacity();
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        let what = format!(
+            "this trainer holds {} batches ({:.1} MiB) of the ring it shares with the feeder \
+             (pid {}); with the batches after them they pin {:.1} of its {:.1} MiB, and the \
+             ring frees space in order",
+            held.leases,
+            mib(held.bytes),
+            self.peer,
+            mib(held.pinned),
+            mib(cap)
+        );
+        let remedies = "drop references to old batches, keep `batch.copy()` or `np.array(...)` \
+                        of data you mean to keep, or give the feeder a bigger ring \
+                        (--ring-mb)";
+        if self.pressure == Pressure::Raise {
+            return Err(RingExhaustedError::new_err(format!(
+                "{what}: the feeder cannot write the next batch. Remedies: {remedies}; or \
+                 DataFeed(on_ring_pressure=\"copy\") to copy held batches out of the ring"
+            )));
+        }
+        let d = consumer.detach_held().map_err(|e| {
+            error::HydrofeedError::new_err(format!("{what}, and copying them out failed: {e}"))
+        })?;
+        let first = {
+            let mut st = self.stats();
+            st.pressure_copies += 1;
+            st.copied_frames += d.leases as u64;
+            st.copied_bytes += d.bytes;
+            st.held = consumer.held();
+            !std::mem::replace(&mut st.warned, true)
+        } && self.warn_pressure.load(Ordering::Relaxed);
+        if first {
+            let msg = format!(
+                "{what}. They were copied out of the ring ({:.1} MiB copied) so the feed keeps \
+                 going; batches kept from now on are copied when they pin more than half the \
+                 ring (metrics(): pressure_copies, copied_bytes). To stay zero-copy: \
+                 {remedies}. DataFeed(on_ring_pressure=\"raise\") raises instead.",
+                mib(d.bytes)
+            );
+            PyErr::warn(
+                py,
+                &py.get_type::<error::RingPressureWarning>(),
+                &std::ffi::CString::new(msg).unwrap_or_default(),
+                1,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Why a wait for a batch timed out, from what the ring shows.
+    fn stall(&self, consumer: &Consumer, timeout: Duration) -> String {
+        let held = consumer.held();
+        let waiting = consumer.producer_waiting();
+        let cause = if waiting && held.leases > 0 {
+            format!(
+                "the ring is full of {} batches this process holds ({} bytes): drop references \
+                 to old batches",
+                held.leases, held.bytes
+            )
+        } else if waiting {
+            "the feeder waits for ring space although this process holds no batch".to_string()
+        } else {
+            "the ring is empty and the feeder is alive: it is reading or decoding slowly, or \
+             waiting on its input (see its log)"
+                .to_string()
+        };
+        format!(
+            "timed out after {:.1}s waiting for a batch from the feeder (pid {}) at {} \
+             (stage: waiting on ring): {cause}",
+            timeout.as_secs_f64(),
+            self.peer,
+            self.address
+        )
     }
 }
 
@@ -87,14 +250,24 @@ impl Feed {
     /// Attaches to the feeder listening on `address` (a Unix socket path) and tells it the
     /// batch size wanted. Waits up to `connect_timeout` seconds for the feeder to appear.
     #[new]
-    #[pyo3(signature = (address, batch_size=None, timeout=600.0, connect_timeout=60.0))]
+    #[pyo3(signature = (address, batch_size=None, timeout=600.0, connect_timeout=60.0, on_ring_pressure="copy"))]
     fn new(
         py: Python<'_>,
         address: &str,
         batch_size: Option<u64>,
         timeout: f64,
         connect_timeout: f64,
+        on_ring_pressure: &str,
     ) -> PyResult<Self> {
+        let pressure = match on_ring_pressure {
+            "copy" => Pressure::Copy,
+            "raise" => Pressure::Raise,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "on_ring_pressure={other:?}: expected \"copy\" or \"raise\""
+                )))
+            }
+        };
         let timeout = secs("timeout", timeout)?;
         let connect_timeout = secs("connect_timeout", connect_timeout)?;
         if batch_size == Some(0) {
@@ -138,24 +311,23 @@ impl Feed {
                 "feeder (pid {peer}) at {address}: sending the batch size: {e}"
             ))
         })?;
+        let ring_bytes = consumer.capacity();
         Ok(Self {
             inner: Mutex::new(Inner {
                 consumer: Some(consumer),
                 dec: FrameDecoder::new(),
-                done: false,
-                epoch: 0,
-                epochs_done: 0,
-                split: NO_SPLIT,
-                splits_done: 0,
-                rows: 0,
-                batches: 0,
-                bytes: 0,
                 frames: 0,
-                wait: Duration::ZERO,
-                results: 0,
                 acked: 0,
                 last_ack: Instant::now(),
             }),
+            stats: Mutex::new(Stats {
+                split: NO_SPLIT,
+                ring_bytes,
+                ..Stats::default()
+            }),
+            closing: AtomicBool::new(false),
+            pressure,
+            warn_pressure: AtomicBool::new(true),
             owner: Owner::here(),
             address: address.to_string(),
             peer,
@@ -166,87 +338,120 @@ impl Feed {
 
     /// The next batch, or `None` once the feed ended. Raises the feeder's error (`DataError`
     /// naming file and offset), `PeerLostError` if the feeder died, `FeedTimeoutError` after
-    /// `timeout` seconds without a frame, `KeyboardInterrupt` on Ctrl-C.
+    /// `timeout` seconds without a frame, `RingExhaustedError` when held batches fill the ring
+    /// under `on_ring_pressure="raise"`, `KeyboardInterrupt` on Ctrl-C.
     #[pyo3(signature = (timeout=None))]
     fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Batch>> {
         let timeout = match timeout {
             Some(t) => secs("timeout", t)?,
             None => self.timeout,
         };
-        let mut g = self.lock()?;
+        let mut g = self.lock(py)?;
         let inner = &mut *g;
         loop {
-            if inner.done {
+            if self.stats().done || self.closing.load(Ordering::Acquire) {
                 return Ok(None);
             }
             let Some(consumer) = inner.consumer.as_mut() else {
                 return Ok(None);
             };
+            let held = consumer.held();
+            self.stats().held = held;
+            if held.leases > 0 && held.pinned as f64 > HIGH_WATER * consumer.capacity() as f64 {
+                self.relieve(py, consumer, held)?;
+            }
             let frames = inner.frames;
             if inner.last_ack.elapsed() >= ACK_EVERY {
                 send_ack(consumer, &mut inner.acked, &mut inner.last_ack, frames);
             }
             let (acked, last_ack) = (&mut inner.acked, &mut inner.last_ack);
-            let what = format!(
-                "a batch from the feeder (pid {}) at {} (stage: waiting on ring; the feeder may \
-                 be reading or decoding slowly)",
-                self.peer, self.address
-            );
+            let closing = &self.closing;
             let t0 = Instant::now();
-            let r: Result<Option<Lease>, NextError> =
-                wait(py, timeout, &what, || match consumer.next(TICK) {
-                    Ok(l) => Step::Ready(l),
+            let r: PyResult<Result<Lease, Stop>> = wait(py, timeout, "a batch", || {
+                if closing.load(Ordering::Acquire) {
+                    return Step::Failed(Stop::Closed);
+                }
+                match consumer.next(TICK) {
+                    Ok(Some(l)) => Step::Ready(l),
+                    Ok(None) => Step::Failed(Stop::Eof),
                     Err(NextError::Timeout) => {
                         // Blocked: the feeder (and the coordinator's epoch barrier) may be
                         // waiting for our acks.
                         send_ack(consumer, acked, last_ack, frames);
-                        Step::Again
+                        if consumer.producer_waiting() && consumer.held().leases > 0 {
+                            Step::Failed(Stop::Pressure)
+                        } else {
+                            Step::Again
+                        }
                     }
-                    Err(e) => Step::Failed(e),
-                })?;
-            inner.wait += t0.elapsed();
+                    Err(e) => Step::Failed(Stop::Next(e)),
+                }
+            });
+            self.stats().wait += t0.elapsed();
             let lease = match r {
-                Ok(Some(l)) => l,
-                Ok(None) => {
-                    inner.done = true;
+                Ok(Ok(l)) => l,
+                Ok(Err(Stop::Closed)) => return Ok(None),
+                Ok(Err(Stop::Pressure)) => {
+                    let held = consumer.held();
+                    self.relieve(py, consumer, held)?;
+                    continue;
+                }
+                Ok(Err(Stop::Next(e))) => {
+                    self.stats().done = true;
+                    if self.closing.load(Ordering::Acquire) {
+                        return Ok(None);
+                    }
+                    return Err(error::next(e, self.peer, "waiting on ring"));
+                }
+                Ok(Err(Stop::Eof)) => {
+                    self.stats().done = true;
                     return Err(PeerLostError::new_err(format!(
                         "feeder (pid {}) closed the ring before end-of-feed",
                         self.peer
                     )));
                 }
-                Err(e) => {
-                    inner.done = true;
-                    return Err(error::next(e, self.peer, "waiting on ring"));
+                Err(e) if e.is_instance_of::<FeedTimeoutError>(py) => {
+                    return Err(FeedTimeoutError::new_err(self.stall(consumer, timeout)));
                 }
+                Err(e) => return Err(e),
             };
             inner.frames += 1;
-            inner.bytes += lease.len() as u64;
+            let frame_len = lease.len() as u64;
             let buf = owned_buffer(lease);
-            match inner
+            let decoded = inner
                 .dec
                 .decode(&buf)
-                .map_err(|e| error::frame(e, self.peer))?
-            {
-                Frame::Schema(..) => {}
+                .map_err(|e| error::frame(e, self.peer));
+            let mut st = self.stats();
+            st.frames += 1;
+            st.bytes += frame_len;
+            match decoded? {
+                Frame::Schema(..) => st.schema = inner.dec.schema().cloned(),
                 Frame::Batch(meta, batch) => {
-                    inner.epoch = meta.epoch;
-                    inner.split = meta.split;
-                    inner.rows += meta.rows;
-                    inner.batches += 1;
-                    return Ok(Some(Batch { batch, meta }));
+                    st.epoch = meta.epoch;
+                    st.split = meta.split;
+                    st.rows += meta.rows;
+                    st.batches += 1;
+                    st.acked = inner.acked;
+                    return Ok(Some(Batch {
+                        batch,
+                        meta,
+                        owner: Owner::here(),
+                    }));
                 }
-                Frame::EndOfSplit(_) => inner.splits_done += 1,
-                Frame::EndOfEpoch(m) => inner.epochs_done = m.epoch + 1,
+                Frame::EndOfSplit(_) => st.splits_done += 1,
+                Frame::EndOfEpoch(m) => st.epochs_done = m.epoch + 1,
                 Frame::EndOfFeed(_) => {
-                    inner.done = true;
+                    st.done = true;
                     let frames = inner.frames;
                     if let Some(c) = inner.consumer.as_mut() {
                         send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
                     }
+                    st.acked = inner.acked;
                     return Ok(None);
                 }
                 Frame::Error(_, code, msg) => {
-                    inner.done = true;
+                    st.done = true;
                     return Err(error::from_frame(code, &msg, self.peer));
                 }
             }
@@ -266,10 +471,14 @@ impl Feed {
             Some(t) => secs("timeout", t)?,
             None => self.timeout,
         };
-        let mut g = self.lock()?;
+        if let Some(sc) = self.stats().schema.clone() {
+            return PySchema::new(sc).into_pyarrow(py);
+        }
+        let mut g = self.lock(py)?;
         let inner = &mut *g;
         while inner.dec.schema().is_none() {
-            let Some(consumer) = inner.consumer.as_mut().filter(|_| !inner.done) else {
+            let done = self.stats().done;
+            let Some(consumer) = inner.consumer.as_mut().filter(|_| !done) else {
                 return Err(PeerLostError::new_err(
                     "the feed is closed and never sent a schema",
                 ));
@@ -286,19 +495,23 @@ impl Feed {
             let lease = match r {
                 Ok(Some(l)) => l,
                 Ok(None) => {
-                    inner.done = true;
+                    self.stats().done = true;
                     return Err(PeerLostError::new_err(format!(
                         "feeder (pid {}) closed the ring before sending a schema",
                         self.peer
                     )));
                 }
                 Err(e) => {
-                    inner.done = true;
+                    self.stats().done = true;
                     return Err(error::next(e, self.peer, "waiting for the schema"));
                 }
             };
             inner.frames += 1;
-            inner.bytes += lease.len() as u64;
+            {
+                let mut st = self.stats();
+                st.frames += 1;
+                st.bytes += lease.len() as u64;
+            }
             match inner
                 .dec
                 .decode(&owned_buffer(lease))
@@ -306,7 +519,7 @@ impl Feed {
             {
                 Frame::Schema(..) => {}
                 Frame::Error(_, code, msg) => {
-                    inner.done = true;
+                    self.stats().done = true;
                     return Err(error::from_frame(code, &msg, self.peer));
                 }
                 other => {
@@ -324,20 +537,35 @@ impl Feed {
             .schema()
             .cloned()
             .ok_or_else(|| error::internal("schema vanished"))?;
+        self.stats().schema = Some(s.clone());
         PySchema::new(s).into_pyarrow(py)
     }
 
     /// The schema of the stream (`pyarrow.Schema`), once the first frame arrived.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let s: Option<SchemaRef> = self.lock()?.dec.schema().cloned();
+        self.owner.check("DataFeed")?;
+        let s: Option<SchemaRef> = self.stats().schema.clone();
         s.map(|s| PySchema::new(s).into_pyarrow(py)).transpose()
     }
 
     /// Whether the feed ended (end-of-feed, an error, or `close()`).
     #[getter]
     fn done(&self) -> PyResult<bool> {
-        Ok(self.lock()?.done)
+        self.owner.check("DataFeed")?;
+        Ok(self.stats().done)
+    }
+
+    /// Whether copying held batches out of the ring warns (once). The framework adapters turn
+    /// it off for the batches the framework holds.
+    #[getter]
+    fn get_warn_pressure(&self) -> bool {
+        self.warn_pressure.load(Ordering::Relaxed)
+    }
+
+    #[setter]
+    fn set_warn_pressure(&self, v: bool) {
+        self.warn_pressure.store(v, Ordering::Relaxed);
     }
 
     /// The feeder's pid.
@@ -353,9 +581,9 @@ impl Feed {
     }
 
     /// Tells the feeder how many results the trainer produced (TFoS `batch_results`).
-    fn send_results(&self, count: u64) -> PyResult<()> {
-        let mut g = self.lock()?;
-        g.results += count;
+    fn send_results(&self, py: Python<'_>, count: u64) -> PyResult<()> {
+        let mut g = self.lock(py)?;
+        self.stats().results += count;
         if let Some(c) = g.consumer.as_mut() {
             // Best effort: a feeder that already finished no longer reads its control channel.
             let _ = c.send_control(&Control::Results { count }.to_bytes());
@@ -365,13 +593,14 @@ impl Feed {
 
     /// Acks every frame read so far (all batches handed out count as consumed). `next()` acks
     /// on its own every 50 ms and whenever it blocks; call this before a checkpoint.
-    fn flush_acks(&self) -> PyResult<u64> {
-        let mut g = self.lock()?;
+    fn flush_acks(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut g = self.lock(py)?;
         let inner = &mut *g;
         let frames = inner.frames;
         if let Some(c) = inner.consumer.as_mut() {
             send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
         }
+        self.stats().acked = inner.acked;
         Ok(inner.acked)
     }
 
@@ -419,9 +648,12 @@ impl Feed {
     }
 
     /// Stops reading: tells the feeder, closes the ring. Batches already handed out stay valid.
-    fn close(&self) -> PyResult<()> {
-        let mut g = self.lock()?;
-        g.done = true;
+    /// From another thread, a `next()` blocked there returns `None` within 100 ms.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.check("DataFeed")?;
+        self.closing.store(true, Ordering::Release);
+        let mut g = self.lock(py)?;
+        self.stats().done = true;
         if let Some(mut c) = g.consumer.take() {
             let _ = c.send_control(&Control::Bye.to_bytes());
             c.close();
@@ -429,10 +661,11 @@ impl Feed {
         Ok(())
     }
 
-    /// Where the feed stands: epoch, split, rows delivered. A placeholder position until the
-    /// coordinator fills in seeds and acked offsets; it cannot resume a feed yet.
+    /// Where this feed stands: epoch, split, rows delivered. Without a coordinator this is a
+    /// position only; `DataFeed.state()` asks the coordinator for a resumable one.
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let g = self.lock()?;
+        self.owner.check("DataFeed")?;
+        let g = self.stats();
         let d = PyDict::new(py);
         d.set_item("epoch", g.epoch)?;
         d.set_item("epochs_done", g.epochs_done)?;
@@ -450,9 +683,19 @@ impl Feed {
         Ok(d)
     }
 
-    /// Counters: rows, batches, frames, bytes, seconds spent waiting on the ring, results.
+    /// Counters: rows, batches, frames, bytes, seconds spent waiting on the ring, results;
+    /// the ring (`ring_bytes`) and what batches this process holds pin of it (`held_batches`,
+    /// `held_bytes`, `pinned_bytes`, as of the last `next()`), and the copies made when they
+    /// pinned too much (`pressure_copies`, `copied_batches`, `copied_bytes`).
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let g = self.lock()?;
+        self.owner.check("DataFeed")?;
+        // Fresh ring figures when no `next()` holds the reader; else the last ones.
+        if let Ok(g) = self.inner.try_lock() {
+            if let Some(c) = g.consumer.as_ref() {
+                self.stats().held = c.held();
+            }
+        }
+        let g = self.stats();
         let d = PyDict::new(py);
         d.set_item("rows", g.rows)?;
         d.set_item("batches", g.batches)?;
@@ -461,6 +704,13 @@ impl Feed {
         d.set_item("wait_seconds", g.wait.as_secs_f64())?;
         d.set_item("results", g.results)?;
         d.set_item("frames_acked", g.acked)?;
+        d.set_item("ring_bytes", g.ring_bytes)?;
+        d.set_item("held_batches", g.held.leases)?;
+        d.set_item("held_bytes", g.held.bytes)?;
+        d.set_item("pinned_bytes", g.held.pinned)?;
+        d.set_item("pressure_copies", g.pressure_copies)?;
+        d.set_item("copied_batches", g.copied_frames)?;
+        d.set_item("copied_bytes", g.copied_bytes)?;
         d.set_item("feeder_pid", self.peer)?;
         Ok(d)
     }
@@ -472,6 +722,25 @@ impl Feed {
 pub struct Batch {
     batch: RecordBatch,
     meta: FrameMeta,
+    owner: Owner,
+}
+
+impl Batch {
+    fn column_index(&self, key: &str) -> PyResult<usize> {
+        self.owner.check("Batch")?;
+        let s = self.batch.schema();
+        s.index_of(key).map_err(|_| {
+            let names: Vec<String> = s
+                .fields()
+                .iter()
+                .map(|f| format!("'{}'", f.name()))
+                .collect();
+            PyKeyError::new_err(format!(
+                "no column '{key}'; the batch has [{}]",
+                names.join(", ")
+            ))
+        })
+    }
 }
 
 #[pymethods]
@@ -506,8 +775,21 @@ impl Batch {
         self.batch.get_array_memory_size()
     }
 
+    /// Rows, as `len()` of a pyarrow `RecordBatch` or a pandas `DataFrame`; iterating a batch
+    /// gives its column names, as a `DataFrame` does.
     fn __len__(&self) -> usize {
-        self.batch.num_columns()
+        self.batch.num_rows()
+    }
+
+    /// A copy of the batch in this process's memory, holding nothing of the ring: for data
+    /// that is kept past the next few steps (a validation cache, a list of batches).
+    fn copy(&self) -> PyResult<Batch> {
+        self.owner.check("Batch")?;
+        Ok(Batch {
+            batch: deep_copy(&self.batch)?,
+            meta: self.meta,
+            owner: Owner::here(),
+        })
     }
 
     fn __contains__(&self, key: &str) -> bool {
@@ -515,11 +797,7 @@ impl Batch {
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
-        let i = self
-            .batch
-            .schema()
-            .index_of(key)
-            .map_err(|_| PyKeyError::new_err(key.to_string()))?;
+        let i = self.column_index(key)?;
         tensor::column(py, key, self.batch.column(i))
     }
 
@@ -535,6 +813,7 @@ impl Batch {
 
     /// Columns, in order.
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.owner.check("Batch")?;
         let s = self.batch.schema();
         let v = s
             .fields()
@@ -547,6 +826,7 @@ impl Batch {
 
     /// `(name, column)` pairs.
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.owner.check("Batch")?;
         let s = self.batch.schema();
         let v = s
             .fields()
@@ -559,21 +839,18 @@ impl Batch {
 
     /// A DLPack capsule of a dense column, for TensorFlow
     /// (`tf.experimental.dlpack.from_dlpack(batch.dlpack("x"))`), which speaks only legacy
-    /// DLPack and so cannot take the read-only numpy views. No copy; the capsule's tensor keeps
-    /// the ring slot alive. (torch, JAX and numpy take `batch["x"]` directly: numpy arrays have
-    /// `__dlpack__` with DLPack 1.0's read-only flag.)
+    /// DLPack: that cannot mark memory read-only, so the capsule holds a copy of the column,
+    /// never a writeable alias of the ring. (torch, JAX and numpy take `batch["x"]` directly,
+    /// without a copy: numpy arrays have `__dlpack__` with DLPack 1.0's read-only flag.)
     fn dlpack<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        let i = self
-            .batch
-            .schema()
-            .index_of(name)
-            .map_err(|_| PyKeyError::new_err(name.to_string()))?;
+        let i = self.column_index(name)?;
         tensor::legacy_dlpack(py, name, self.batch.column(i))
     }
 
     /// The batch as a `pyarrow.RecordBatch` (Arrow PyCapsule interface; no copy, the buffers
     /// keep the ring slot alive).
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.owner.check("Batch")?;
         PyRecordBatch::new(self.batch.clone()).into_pyarrow(py)
     }
 
@@ -584,6 +861,7 @@ impl Batch {
         py: Python<'py>,
         requested_schema: Option<Bound<'py, pyo3::types::PyCapsule>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        self.owner.check("Batch")?;
         let b = &self.batch;
         let field = arrow_schema::Field::new_struct("", b.schema_ref().fields().clone(), false)
             .with_metadata(b.schema_ref().metadata().clone());

@@ -75,13 +75,7 @@ fn view<'py, T: Element>(
 
 /// A dense tensor as a read-only numpy array over its buffer.
 pub fn dense<'py>(py: Python<'py>, d: &Dense) -> PyResult<Bound<'py, PyAny>> {
-    dense_view(py, d, false)
-}
-
-/// A dense tensor as a numpy array over its buffer; `writeable` only for exporting through
-/// legacy DLPack, which cannot say "read-only" (the consumers, TF, never write their inputs).
-pub fn dense_view<'py>(py: Python<'py>, d: &Dense, writeable: bool) -> PyResult<Bound<'py, PyAny>> {
-    let w = writeable;
+    let w = false;
     match d.dtype {
         DType::Bool => view::<u8>(py, d, w)?.call_method1("view", ("bool",)),
         DType::I8 => view::<i8>(py, d, w),
@@ -99,14 +93,18 @@ pub fn dense_view<'py>(py: Python<'py>, d: &Dense, writeable: bool) -> PyResult<
 }
 
 /// A legacy DLPack capsule (`"dltensor"`) of a dense column, for consumers that do not speak
-/// DLPack 1.0 (TensorFlow's `tf.experimental.dlpack.from_dlpack`). No copy.
+/// DLPack 1.0 (TensorFlow's `tf.experimental.dlpack.from_dlpack`). Legacy DLPack has no
+/// read-only flag, so the capsule holds a copy: a writeable alias of the ring would let the
+/// consumer write memory the feeder shares.
 pub fn legacy_dlpack<'py>(
     py: Python<'py>,
     name: &str,
     a: &ArrayRef,
 ) -> PyResult<Bound<'py, PyAny>> {
     match to_tensor(a).map_err(|e| error::layout(name, e))? {
-        Tensor::Dense(d) => dense_view(py, &d, true)?.call_method0("__dlpack__"),
+        Tensor::Dense(d) => dense(py, &d)?
+            .call_method0("copy")?
+            .call_method0("__dlpack__"),
         _ => Err(error::SchemaError::new_err(format!(
             "column {name:?} is not dense: DLPack exports dense columns only (ragged: use \
              .values and .row_splits)"
@@ -139,6 +137,70 @@ impl Ragged {
             [self.values.clone_ref(py), self.row_splits.clone_ref(py)],
         )?;
         Ok(t.try_iter()?.into_any().unbind())
+    }
+
+    /// The column as one dense numpy array `(rows, n, ...)` when every row has the same length
+    /// `n` (a view of `values`, no copy); `ValueError` naming the lengths otherwise.
+    fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let np = py.import("numpy")?;
+        let values = self.values.bind(py);
+        let splits = self.row_splits.bind(py);
+        let rows = splits.len()?.saturating_sub(1);
+        let inner: Bound<'py, pyo3::types::PyTuple> = values
+            .getattr("shape")?
+            .get_item(pyo3::types::PySlice::new(py, 1, isize::MAX, 1))?
+            .cast_into()?;
+        let lens = np.getattr("diff")?.call1((splits,))?;
+        let (lo, hi): (i64, i64) = if rows == 0 {
+            (0, 0)
+        } else {
+            (
+                lens.call_method0("min")?.extract()?,
+                lens.call_method0("max")?.extract()?,
+            )
+        };
+        if lo != hi {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "ragged column: row lengths vary from {lo} to {hi}, so it has no dense shape; \
+                 use .values and .row_splits, or pad the data"
+            )));
+        }
+        let first: i64 = if rows == 0 {
+            0
+        } else {
+            splits.get_item(0)?.extract()?
+        };
+        let n = hi;
+        let flat = values.get_item(pyo3::types::PySlice::new(
+            py,
+            first as isize,
+            (first + n * rows as i64) as isize,
+            1,
+        ))?;
+        let mut shape: Vec<Bound<'py, PyAny>> = vec![
+            (rows as i64).into_pyobject(py)?.into_any(),
+            n.into_pyobject(py)?.into_any(),
+        ];
+        shape.extend(inner.iter());
+        flat.call_method1("reshape", (pyo3::types::PyTuple::new(py, shape)?,))
+    }
+
+    /// `np.asarray(ragged)`: [`Ragged::to_numpy`] (dense, or `ValueError`).
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut a = self.to_numpy(py)?;
+        if let Some(d) = dtype {
+            a = a.call_method1("astype", (d,))?;
+        }
+        if copy == Some(true) {
+            a = a.call_method0("copy")?;
+        }
+        Ok(a)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

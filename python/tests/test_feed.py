@@ -153,9 +153,9 @@ def test_arrays_view_ring_memory(serve: Any, mnist_dir: Path) -> None:
 def test_released_arrays_free_ring_space(serve: Any, mnist_dir: Path) -> None:
     # A 4 MiB ring holds about ten 100-row batches (314 KB each).
     s = serve("--input", str(mnist_dir), "--ring-mb", "4")
-    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=30)
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=30, on_ring_pressure="raise")
     held = []
-    with pytest.raises(hf.FeedTimeoutError, match="waiting on ring"):
+    with pytest.raises(hf.RingExhaustedError, match="holds .* batches"):
         for _ in range(25):
             b = feed.next(timeout=1.0)
             assert b is not None
@@ -167,6 +167,7 @@ def test_released_arrays_free_ring_space(serve: Any, mnist_dir: Path) -> None:
     # Released: the feeder continues, and the rest arrives.
     n += sum(b.num_rows for b in feed.batches())
     assert n == 2500
+    assert feed.metrics()["pressure_copies"] == 0
 
 
 def test_feeder_killed_raises_peer_lost_fast(serve: Any, mnist_dir: Path) -> None:
@@ -368,7 +369,7 @@ def test_env_address(serve: Any, mnist_dir: Path, monkeypatch: pytest.MonkeyPatc
     assert run_python("import hydrofeed").returncode == 0
 
 
-def test_dlpack_zero_copy(serve: Any, mnist_dir: Path) -> None:
+def test_dlpack_numpy_zero_copy_tf_copy(serve: Any, mnist_dir: Path) -> None:
     import tensorflow as tf
 
     s = serve("--input", str(mnist_dir), "--columns", "image,label")
@@ -379,7 +380,8 @@ def test_dlpack_zero_copy(serve: Any, mnist_dir: Path) -> None:
     addr = img.__array_interface__["data"][0]
     # numpy (DLPack 1.0, read-only flag): same memory.
     assert np.from_dlpack(img).__array_interface__["data"][0] == addr
-    # TensorFlow (legacy DLPack) through Batch.dlpack: same memory, no copy.
+    # TensorFlow (legacy DLPack, which cannot say read-only) through Batch.dlpack: a copy,
+    # never a writeable alias of the ring.
     t = tf.experimental.dlpack.from_dlpack(b.dlpack("image"))
     assert t.shape == (100, 784) and t.dtype == tf.float32
     np.testing.assert_array_equal(t.numpy(), img)
@@ -396,7 +398,8 @@ def test_dlpack_zero_copy(serve: Any, mnist_dir: Path) -> None:
             return (1, 0)
 
     back = np.from_dlpack(Capsule(tf.experimental.dlpack.to_dlpack(t)))
-    assert back.__array_interface__["data"][0] == addr
+    assert back.__array_interface__["data"][0] != addr
+    np.testing.assert_array_equal(back, img)
     with pytest.raises(KeyError):
         b.dlpack("nope")
     feed.terminate()

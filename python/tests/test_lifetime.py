@@ -1,0 +1,252 @@
+"""Batch lifetime: a trainer that keeps batches, adapters over epochs larger than the ring, a
+fork() child, a second thread. Every test here feeds several times the ring's size."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hydrofeed as hf
+from helpers import run_python, tf_read_mnist
+
+pytestmark = pytest.mark.timeout(180)
+
+ROWS = 10000  # 31 MB of float32 images: about 8x a 4 MiB ring, 30x a 1 MiB ring
+
+
+@pytest.fixture(scope="module")
+def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
+    out = tmp_path_factory.mktemp("big")
+    subprocess.run(
+        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(ROWS), "--files", "3", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def want(big_mnist: Path) -> dict[str, np.ndarray]:
+    return tf_read_mnist(big_mnist)
+
+
+def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
+    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
+    np.testing.assert_array_equal(np.sort(ids), np.arange(ROWS))
+    order = np.argsort(ids)
+    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
+    np.testing.assert_array_equal(img, want["image"])
+
+
+def test_list_of_all_batches_copies_once_and_warns_once(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=60)
+    with pytest.warns(hf.RingPressureWarning) as rec:
+        kept = list(feed.batches())
+    assert len(rec) == 1, [str(r.message) for r in rec]
+    msg = str(rec[0].message)
+    assert "batch.copy()" in msg and "--ring-mb" in msg, msg
+    check_epoch(kept, want)
+    m = feed.metrics()
+    assert m["pressure_copies"] >= 1
+    assert 0 < m["copied_bytes"] <= m["bytes"] + 64 * m["frames"]  # records: 64-byte headers
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_raise_on_ring_pressure(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=60, on_ring_pressure="raise")
+    kept = []
+    t0 = time.monotonic()
+    with pytest.raises(hf.RingExhaustedError, match="holds .* batches"):
+        for b in feed.batches():
+            kept.append(b)
+            t0 = time.monotonic()
+    # Far below the 60 s timeout: the trainer is told at once, not after a silent hang.
+    assert time.monotonic() - t0 < 10
+    assert len(kept) < ROWS // 100
+
+
+def test_keeping_every_tenth_batch_copies_only_those(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "4")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=60)
+    kept, seen = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hf.RingPressureWarning)
+        for i, b in enumerate(feed.batches()):
+            seen.append({"id": b["id"].copy(), "image": b["image"].copy()})
+            if i % 10 == 0:
+                kept.append(b)
+    check_epoch(seen, want)
+    m = feed.metrics()
+    kept_bytes = sum(b.nbytes for b in kept)
+    # Only batches still held were copied, never the ones the loop let go.
+    # (plus the one batch the loop variable holds at each copy)
+    assert m["copied_batches"] <= len(kept) + m["pressure_copies"], m
+    assert m["copied_bytes"] <= (kept_bytes + 4096 * len(kept)) * (1 + m["pressure_copies"] / len(kept)), (m, kept_bytes)
+    for b in kept:
+        i = int(b["id"][0])
+        np.testing.assert_array_equal(b["image"][0], want["image"][i])
+
+
+def test_nothing_kept_means_no_copies(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1", "--epochs", "2")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=60)
+    rows = 0
+    for b in feed.batches():
+        rows += b.num_rows
+    assert rows == 2 * ROWS
+    m = feed.metrics()
+    assert m["pressure_copies"] == 0 and m["copied_bytes"] == 0, m
+
+
+def test_batch_copy_owns_its_memory(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=60)
+    kept = []
+    for b in feed.batches():
+        c = b.copy()
+        assert c["image"].ctypes.data != b["image"].ctypes.data
+        np.testing.assert_array_equal(c["image"], b["image"])
+        kept.append(c)
+    assert sum(c.num_rows for c in kept) == ROWS
+    assert feed.metrics()["pressure_copies"] == 0
+    assert sorted(int(i) for c in kept for i in c["id"]) == list(range(ROWS))
+
+
+def test_tf_dataset_epochs_larger_than_ring(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "4", "--epochs", "2")
+    feed = hf.DataFeed(str(s.sock), batch_size=256, timeout=30)
+    ds = hf.tf.dataset(feed)
+    for _ in range(2):
+        got = [{k: v.numpy() for k, v in el.items()} for el in ds]
+        check_epoch(got, want)
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_epoch_iterator_keeps_no_batch(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1", "--epochs", "2")
+    feed = hf.DataFeed(str(s.sock), batch_size=100, timeout=30)
+    from hydrofeed._epochs import EpochIterator
+
+    it = EpochIterator(feed)
+    for _ in range(2):
+        seen = [{"id": b["id"].copy(), "image": b["image"].copy()} for b in it.epoch()]
+        check_epoch(seen, want)
+    assert feed.metrics()["pressure_copies"] == 0
+
+
+FORK_CHILD = r"""
+import os, sys, multiprocessing as mp
+import numpy as np
+import hydrofeed as hf
+feed = hf.DataFeed({sock!r}, batch_size=100, timeout=60)
+held = next(feed.batches())
+ids = list(held["id"])
+def child_work(_):
+    return 1
+# 1. a child that exits through sys.exit (interpreter finalisation runs every drop)
+pid = os.fork()
+if pid == 0:
+    try:
+        feed.next()
+        os._exit(3)  # must have raised
+    except hf.HydrofeedError:
+        pass
+    sys.exit(0)
+_, st = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(st) == 0, st
+# 2. a fork pool (the child inherits the feed and the held batch)
+with mp.get_context("fork").Pool(2) as p:
+    assert sum(p.map(child_work, range(4))) == 4
+# 3. the parent reads every remaining row with the right values
+for b in feed.batches():
+    ids.extend(b["id"])
+    assert np.all(b["image"][:, 0] >= 0)
+del held
+assert sorted(int(i) for i in ids) == list(range({rows})), len(ids)
+print("ok", len(ids))
+"""
+
+
+def test_fork_children_leave_the_parent_feed_intact(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1")
+    r = run_python(FORK_CHILD.format(sock=str(s.sock), rows=ROWS), timeout=120)
+    assert r.returncode == 0 and "ok 10000" in r.stdout, r.stderr[-3000:]
+    code, err = s.wait()
+    assert code == 0, err
+
+
+THREADS = r"""
+import threading, time
+import hydrofeed as hf
+feed = hf.DataFeed({sock!r}, batch_size=50, timeout=60)
+stop = threading.Event()
+errors = []
+def hammer():
+    while not stop.is_set():
+        try:
+            feed.metrics(); feed.state(); feed.schema
+        except Exception as e:
+            errors.append(e); return
+ts = [threading.Thread(target=hammer) for _ in range(2)]
+for t in ts: t.start()
+rows = 0
+for i, b in enumerate(feed.batches()):
+    rows += b.num_rows
+    if i == 60:
+        break
+closer = threading.Thread(target=feed.close)
+closer.start(); closer.join(30)
+assert not closer.is_alive(), "close() deadlocked"
+stop.set()
+for t in ts: t.join(30); assert not t.is_alive(), "metrics() deadlocked"
+assert not errors, errors
+print("ok", rows)
+"""
+
+
+def test_second_thread_never_deadlocks(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", "1")
+    r = run_python(THREADS.format(sock=str(s.sock)), timeout=90)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+
+CLOSE_WHILE_WAITING = r"""
+import os, signal, threading, time
+import hydrofeed as hf
+feed = hf.DataFeed({sock!r}, batch_size=50, timeout=60)
+os.kill(feed.feeder_pid, signal.SIGSTOP)  # the feeder freezes: the ring drains, next() blocks
+try:
+    while True:
+        feed.next(timeout=0.5)
+except hf.FeedTimeoutError:
+    pass
+out = []
+def reader():
+    try:
+        out.append(feed.next(timeout=50))
+    except Exception as e:
+        out.append(e)
+t = threading.Thread(target=reader); t.start()
+time.sleep(0.5)
+feed.close(); t.join(20)
+os.kill(feed.feeder_pid, signal.SIGCONT)
+assert not t.is_alive(), "next() did not return after close()"
+print("ok", out)
+"""
+
+
+def test_close_from_another_thread_ends_a_blocked_next(serve: Any, big_mnist: Path) -> None:
+    s = serve("--input", str(big_mnist))
+    r = run_python(CLOSE_WHILE_WAITING.format(sock=str(s.sock)), timeout=60)
+    assert r.returncode == 0 and "ok [None]" in r.stdout, (r.stdout, r.stderr[-3000:])
