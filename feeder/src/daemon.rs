@@ -49,6 +49,21 @@ const LEASES_IN_FLIGHT: usize = 2;
 /// How often the writer looks at the control channel while it has nothing to write.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Set by [`request_stop`]: every rank ends its feed (see there).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Ends the feed on every rank: no new batches; each ring gets `EndOfFeed` after the frames
+/// already in it, and the writer forwards the trainer's acks until it leaves or acked
+/// everything. What was not consumed stays un-acked, so the coordinator's state resumes it.
+/// Async-signal-safe (one atomic store): `hydrofeed feeder` calls it on SIGTERM and SIGINT.
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
 /// What `hydrofeed feeder` does.
 #[derive(Debug, Clone)]
 pub struct FeederOptions {
@@ -80,6 +95,11 @@ pub struct FeederOptions {
     pub metrics: Option<SocketAddr>,
     /// Threads of the decode pool shared by all ranks (0: one per CPU).
     pub decode_threads: usize,
+    /// A trainer that leaves before its end of feed ends only its rank; the other ranks keep
+    /// going (`launch` sets it: it knows the trainer's exit status, the feeder does not).
+    /// Otherwise it ends the feeder at once. Either way the feeder then fails with
+    /// [`Error::PeerLost`] naming the ranks.
+    pub keep_going: bool,
 }
 
 /// Counters of one rank, shared with the heartbeat and metrics threads.
@@ -129,6 +149,9 @@ impl RankStats {
     }
 }
 
+/// `(rank, rows written, batches written, steps at end of feed)`.
+type RankTotals = (u32, u64, u64, u64);
+
 /// What a finished feeder did, per rank.
 #[derive(Debug, Clone, Default)]
 pub struct FeederReport {
@@ -171,7 +194,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
             .build()
             .map_err(|e| Error::Internal(format!("decode pool: {e}")))?,
     );
-    let mut handles = Vec::new();
+    let mut handles: Vec<(usize, thread::JoinHandle<Result<RankTotals>>)> = Vec::new();
     for i in 0..opts.trainers {
         let (o, p, s, st) = (
             opts.clone(),
@@ -184,22 +207,24 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
             .name(format!("hf-rank{i}"))
             .spawn(move || run_rank(&o, i, &p, &s, &st, &pool))
             .map_err(|e| Error::Internal(format!("spawning a rank thread: {e}")))?;
-        handles.push(h);
+        handles.push((i as usize, h));
     }
     let mut report = FeederReport::default();
     let mut first_err = None;
+    let mut lost: Vec<String> = Vec::new();
     // Fail fast: the first rank that fails ends the process (its trainer gets an error frame;
-    // the others notice their feeder is gone).
-    loop {
-        let mut all = true;
-        for h in handles.iter() {
-            all &= h.is_finished();
-        }
-        let failed = handles.iter().position(|h| h.is_finished());
-        if let Some(i) = failed {
-            let h = handles.remove(i);
+    // the others notice their feeder is gone). A trainer that left ends only its rank under
+    // `keep_going`.
+    while !handles.is_empty() {
+        if let Some(k) = handles.iter().position(|(_, h)| h.is_finished()) {
+            let (i, h) = handles.remove(k);
+            let rank = stats[i].rank.load(Ordering::Relaxed);
             match h.join() {
                 Ok(Ok(r)) => report.ranks.push(r),
+                Ok(Err(Error::PeerLost(m))) if opts.keep_going => {
+                    tracing::info!("rank {rank}: {m}");
+                    lost.push(format!("rank {rank}: {m}"));
+                }
                 Ok(Err(e)) => {
                     first_err = Some(e);
                     break;
@@ -209,14 +234,16 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
                     break;
                 }
             }
-        }
-        if handles.is_empty() || all && handles.is_empty() {
-            break;
+            continue;
         }
         thread::sleep(Duration::from_millis(20));
     }
     match first_err {
         Some(e) => Err(e),
+        None if !lost.is_empty() => Err(Error::PeerLost(format!(
+            "a trainer left before its end of feed ({}); the other ranks were fed to their end",
+            lost.join("; ")
+        ))),
         None => {
             report.ranks.sort();
             Ok(report)
@@ -630,6 +657,13 @@ fn write_rank(
         Ok(())
     };
     let steps = loop {
+        if w.bye {
+            return Err(bye());
+        }
+        if stop_requested() {
+            // Stopped early: the batches written so far are this rank's steps.
+            break w.report.batches;
+        }
         let ev = match rx.recv_timeout(POLL) {
             Ok(ev) => ev,
             Err(RecvTimeoutError::Timeout) => {
@@ -697,15 +731,21 @@ fn write_rank(
         }
     };
     let e = epoch.unwrap_or(0);
-    flush(
-        w,
-        &mut pending,
-        &mut pieces,
-        &mut pending_rows,
-        e,
-        last_split,
-    )?;
-    if epoch.is_some() {
+    if stop_requested() {
+        // Rows of a partial batch are not sent: un-acked, they go to whoever resumes.
+        pending.clear();
+        pieces.clear();
+    } else {
+        flush(
+            w,
+            &mut pending,
+            &mut pieces,
+            &mut pending_rows,
+            e,
+            last_split,
+        )?;
+    }
+    if epoch.is_some() && !stop_requested() {
         let rows = w.report.rows;
         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
     }

@@ -25,7 +25,7 @@ fn retain_freed_memory() {
 #[cfg(not(target_env = "gnu"))]
 fn retain_freed_memory() {}
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     retain_freed_memory();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -34,5 +34,8 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    hydrofeed_feeder::cli::run(hydrofeed_feeder::cli::Cli::parse())
+    if let Err(e) = hydrofeed_feeder::cli::run(hydrofeed_feeder::cli::Cli::parse()) {
+        eprintln!("Error: {e:?}");
+        std::process::exit(hydrofeed_feeder::cli::exit_code(&e));
+    }
 }

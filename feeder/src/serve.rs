@@ -38,6 +38,13 @@ use crate::{Error, Result};
 /// Short wait used for every ring operation, so peer death and stalls are seen promptly.
 const TICK: Duration = Duration::from_millis(100);
 
+/// With an ack sink, the writer reads the control channel at least this often while it writes
+/// (a ring that stays full but drains within `TICK` would otherwise never be polled, and the
+/// coordinator would see the trainer's acks only at the next epoch barrier). With the
+/// trainer's own 50 ms ack interval, the coordinator's acked rows lag the trainer's
+/// consumption by at most about 100 ms plus one `Ack` call.
+pub(crate) const ACK_POLL: Duration = Duration::from_millis(50);
+
 /// What `serve` does.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -159,6 +166,8 @@ pub(crate) struct Writer {
     pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
     /// The trainer said `Bye` (it stops reading on purpose).
     pub(crate) bye: bool,
+    /// When the control channel was last read.
+    last_poll: Instant,
 }
 
 impl Writer {
@@ -178,6 +187,7 @@ impl Writer {
             on_ack: None,
             on_wait: None,
             bye: false,
+            last_poll: Instant::now(),
         }
     }
 
@@ -190,6 +200,9 @@ impl Writer {
 
     pub(crate) fn put(&mut self, f: &Encoded) -> Result<()> {
         let started = Instant::now();
+        if self.on_ack.is_some() && self.last_poll.elapsed() >= ACK_POLL {
+            self.poll_control()?;
+        }
         loop {
             match self.producer.reserve(f.len(), TICK) {
                 Ok(mut r) => {
@@ -223,7 +236,13 @@ impl Writer {
                         });
                     }
                 }
-                Err(ReserveError::PeerLost) | Err(ReserveError::Closed) => return Err(self.lost()),
+                Err(ReserveError::PeerLost) | Err(ReserveError::Closed) => {
+                    // Its last acks may still be queued on the control channel: forward them.
+                    if self.on_ack.is_some() {
+                        let _ = self.poll_control();
+                    }
+                    return Err(self.lost());
+                }
                 Err(ReserveError::TooLarge) => {
                     return Err(Error::InvalidArgument(format!(
                         "a {}-byte frame does not fit the ring (max frame {} bytes)",
@@ -295,6 +314,7 @@ impl Writer {
 
     /// Reads control messages that arrived (results counts, bye); errors if the trainer left.
     pub(crate) fn poll_control(&mut self) -> Result<bool> {
+        self.last_poll = Instant::now();
         loop {
             match self.producer.try_recv_control() {
                 Ok(Some(m)) => match Control::from_bytes(&m) {

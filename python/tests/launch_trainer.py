@@ -2,9 +2,13 @@
 
 Environment: ``OUT`` (directory for ``rank-<r>.jsonl``), ``STOP_AFTER`` (steps, then save
 ``state.json`` on rank 0 and exit), ``DIE_AT`` ("rank:step": that rank exits 3 there),
-``KILL_AT`` ("rank:step": kill -9 itself there), ``SLOW`` (seconds per step).
+``KILL_AT`` ("rank:step": kill -9 itself there), ``CRASH_AT`` ("rank:step:how", how is
+``exception``, ``segv`` or ``kill``), ``EXIT0_AT`` ("rank:step": that rank exits 0 there, without
+ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for; default: none).
+On SIGINT the trainer finishes its step, acks what it recorded and exits 0 (``interrupted``).
 """
 
+import ctypes
 import json
 import os
 import signal
@@ -19,24 +23,53 @@ out = os.environ["OUT"]
 stop_after = int(os.environ.get("STOP_AFTER", "0"))
 die_at = os.environ.get("DIE_AT", "")
 slow = float(os.environ.get("SLOW", "0"))
+crash = os.environ.get("CRASH_AT", "").split(":")
 assert json.loads(os.environ["TF_CONFIG"])["task"]["index"] == rank
 
-feed = hydrofeed.DataFeed(timeout=60)
+interrupted = False
+
+
+def on_sigint(signum, frame):
+    global interrupted
+    interrupted = True
+
+
+signal.signal(signal.SIGINT, on_sigint)
+
+batch_size = int(os.environ["BATCH"]) if os.environ.get("BATCH") else None
+feed = hydrofeed.DataFeed(batch_size=batch_size, timeout=60)
 log = open(os.path.join(out, f"rank-{rank}.jsonl"), "w")
+sock_dir = os.path.dirname(os.environ["HYDROFEED_FEED_SOCKET"])
+log.write(json.dumps({"socket_dir": sock_dir, "mode": os.stat(sock_dir).st_mode & 0o777}) + "\n")
 step = 0
-while True:
-    b = feed.next()
-    if b is None:
-        break
+for b in feed.batches(batch_size):
     ids = [int(x) for x in b["id"]]
     log.write(json.dumps({"step": step, "epoch": b.epoch, "ids": ids}) + "\n")
     log.flush()
     step += 1
     if slow:
         time.sleep(slow)
+    if interrupted:
+        # Everything recorded is consumed: ack it before leaving.
+        feed.flush_acks()
+        log.write(json.dumps({"interrupted": step}) + "\n")
+        log.close()
+        sys.exit(0)
     if die_at == f"{rank}:{step}":
         sys.exit(3)
     if os.environ.get("KILL_AT") == f"{rank}:{step}":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get("EXIT0_AT") == f"{rank}:{step}":
+        feed.flush_acks()
+        log.write(json.dumps({"exit0": step}) + "\n")
+        log.close()
+        sys.exit(0)
+    if crash[0] == str(rank) and crash[1] == str(step):
+        print(f"rank {rank} crashing at step {step} by {crash[2]}", flush=True)
+        if crash[2] == "exception":
+            raise RuntimeError(f"boom at step {step}")
+        if crash[2] == "segv":
+            ctypes.string_at(0)
         os.kill(os.getpid(), signal.SIGKILL)
     if stop_after and step == stop_after:
         # A checkpoint barrier: every rank's acks are recorded (state() waits for that) before

@@ -75,7 +75,7 @@ def no_leftovers(tag: str) -> None:
     """No process of this job survives (the tag is unique to its paths), no socket directory
     of a launch whose process is gone is left."""
     for d in Path("/tmp").glob("hydrofeed-launch-*"):
-        pid = int(d.name.rsplit("-", 1)[1])
+        pid = int(d.name.split("-")[2])
         assert Path(f"/proc/{pid}").exists(), f"{d} left behind"
     deadline = time.time() + 5
     while True:
@@ -236,3 +236,132 @@ def test_launch_from_minidfs(hf_bin: str, data7: Path, tmp_path: Path, minidfs) 
             ids.extend(s["ids"])
     assert steps[0] == steps[1] == steps[2] == TOTAL // (3 * BATCH)
     assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
+
+
+def verdict(stderr: str) -> str:
+    """The error `launch` ended with (after the children's streamed output)."""
+    starts = [m.start() for m in re.finditer(r"^Error: ", stderr, re.M)]
+    assert starts, stderr[-3000:]
+    return stderr[starts[-1]:]
+
+
+@pytest.mark.parametrize(
+    "how,status",
+    [("exception", "exit status 1"), ("segv", "SIGSEGV"), ("kill", "SIGKILL")],
+)
+def test_trainer_crash_is_attributed_to_the_rank(
+    hf_bin: str, data7: Path, tmp_path: Path, how: str, status: str
+) -> None:
+    """Rank 1 dies at step 20: `launch` names rank 1, its status and the tail of its output,
+    not the feeder (which only lost a trainer)."""
+    r = launch(hf_bin, data7, tmp_path / "out", 3, "--epochs", "2",
+               env={"CRASH_AT": f"1:20:{how}", "SLOW": "0.005"})
+    assert r.returncode != 0
+    v = verdict(r.stderr)
+    assert "trainer rank 1" in v and status in v, v
+    assert not v.startswith("Error: the feeder"), v
+    assert "rank 1 crashing at step 20" in v, v
+    if how == "exception":
+        assert "RuntimeError: boom at step 20" in v, v
+    no_leftovers(str(tmp_path))
+
+
+def all_ids(out: Path, workers: int) -> list[int]:
+    ids: list[int] = []
+    for k in range(workers):
+        for s in steps_of(records(out, k)):
+            ids.extend(s["ids"])
+    return ids
+
+
+def test_ctrl_c_saves_acks_and_resume_is_exactly_once(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C mid-epoch with --state-out: the state holds every row the trainers consumed (acks
+    are forwarded continuously and flushed on the way out); a resume feeds the rest, so both
+    runs together deliver every row exactly once."""
+    out = tmp_path / "a"
+    out.mkdir()
+    state = tmp_path / "state.json"
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "2", "--input", str(data7), "--batch-size", str(BATCH),
+         "--state-out", str(state), "--", sys.executable, TRAINER],
+        env=dict(os.environ, OUT=str(out), SLOW="0.01"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            f = out / "rank-0.jsonl"
+            if f.exists() and f.read_text().count("\n") >= 40:
+                break
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err[-3000:]
+    assert "interrupted" in verdict(err), err[-3000:]
+    first = all_ids(out, 2)
+    assert 0 < len(first) < TOTAL
+    assert f"{len(first)} rows acked" in verdict(err), (len(first), err[-3000:])
+    r2 = launch(hf_bin, data7, tmp_path / "b", 2, "--resume", str(state))
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    both = first + all_ids(tmp_path / "b", 2)
+    assert len(both) == len(set(both)), "a row was delivered in both runs"
+    assert len(both) == TOTAL - dropped(r2.stderr)
+    no_leftovers(str(tmp_path))
+
+
+def test_trainer_exiting_0_early_ends_the_job_cleanly(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """Rank 0 trains a fixed number of steps and exits 0 mid-feed: the other ranks are told to
+    stop (end of feed), `launch` exits 0, and the state it saved resumes exactly once."""
+    state = tmp_path / "state.json"
+    r = launch(hf_bin, data7, tmp_path / "a", 3, "--state-out", str(state),
+               env={"EXIT0_AT": "0:10", "SLOW": "0.01"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "stopped before the end of the feed" in r.stderr, r.stderr[-3000:]
+    for k in (1, 2):
+        assert records(tmp_path / "a", k)[-1]["should_stop"] is True
+    first = all_ids(tmp_path / "a", 3)
+    assert f" {len(first)} rows acked" in r.stderr, (len(first), r.stderr[-3000:])
+    r2 = launch(hf_bin, data7, tmp_path / "b", 2, "--resume", str(state))
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    both = first + all_ids(tmp_path / "b", 2)
+    assert len(both) == len(set(both)), "a row was delivered in both runs"
+    assert len(both) == TOTAL - dropped(r2.stderr)
+    no_leftovers(str(tmp_path))
+
+
+def test_run_dir_is_private_and_never_a_planted_one(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    """The socket directory is made 0700 by `launch` itself (under $XDG_RUNTIME_DIR when set): a
+    directory planted beforehand at the predictable `$TMPDIR/hydrofeed-launch-<pid>` is neither
+    used nor removed."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    # `exec` keeps the shell's pid, so the planted name is the one `launch` would predict.
+    plant = 'd="$TMPDIR/hydrofeed-launch-$$"; mkdir -m 777 "$d"; touch "$d/planted"; exec "$@"'
+    for xdg in (None, tmp_path / "xdg"):
+        out = tmp_path / ("out-xdg" if xdg else "out")
+        out.mkdir()
+        env = dict(os.environ, OUT=str(out), TMPDIR=str(tmp))
+        env.pop("XDG_RUNTIME_DIR", None)
+        if xdg:
+            xdg.mkdir(mode=0o700)
+            env["XDG_RUNTIME_DIR"] = str(xdg)
+        r = subprocess.run(
+            ["sh", "-c", plant, "sh", hf_bin, "launch", "--workers", "1", "--input", str(data7),
+             "--batch-size", str(BATCH), "--", sys.executable, TRAINER],
+            env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        first = records(out, 0)[0]
+        d = Path(first["socket_dir"])
+        assert d.parent == (xdg or tmp), d
+        assert not (d / "planted").exists(), f"launch used the planted directory {d}"
+        assert first["mode"] == 0o700, oct(first["mode"])
+        assert not d.exists(), "the run directory is removed at exit"
+        planted = list(tmp.glob("hydrofeed-launch-*/planted"))
+        assert len(planted) == (2 if xdg else 1), planted

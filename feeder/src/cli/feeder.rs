@@ -64,6 +64,39 @@ pub struct Args {
     /// Threads decoding splits, shared by all local trainers (0: one per CPU).
     #[arg(long, default_value_t = 0)]
     pub decode_threads: usize,
+    /// A trainer that leaves before its end of feed ends only its rank (the feeder still exits
+    /// with status 3 at the end); without it the feeder stops at once (status 3).
+    #[arg(long)]
+    pub keep_going: bool,
+}
+
+/// Exit status of a feeder whose trainer left before its end of feed (the trainer's own exit
+/// status tells whether that was a crash or a clean early stop).
+pub const TRAINER_LEFT_EXIT: i32 = 3;
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SEEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // A second signal: leave now.
+        // SAFETY: `_exit` is async-signal-safe.
+        unsafe { libc::_exit(128 + sig) };
+    }
+    crate::daemon::request_stop();
+}
+
+/// SIGTERM and SIGINT end the feed gracefully ([`crate::daemon::request_stop`]): the trainers
+/// get end-of-feed and their last acks reach the coordinator. A second signal exits at once.
+fn stop_on_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler does an atomic swap, an atomic store or `_exit`, all
+        // async-signal-safe; it is a valid `extern "C" fn(c_int)` for the whole program.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
 }
 
 /// Runs `hydrofeed feeder`.
@@ -90,8 +123,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),
         metrics: args.metrics,
         decode_threads: args.decode_threads,
+        keep_going: args.keep_going,
     };
-    let r = run_feeder(&opts)?;
+    stop_on_signals();
+    let r = match run_feeder(&opts) {
+        Ok(r) => r,
+        Err(e @ crate::Error::PeerLost(_)) => {
+            return Err(super::Exit::new(TRAINER_LEFT_EXIT, e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
     for (rank, rows, batches, steps) in r.ranks {
         eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
     }

@@ -7,11 +7,13 @@
 //! Children die with `launch` (`PR_SET_PDEATHSIG`); the socket directory is removed on every
 //! exit, Ctrl-C included; rings are memfds, so nothing is ever in /dev/shm.
 
-use std::io::{BufRead, BufReader, Read};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, IsTerminal, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -38,8 +40,8 @@ pub struct Args {
     /// Input: file, directory or glob (local path or hdfs:// URI).
     #[arg(long)]
     pub input: String,
-    /// Epochs.
-    #[arg(long)]
+    /// Passes over the input [default: 1, or the resumed state's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub epochs: Option<u32>,
     /// Rows per batch (every rank, every step).
     #[arg(long, default_value_t = 256)]
@@ -76,10 +78,11 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Ctrl-C (SIGINT, SIGTERM, SIGHUP) count: the first stops the job in order, the second kills.
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
 }
 
 fn catch_signals() {
@@ -109,54 +112,134 @@ fn die_with_parent(cmd: &mut Command) {
     }
 }
 
+/// Lines of a child's output kept for the error that names it.
+const TAIL_LINES: usize = 20;
+/// How long stopping trainers may take (Ctrl-C, or the feed ended early) before they are
+/// killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Non-terminal stderr: a plain progress line this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// The last lines a child wrote (stdout and stderr together).
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
 /// Everything to clean up, on every exit path.
 struct Job {
     dir: PathBuf,
-    children: Vec<(String, Child)>,
-    /// Threads copying the children's output.
-    outs: Vec<thread::JoinHandle<()>>,
+    /// `(name, child, its output tail)`; the feeder first, then rank 0, 1, ...
+    children: Vec<(String, Child, Tail)>,
+    /// Threads copying the children's output, with the index of their child.
+    outs: Vec<(usize, thread::JoinHandle<()>)>,
 }
 
 impl Job {
-    /// Lets the output threads print what the exited children wrote last (at most 2 s).
-    fn drain_output(&mut self) {
+    /// Lets the output threads of child `i` (all children: `None`) print what it wrote last
+    /// (at most 2 s: a grandchild may hold the pipe open).
+    fn drain_output(&mut self, i: Option<usize>) {
         let t = Instant::now();
-        while self.outs.iter().any(|h| !h.is_finished()) && t.elapsed() < Duration::from_secs(2) {
+        while self
+            .outs
+            .iter()
+            .any(|(k, h)| i.is_none_or(|i| i == *k) && !h.is_finished())
+            && t.elapsed() < Duration::from_secs(2)
+        {
             thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The last lines child `i` wrote, indented, for an error message.
+    fn tail(&mut self, i: usize) -> String {
+        self.drain_output(Some(i));
+        let (name, _, tail) = &self.children[i];
+        let lines = tail.lock().map(|t| t.clone()).unwrap_or_default();
+        if lines.is_empty() {
+            return format!("; {name} wrote nothing");
+        }
+        let mut s = format!("; last lines of {name}:");
+        for l in lines {
+            s.push_str("\n    ");
+            s.push_str(&l);
+        }
+        s
+    }
+
+    /// Sends `sig` to child `i` if it was not reaped yet.
+    fn signal(&mut self, i: usize, sig: libc::c_int) {
+        let c = &mut self.children[i].1;
+        if matches!(c.try_wait(), Ok(None)) {
+            // SAFETY: plain syscall on the pid of our own child, which is not reaped yet, so
+            // the pid cannot have been reused.
+            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
         }
     }
 }
 
 impl Drop for Job {
     fn drop(&mut self) {
-        for (_, c) in &mut self.children {
+        for (_, c, _) in &mut self.children {
+            if matches!(c.try_wait(), Ok(None)) {
+                // The child leads its own process group: take its children along.
+                // SAFETY: plain syscall; the group is our un-reaped child's.
+                unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+            }
             let _ = c.kill();
         }
-        for (_, c) in &mut self.children {
+        for (_, c, _) in &mut self.children {
             let _ = c.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
 fn describe(s: ExitStatus) -> String {
     match (s.code(), s.signal()) {
         (Some(c), _) => format!("exit status {c}"),
-        (None, Some(sig)) => format!("signal {sig}{}", if sig == 9 { " (SIGKILL)" } else { "" }),
+        (None, Some(sig)) => format!(
+            "killed by signal {sig}{}{}",
+            signal_name(sig)
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default(),
+            if s.core_dumped() { ", core dumped" } else { "" }
+        ),
         _ => s.to_string(),
     }
 }
 
 fn pipe_lines(
     job: &mut Job,
+    i: usize,
     r: impl Read + Send + 'static,
     prefix: String,
     err: bool,
     pb: ProgressBar,
 ) {
+    let tail = job.children[i].2.clone();
     let h = thread::Builder::new().name("hf-out".into()).spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
+            if let Ok(mut t) = tail.lock() {
+                if t.len() == TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line.chars().take(500).collect());
+            }
             pb.suspend(|| {
                 if err {
                     eprintln!("{prefix} {line}");
@@ -167,8 +250,77 @@ fn pipe_lines(
         }
     });
     if let Ok(h) = h {
-        job.outs.push(h);
+        job.outs.push((i, h));
     }
+}
+
+/// Starts a child of `job` with its output prefixed and kept; it leads its own process group
+/// (so a terminal's Ctrl-C reaches `launch` alone, which stops the children in order) and dies
+/// with `launch`.
+fn spawn(
+    job: &mut Job,
+    name: String,
+    prefix: String,
+    mut cmd: Command,
+    pb: &ProgressBar,
+) -> std::io::Result<u32> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    die_with_parent(&mut cmd);
+    let mut c = cmd.spawn()?;
+    let pid = c.id();
+    let (o, e) = (c.stdout.take(), c.stderr.take());
+    job.children
+        .push((name, c, Arc::new(Mutex::new(VecDeque::new()))));
+    let i = job.children.len() - 1;
+    if let Some(o) = o {
+        pipe_lines(job, i, o, prefix.clone(), false, pb.clone());
+    }
+    if let Some(e) = e {
+        pipe_lines(job, i, e, prefix, true, pb.clone());
+    }
+    Ok(pid)
+}
+
+/// A private directory for the job's sockets: `hydrofeed-launch-<pid>-<random>` under
+/// `$XDG_RUNTIME_DIR` (else the temporary directory), created 0700 by this call: a directory
+/// someone else made beforehand, at a predictable name, is never used.
+pub fn private_run_dir(prefix: &str) -> anyhow::Result<PathBuf> {
+    use rand::RngCore;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    for _ in 0..16 {
+        let dir = base.join(format!(
+            "{prefix}-{}-{:08x}",
+            std::process::id(),
+            rand::rng().next_u32()
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {
+                let m = std::fs::symlink_metadata(&dir)
+                    .with_context(|| format!("{}", dir.display()))?;
+                // SAFETY: getuid never fails and has no preconditions.
+                let uid = unsafe { libc::getuid() };
+                anyhow::ensure!(
+                    m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
+                    "{}: not a private directory of this user",
+                    dir.display()
+                );
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!(
+        "could not create a private directory under {}",
+        base.display()
+    )
 }
 
 fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {
@@ -179,6 +331,16 @@ fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {
     ls.iter()
         .map(|l| Ok(u32::from(l.local_addr()?.port())))
         .collect()
+}
+
+/// How the trainers ended.
+enum Ended {
+    /// Every trainer exited 0 at the end of the feed.
+    Done,
+    /// A trainer exited 0 before the end of the feed; the others were told to stop.
+    Early(u32),
+    /// Ctrl-C: the trainers were interrupted and the feed ended.
+    Interrupted,
 }
 
 /// Runs `hydrofeed launch`.
@@ -236,14 +398,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None,
     )?;
     let addr = svc.addr.to_string();
-    let dir = std::env::temp_dir().join(format!("hydrofeed-launch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
+    let dir = private_run_dir("hydrofeed-launch")?;
     let mut job = Job {
         dir: dir.clone(),
         children: Vec::new(),
         outs: Vec::new(),
     };
-    let pb = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+    let pb = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(
             Some(total_rows * u64::from(epochs)),
             ProgressDrawTarget::stderr(),
@@ -257,15 +418,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let result = supervise(&args, &addr, &token, &dir, &mut job, &svc, &pb);
     pb.finish_and_clear();
-    let state = svc.shared.with_machine(|m| m.state());
-    if let Some(p) = &args.state_out {
-        std::fs::write(p, state.to_json()).with_context(|| format!("{}", p.display()))?;
-    }
+    // Stop every child before the state is taken: no ack can arrive after it.
     drop(job);
+    let state = svc.shared.with_machine(|m| m.state());
+    let acked = svc.shared.with_machine(|m| m.counters().rows_acked);
+    let saved = match &args.state_out {
+        Some(p) => {
+            std::fs::write(p, state.to_json()).with_context(|| format!("{}", p.display()))?;
+            format!("; state saved to {}", p.display())
+        }
+        None => String::new(),
+    };
     let _ = svc.shutdown();
-    result
+    match result? {
+        Ended::Done | Ended::Early(_) => Ok(()),
+        Ended::Interrupted => Err(super::Exit::new(
+            130,
+            format!(
+                "interrupted (Ctrl-C): stopped every trainer and the feeder; {acked} rows acked{saved}"
+            ),
+        )
+        .into()),
+    }
 }
 
+#[allow(clippy::too_many_lines)]
 fn supervise(
     args: &Args,
     addr: &str,
@@ -274,7 +451,7 @@ fn supervise(
     job: &mut Job,
     svc: &service::RunningService,
     pb: &ProgressBar,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Ended> {
     let n = args.workers;
     let ports = free_ports(n)?;
     let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
@@ -296,10 +473,9 @@ fn supervise(
                 .join(","),
         )
         .args(["--memory-mb", &args.memory_mb.to_string()])
-        .env(TOKEN_ENV, token.as_str())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        // A trainer that leaves ends only its rank: `launch` decides from its exit status.
+        .arg("--keep-going")
+        .env(TOKEN_ENV, token.as_str());
     if let Some(c) = &args.columns {
         feeder.arg("--columns").arg(c.join(","));
     }
@@ -312,15 +488,8 @@ fn supervise(
     if let Some(a) = args.feeder_metrics {
         feeder.args(["--metrics", &a.to_string()]);
     }
-    die_with_parent(&mut feeder);
-    let mut child = feeder.spawn().context("starting the feeder")?;
-    if let Some(o) = child.stdout.take() {
-        pipe_lines(job, o, "[feeder]".into(), false, pb.clone());
-    }
-    if let Some(e) = child.stderr.take() {
-        pipe_lines(job, e, "[feeder]".into(), true, pb.clone());
-    }
-    job.children.push(("feeder".into(), child));
+    spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
+        .context("starting the feeder")?;
 
     // The feeder registers every rank; then each rank's TF_CONFIG is known.
     let mut client = CoordClient::connect(addr, token, Duration::from_secs(10))?;
@@ -328,9 +497,11 @@ fn supervise(
     for rank in 0..n {
         let t0 = Instant::now();
         loop {
-            check_feeder(job, svc)?;
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                bail!("interrupted");
+            if let Some(s) = job.children[0].1.try_wait()? {
+                return Err(feeder_failed(job, svc, s));
+            }
+            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+                bail!("interrupted before the trainers started");
             }
             match client.wait_cluster_spec(rank, Duration::from_millis(500)) {
                 Ok((_, tf)) => {
@@ -351,38 +522,57 @@ fn supervise(
             .env("HYDROFEED_NUM_WORKERS", n.to_string())
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
-            .env("PYTHONUNBUFFERED", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        die_with_parent(&mut c);
-        let mut ch = c
-            .spawn()
-            .with_context(|| format!("starting trainer rank {rank}: {:?}", args.command))?;
-        if let Some(o) = ch.stdout.take() {
-            pipe_lines(job, o, format!("[rank {rank}]"), false, pb.clone());
-        }
-        if let Some(e) = ch.stderr.take() {
-            pipe_lines(job, e, format!("[rank {rank}]"), true, pb.clone());
-        }
-        job.children.push((format!("rank {rank}"), ch));
+            .env("PYTHONUNBUFFERED", "1");
+        spawn(
+            job,
+            format!("trainer rank {rank}"),
+            format!("[rank {rank}]"),
+            c,
+            pb,
+        )
+        .with_context(|| format!("starting trainer rank {rank}: {:?}", args.command))?;
     }
 
     let t0 = Instant::now();
-    let mut done = vec![false; n as usize];
-    let mut feeder_done = false;
+    let mut status: Vec<Option<ExitStatus>> = vec![None; n as usize];
+    let mut feeder_status: Option<ExitStatus> = None;
+    let mut stop: Option<(Ended, Instant)> = None;
+    let mut killed: Vec<u32> = Vec::new();
     let mut last_epoch = 0;
+    let mut last_line = Instant::now();
+    let plain = !std::io::stderr().is_terminal();
+    let total = svc
+        .shared
+        .with_machine(|m| m.total_rows() * u64::from(m.config().epochs));
     loop {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            bail!("interrupted (Ctrl-C): stopped every trainer and the feeder");
+        let interrupts = INTERRUPTS.load(Ordering::SeqCst);
+        if interrupts >= 2 {
+            return Err(super::Exit::new(
+                130,
+                "interrupted twice: killed every trainer and the feeder",
+            )
+            .into());
+        }
+        if interrupts == 1 && !matches!(stop, Some((Ended::Interrupted, _))) {
+            pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: interrupted: stopping the trainers (SIGINT) and ending the \
+                     feed; Ctrl-C again to kill them"
+                )
+            });
+            for i in 1..=n as usize {
+                job.signal(i, libc::SIGINT);
+            }
+            job.signal(0, libc::SIGTERM);
+            stop = Some((Ended::Interrupted, Instant::now()));
         }
         let (epoch, acked, finished) = svc
             .shared
             .with_machine(|m| (m.epoch(), m.counters().rows_acked, m.finished()));
         pb.set_position(acked);
         pb.set_message(format!("epoch {epoch}"));
+        let secs = t0.elapsed().as_secs_f64();
         if epoch != last_epoch {
-            let secs = t0.elapsed().as_secs_f64();
             pb.suspend(|| {
                 eprintln!(
                     "hydrofeed launch: epoch {last_epoch} done: {acked} rows acked so far, {:.0} rows/s",
@@ -390,89 +580,140 @@ fn supervise(
                 )
             });
             last_epoch = epoch;
+            last_line = Instant::now();
+        } else if plain && last_line.elapsed() >= PROGRESS_EVERY {
+            eprintln!(
+                "hydrofeed launch: {:.0} s: epoch {epoch}, {acked}/{total} rows acked, {:.0} rows/s",
+                secs,
+                acked as f64 / secs.max(1e-9)
+            );
+            last_line = Instant::now();
         }
-        #[allow(clippy::needless_range_loop)]
+        // The feeder first: a trainer that failed because its feeder failed names the feeder.
+        if feeder_status.is_none() {
+            feeder_status = job.children[0].1.try_wait()?;
+            if let Some(s) = feeder_status {
+                if failed_by_itself(s) && stop.is_none() {
+                    return Err(feeder_failed(job, svc, s));
+                }
+            }
+        }
+        #[allow(clippy::needless_range_loop)] // `job` is borrowed mutably inside
         for i in 0..n as usize {
-            if done[i] {
+            if status[i].is_some() {
                 continue;
             }
-            let (_, c) = &mut job.children[i + 1];
-            if let Some(s) = c.try_wait()? {
-                if !s.success() {
-                    // Let its last lines (a traceback) reach the terminal before the verdict.
-                    thread::sleep(Duration::from_millis(200));
-                    // A trainer that lost its feeder fails too: name the feeder, the cause.
-                    if !feeder_done {
-                        check_feeder(job, svc)?;
+            let Some(s) = job.children[i + 1].1.try_wait()? else {
+                continue;
+            };
+            status[i] = Some(s);
+            let interrupted = matches!(stop, Some((Ended::Interrupted, _)));
+            if !s.success() && !interrupted && !killed.contains(&(i as u32)) {
+                if let Some(fs) = job.children[0].1.try_wait()? {
+                    if failed_by_itself(fs) {
+                        return Err(feeder_failed(job, svc, fs));
                     }
-                    let (name, c) = &mut job.children[i + 1];
-                    bail!(
-                        "trainer {name} (pid {}) failed: {}; stopped the other trainers and the feeder",
-                        c.id(),
-                        describe(s)
-                    );
                 }
-                done[i] = true;
+                let pid = job.children[i + 1].1.id();
+                let tail = job.tail(i + 1);
+                bail!(
+                    "trainer rank {i} (pid {pid}) failed: {}; stopped the other trainers and the \
+                     feeder{tail}",
+                    describe(s)
+                );
+            }
+            if s.success() && stop.is_none() && !finished {
+                pb.suspend(|| {
+                    eprintln!(
+                        "hydrofeed launch: trainer rank {i} exited 0 before the end of the feed: \
+                         ending the feed on the other ranks"
+                    )
+                });
+                job.signal(0, libc::SIGTERM);
+                stop = Some((Ended::Early(i as u32), Instant::now()));
             }
         }
-        if !feeder_done {
-            feeder_done = check_feeder(job, svc)?;
+        if let Some((_, since)) = &stop {
+            if since.elapsed() > STOP_GRACE {
+                for (i, st) in status.iter().enumerate() {
+                    if st.is_none() && !killed.contains(&(i as u32)) {
+                        job.signal(i + 1, libc::SIGKILL);
+                        killed.push(i as u32);
+                    }
+                }
+            }
         }
-        if done.iter().all(|d| *d) {
+        if status.iter().all(Option::is_some) {
             // Give the feeder a moment to forward the last acks and leave.
             let t = Instant::now();
-            while !feeder_done && t.elapsed() < Duration::from_secs(10) {
-                feeder_done = check_feeder(job, svc)?;
-                thread::sleep(Duration::from_millis(50));
+            while feeder_status.is_none() && t.elapsed() < Duration::from_secs(10) {
+                feeder_status = job.children[0].1.try_wait()?;
+                thread::sleep(Duration::from_millis(20));
             }
-            job.drain_output();
+            job.drain_output(None);
+            let ended = stop.map_or(Ended::Done, |(e, _)| e);
+            if !killed.is_empty() && !matches!(ended, Ended::Interrupted) {
+                bail!(
+                    "rank(s) {killed:?} did not stop within {} s after the feed ended; killed them",
+                    STOP_GRACE.as_secs()
+                );
+            }
+            if matches!(ended, Ended::Interrupted) {
+                return Ok(ended);
+            }
+            if let Some(s) = feeder_status {
+                if failed_by_itself(s) {
+                    return Err(feeder_failed(job, svc, s));
+                }
+            }
             let secs = t0.elapsed().as_secs_f64();
             let c = svc.shared.with_machine(|m| m.counters());
-            let steps = svc.shared.with_machine(|m| m.steps_done());
+            let (steps, finished) = svc.shared.with_machine(|m| (m.steps_done(), m.finished()));
+            let early = match ended {
+                Ended::Early(r) => format!(
+                    " (stopped before the end of the feed: trainer rank {r} exited 0 first)"
+                ),
+                _ if !finished => " (stopped before the end of the feed)".to_string(),
+                _ => String::new(),
+            };
             pb.suspend(|| {
                 eprintln!(
                     "hydrofeed launch: {} workers, {} rows acked ({} dropped) in {:.1} s = {:.0} \
-                     rows/s, {} steps per worker{}",
+                     rows/s, {} steps per worker{early}",
                     n,
                     c.rows_acked,
                     c.rows_dropped,
                     secs,
                     c.rows_acked as f64 / secs.max(1e-9),
                     steps,
-                    if finished {
-                        ""
-                    } else {
-                        " (stopped before the end of the feed)"
-                    }
                 )
             });
-            return Ok(());
+            return Ok(ended);
         }
-        thread::sleep(Duration::from_millis(100));
+        thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// `Ok(true)`: the feeder exited cleanly; error if it failed.
-fn check_feeder(job: &mut Job, svc: &service::RunningService) -> anyhow::Result<bool> {
-    let (_, c) = &mut job.children[0];
-    match c.try_wait()? {
-        None => Ok(false),
-        Some(s) if s.success() => Ok(true),
-        Some(s) => {
-            let stages = svc.shared.with_machine(|m| {
-                m.ranks()
-                    .iter()
-                    .enumerate()
-                    .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            });
-            bail!(
-                "the feeder (pid {}) failed: {}; last stages reported: {stages}; stopped every \
-                 trainer",
-                c.id(),
-                describe(s)
-            )
-        }
-    }
+/// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).
+fn failed_by_itself(s: ExitStatus) -> bool {
+    !s.success() && s.code() != Some(super::feeder::TRAINER_LEFT_EXIT)
+}
+
+/// The error for a feeder that failed: its status, each rank's last stage, its last lines.
+fn feeder_failed(job: &mut Job, svc: &service::RunningService, s: ExitStatus) -> anyhow::Error {
+    let stages = svc.shared.with_machine(|m| {
+        m.ranks()
+            .iter()
+            .enumerate()
+            .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let pid = job.children[0].1.id();
+    let tail = job.tail(0);
+    anyhow::anyhow!(
+        "the feeder (pid {pid}) failed: {}; last stages reported: {stages}; stopped every \
+         trainer{tail}",
+        describe(s)
+    )
 }

@@ -39,6 +39,38 @@ pub enum Command {
     Launch(launch::Args),
 }
 
+/// An error that ends the process with a given exit status (`main` prints it as any error).
+#[derive(Debug)]
+pub struct Exit {
+    /// Exit status.
+    pub code: i32,
+    /// What went wrong (or what stopped the command).
+    pub message: String,
+}
+
+impl Exit {
+    /// An error that exits with `code`.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// The exit status for an error returned by [`run`]: an [`Exit`]'s code, else 1.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    e.downcast_ref::<Exit>().map_or(1, |x| x.code)
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
