@@ -11,6 +11,15 @@ fn fill(seq: u64) -> Vec<u8> {
     (0..FRAME).map(|i| (seq as usize * 31 + i) as u8).collect()
 }
 
+/// Publishes frames `seqs` at once (the ring has room for them).
+fn publish(p: &mut hydrofeed_ipc::Producer, seqs: std::ops::Range<u64>) {
+    for seq in seqs {
+        let mut r = p.reserve(FRAME, Duration::from_millis(500)).unwrap();
+        r.copy_from_slice(&fill(seq));
+        r.commit();
+    }
+}
+
 /// Producer thread writing `frames` frames; returns how many it could publish.
 fn produce(
     mut p: hydrofeed_ipc::Producer,
@@ -97,11 +106,7 @@ fn dropping_leases_in_any_order_after_detach_frees_regions() {
         max_frame: None,
     })
     .unwrap();
-    for seq in 0..8 {
-        let mut r = p.reserve(FRAME, Duration::from_secs(1)).unwrap();
-        r.copy_from_slice(&fill(seq));
-        r.commit();
-    }
+    publish(&mut p, 0..8);
     let mut v: Vec<Lease> = (0..8)
         .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())
         .collect();
@@ -109,11 +114,7 @@ fn dropping_leases_in_any_order_after_detach_frees_regions() {
     let d = c.detach_held().unwrap();
     assert_eq!(d.leases, 7);
     // The ring is free again: a whole ring's worth of frames fits.
-    for seq in 8..8 + (CAP / FRAME - 2) as u64 {
-        let mut r = p.reserve(FRAME, Duration::from_millis(200)).unwrap();
-        r.copy_from_slice(&fill(seq));
-        r.commit();
-    }
+    publish(&mut p, 8..8 + (CAP / FRAME - 2) as u64);
     while v.len() > 1 {
         let l = v.remove(v.len() / 2);
         drop(l);
@@ -137,11 +138,7 @@ fn drops_in_a_fork_child_leave_the_ring_alone() {
         max_frame: None,
     })
     .unwrap();
-    for seq in 0..4 {
-        let mut r = p.reserve(FRAME, Duration::from_secs(1)).unwrap();
-        r.copy_from_slice(&fill(seq));
-        r.commit();
-    }
+    publish(&mut p, 0..4);
     let held: Vec<Lease> = (0..2)
         .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())
         .collect();

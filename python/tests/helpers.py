@@ -45,3 +45,16 @@ def wait_for(pred: object, timeout: float = 10.0) -> None:
             return
         time.sleep(0.02)
     raise AssertionError("condition not met in time")
+
+
+class DLPackCapsule:
+    """Wraps a bare DLPack capsule so that ``np.from_dlpack`` takes it."""
+
+    def __init__(self, cap: object) -> None:
+        self.cap = cap
+
+    def __dlpack__(self, **_: object) -> object:
+        return self.cap
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import hydrofeed as hf
-from helpers import run_python, shm_listing, tf_read_mnist, wait_for
+from helpers import DLPackCapsule, run_python, shm_listing, tf_read_mnist, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -387,17 +387,7 @@ def test_dlpack_numpy_zero_copy_tf_copy(serve: Any, mnist_dir: Path) -> None:
     np.testing.assert_array_equal(t.numpy(), img)
     # (t.numpy() copies; TF's own DLPack export shows where the tensor's memory is.)
 
-    class Capsule:
-        def __init__(self, c: object) -> None:
-            self.c = c
-
-        def __dlpack__(self, **kw: object) -> object:
-            return self.c
-
-        def __dlpack_device__(self) -> tuple[int, int]:
-            return (1, 0)
-
-    back = np.from_dlpack(Capsule(tf.experimental.dlpack.to_dlpack(t)))
+    back = np.from_dlpack(DLPackCapsule(tf.experimental.dlpack.to_dlpack(t)))
     assert back.__array_interface__["data"][0] != addr
     np.testing.assert_array_equal(back, img)
     with pytest.raises(KeyError):
