@@ -37,7 +37,7 @@ use crate::coord::client::CoordClient;
 use crate::coord::cluster::{Registration, Role};
 use crate::coord::token::Token;
 use crate::coord::{Lease, Stage, Work, WorkerCounters};
-use crate::format::{Plan, ReadOptions};
+use crate::format::{Plan, ReadOptions, SplitReader};
 use crate::serve::{self, Writer};
 use crate::storage::{self, Storage};
 use crate::{Error, Result};
@@ -125,6 +125,33 @@ pub struct RankStats {
     pub ring_wait_ms: AtomicU64,
     /// Seconds (ms) waiting for work at the epoch barrier.
     pub work_wait_ms: AtomicU64,
+    /// Corrupt records skipped under `--skip-errors` inside the leases' row ranges.
+    pub skipped_records: AtomicU64,
+    /// Files those records were in.
+    pub skipped_files: Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// Prefix of the line `hydrofeed feeder` prints at exit when records were skipped
+/// (`launch` puts it in its summary).
+pub const SKIPPED_LINE: &str = "hydrofeed feeder: skipped ";
+
+/// Prints [`SKIPPED_LINE`] with the count and the files, if any record was skipped.
+fn report_skipped(stats: &[Arc<RankStats>]) {
+    let n: u64 = stats
+        .iter()
+        .map(|s| s.skipped_records.load(Ordering::Relaxed))
+        .sum();
+    if n == 0 {
+        return;
+    }
+    let mut files = std::collections::BTreeSet::new();
+    for s in stats {
+        if let Ok(f) = s.skipped_files.lock() {
+            files.extend(f.iter().cloned());
+        }
+    }
+    let files: Vec<String> = files.into_iter().collect();
+    eprintln!("{SKIPPED_LINE}{n} corrupt records in {}", files.join(", "));
 }
 
 const STAGES: [Stage; 7] = [
@@ -238,6 +265,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         }
         thread::sleep(Duration::from_millis(20));
     }
+    report_skipped(&stats);
     match first_err {
         Some(e) => Err(e),
         None if !lost.is_empty() => Err(Error::PeerLost(format!(
@@ -433,9 +461,21 @@ fn read_lease(
         ))
     })?;
     st.set(Stage::Reading);
-    let reader = serve::open_split(storage, plan, split, read)?;
+    let mut reader = serve::open_split(storage, plan, split, read)?;
     let (mut skip, mut left) = (l.first_row, l.rows);
-    for b in reader {
+    // Records skipped before the lease's first row belong to another lease's range (the
+    // readers re-decode a split's head): count only those after it.
+    let mut skipped_before = (l.first_row == 0).then_some(0);
+    let note_skips = |reader: &dyn SplitReader, before: Option<u64>| {
+        let n = reader.skipped().records - before.unwrap_or(0);
+        if n > 0 {
+            st.skipped_records.fetch_add(n, Ordering::Relaxed);
+            if let Ok(mut f) = st.skipped_files.lock() {
+                f.insert(split.path.clone());
+            }
+        }
+    };
+    while let Some(b) = reader.next() {
         st.set(Stage::Decoding);
         let b = b?;
         let n = b.num_rows() as u64;
@@ -444,6 +484,7 @@ fn read_lease(
             st.rows_skipped.fetch_add(n, Ordering::Relaxed);
             continue;
         }
+        skipped_before.get_or_insert(reader.skipped().records);
         st.rows_skipped.fetch_add(skip, Ordering::Relaxed);
         let take = (n - skip).min(left);
         let piece = b.slice(skip as usize, take as usize);
@@ -454,6 +495,7 @@ fn read_lease(
             return Ok(()); // the writer is gone; it reports why
         }
         if left == 0 {
+            note_skips(reader.as_ref(), skipped_before);
             return Ok(());
         }
         st.set(Stage::Reading);

@@ -365,3 +365,25 @@ def test_run_dir_is_private_and_never_a_planted_one(hf_bin: str, data7: Path, tm
         assert not d.exists(), "the run directory is removed at exit"
         planted = list(tmp.glob("hydrofeed-launch-*/planted"))
         assert len(planted) == (2 if xdg else 1), planted
+
+
+def test_skip_errors_counts_and_names_the_files(hf_bin: str, tmp_path: Path) -> None:
+    """`launch --skip-errors` skips a corrupt TFRecord record (bad data CRC) and its summary
+    gives the count and the file."""
+    data = tmp_path / "data"
+    subprocess.run([hf_bin, "gen", "--format", "tfrecord", "--rows", "300", "--files", "2",
+                    "--out", str(data)], check=True, capture_output=True)
+    bad = sorted(data.iterdir())[0]
+    b = bytearray(bad.read_bytes())
+    b[12 + 100] ^= 0xFF  # inside the first record's data: its data CRC no longer matches
+    bad.write_bytes(bytes(b))
+    trainer = "import hydrofeed\nfor _ in hydrofeed.DataFeed(timeout=60): pass\n"
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "1", "--input", str(data), "--batch-size", "10",
+         "--skip-errors", "--", sys.executable, "-c", trainer],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = [line for line in r.stderr.splitlines() if line.startswith("hydrofeed launch: 1 workers")]
+    assert summary and f"skipped 1 corrupt records in {bad}" in summary[-1], r.stderr[-3000:]
+    assert "290 rows acked" in summary[-1] or "299 rows acked" in summary[-1], summary

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 import pytest
 
@@ -27,7 +26,9 @@ pytest.importorskip("pyspark", reason="PySpark is not installed")
 
 
 def _run_root() -> str:
-    return os.path.join(tempfile.gettempdir(), f"hydrofeed-spark-{os.getuid()}")
+    from hydrofeed.spark.node import default_run_root
+
+    return default_run_root()
 
 
 def _listing(path: str) -> set[str]:

@@ -25,7 +25,7 @@ use crate::coord::client::CoordClient;
 use crate::coord::service::{self, ServiceOptions};
 use crate::coord::token::{Token, TOKEN_ENV};
 use crate::coord::{Config, Machine, Remainder, SplitInfo};
-use crate::format::ReadOptions;
+use crate::daemon::SKIPPED_LINE;
 use crate::serve::SOCKET_ENV;
 
 /// Environment variable naming a state file to resume from (same as `--resume`).
@@ -64,6 +64,9 @@ pub struct Args {
     /// Input format (when file names do not tell).
     #[arg(long, value_enum)]
     pub format: Option<ServeFormat>,
+    /// Skip corrupt records (counted, and named in the summary) instead of failing.
+    #[arg(long)]
+    pub skip_errors: bool,
     /// Feeder memory budget in MiB.
     #[arg(long, default_value_t = 512)]
     pub memory_mb: usize,
@@ -347,10 +350,8 @@ enum Ended {
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
     catch_signals();
-    let read = ReadOptions {
-        columns: args.columns.clone(),
-        ..ReadOptions::default()
-    };
+    // The feeder plans with the same options: split ids and row counts must agree.
+    let read = super::serve::read_options(args.columns.clone(), args.format, args.skip_errors);
     let storage = crate::storage::open_storage(&args.input)?;
     let plan = crate::format::plan(&storage, &args.input, &read)?;
     let splits = SplitInfo::from_plan(&plan);
@@ -487,6 +488,9 @@ fn supervise(
     }
     if let Some(a) = args.feeder_metrics {
         feeder.args(["--metrics", &a.to_string()]);
+    }
+    if args.skip_errors {
+        feeder.arg("--skip-errors");
     }
     spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
         .context("starting the feeder")?;
@@ -676,10 +680,23 @@ fn supervise(
                 _ if !finished => " (stopped before the end of the feed)".to_string(),
                 _ => String::new(),
             };
+            let skipped = if args.skip_errors {
+                let line = job.children[0].2.lock().ok().and_then(|t| {
+                    t.iter()
+                        .rev()
+                        .find_map(|l| l.strip_prefix(SKIPPED_LINE).map(str::to_string))
+                });
+                format!(
+                    ", skipped {}",
+                    line.unwrap_or_else(|| "0 corrupt records".into())
+                )
+            } else {
+                String::new()
+            };
             pb.suspend(|| {
                 eprintln!(
                     "hydrofeed launch: {} workers, {} rows acked ({} dropped) in {:.1} s = {:.0} \
-                     rows/s, {} steps per worker{early}",
+                     rows/s, {} steps per worker{skipped}{early}",
                     n,
                     c.rows_acked,
                     c.rows_dropped,

@@ -15,6 +15,11 @@ pub mod serve;
 #[derive(Debug, Parser)]
 #[command(name = "hydrofeed", version, about, propagate_version = true)]
 pub struct Cli {
+    /// Seconds to wait for an unreachable HDFS NameNode (connection refused, unknown host)
+    /// before failing [default: one attempt, or the Hadoop configuration's
+    /// `ipc.client.connect.max.retries` x `ipc.client.connect.retry.interval`].
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub hdfs_timeout: Option<f64>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -73,6 +78,15 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(s) = cli.hdfs_timeout {
+        anyhow::ensure!(
+            s.is_finite() && s >= 0.0,
+            "--hdfs-timeout {s}: expected seconds >= 0"
+        );
+        // Read by the HDFS storage of this process and of its children (launch's feeder);
+        // set before any thread that reads the environment is started.
+        std::env::set_var(crate::storage::hdfs::CONNECT_TIMEOUT_ENV, s.to_string());
+    }
     match cli.command {
         Command::Bench(a) => bench::run(a),
         Command::Inspect(a) => inspect::run(a),

@@ -37,6 +37,13 @@ use crate::{Error, Result};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default read-ahead window for small reads.
 pub const DEFAULT_READ_AHEAD: usize = 4 << 20;
+/// Seconds to wait for an unreachable NameNode (connection refused, unknown host) before
+/// failing; `hydrofeed --hdfs-timeout S` sets it. Unset: one attempt, unless the Hadoop
+/// configuration sets `ipc.client.connect.max.retries` (then retries x
+/// `ipc.client.connect.retry.interval`, as Hadoop's own client waits).
+pub const CONNECT_TIMEOUT_ENV: &str = "HYDROFEED_HDFS_TIMEOUT";
+/// Deadline of one TCP connection attempt to a NameNode.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The process-wide runtime that runs hdfs-native's futures.
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
@@ -250,6 +257,19 @@ impl HdfsStorageBuilder {
             authority
         };
         let base = format!("{scheme}://{authority}");
+        // hdfs-native retries an unreachable NameNode for minutes and then reports only a
+        // timeout: the first call checks whether anything answers, and names what does not.
+        let from = if rest.starts_with('/') {
+            "fs.defaultFS"
+        } else {
+            "the URI"
+        };
+        let namenodes = if scheme == "hdfs" {
+            rpc_addresses(&conf, &authority, from)
+        } else {
+            Vec::new()
+        };
+        let connect_wait = connect_wait(&conf);
         let rt = runtime()?;
         let mut b = ClientBuilder::new()
             .with_url(base.clone())
@@ -298,6 +318,9 @@ impl HdfsStorageBuilder {
             user,
             timeout: self.timeout,
             read_ahead: self.read_ahead,
+            namenodes,
+            connect_wait,
+            reached: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -313,6 +336,12 @@ pub struct HdfsStorage {
     user: Option<String>,
     timeout: Duration,
     read_ahead: usize,
+    /// NameNode RPC addresses with the key they came from (empty: not checked, e.g. viewfs).
+    namenodes: Vec<(String, String)>,
+    /// How long to wait for an unreachable NameNode ([`connect_wait`]).
+    connect_wait: Duration,
+    /// A NameNode accepted a connection once: no more checks.
+    reached: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for HdfsStorage {
@@ -341,6 +370,18 @@ impl HdfsStorage {
     /// Connects with the default settings.
     pub fn new(uri: &str) -> Result<Self> {
         Self::builder(uri).build()
+    }
+
+    /// Fails fast (naming address, source and cause) when no NameNode accepts a connection,
+    /// until one did once.
+    fn reach(&self, path: &str) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.namenodes.is_empty() || self.reached.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        probe_namenodes(&self.namenodes, self.connect_wait, &self.uri(path))?;
+        self.reached.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// `scheme://authority` of this file system.
@@ -390,6 +431,7 @@ impl HdfsStorage {
     /// Creates (or overwrites) a file with `data`: for tests and tools, not the data path.
     pub fn write_file(&self, path: &str, data: Bytes) -> Result<()> {
         let p = self.hdfs_path(path)?.to_string();
+        self.reach(&p)?;
         let client = self.client.clone();
         let uri = self.uri(&p);
         run(
@@ -410,6 +452,7 @@ impl HdfsStorage {
     /// Sets the permission bits of a path (octal, e.g. `0o600`).
     pub fn set_permission(&self, path: &str, perm: u32) -> Result<()> {
         let p = self.hdfs_path(path)?.to_string();
+        self.reach(&p)?;
         let client = self.client.clone();
         let uri = self.uri(&p);
         run(
@@ -423,6 +466,7 @@ impl HdfsStorage {
     /// Deletes a path (recursively for directories); `Ok(false)` if it did not exist.
     pub fn delete(&self, path: &str, recursive: bool) -> Result<bool> {
         let p = self.hdfs_path(path)?.to_string();
+        self.reach(&p)?;
         let client = self.client.clone();
         let uri = self.uri(&p);
         run(
@@ -463,6 +507,7 @@ impl HdfsStorage {
 impl Storage for HdfsStorage {
     fn stat(&self, path: &str) -> Result<FileStatus> {
         let p = self.hdfs_path(path)?.to_string();
+        self.reach(&p)?;
         let client = self.client.clone();
         let q = p.clone();
         let s = run(
@@ -476,6 +521,7 @@ impl Storage for HdfsStorage {
 
     fn list(&self, dir: &str) -> Result<Vec<FileStatus>> {
         let p = self.hdfs_path(dir)?.to_string();
+        self.reach(&p)?;
         let client = self.client.clone();
         let q = p.clone();
         let v = run(self.timeout, || format!("hdfs list of {dir}"), async move {
@@ -490,6 +536,7 @@ impl Storage for HdfsStorage {
     fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>> {
         let p = self.hdfs_path(path)?.to_string();
         let uri = self.uri(&p);
+        self.reach(&p)?;
         let client = self.client.clone();
         let q = p.clone();
         let reader = run(self.timeout, || format!("hdfs open of {uri}"), async move {
@@ -716,6 +763,117 @@ impl RandomAccess for HdfsFile {
     }
 }
 
+/// How long to keep trying an unreachable NameNode: [`CONNECT_TIMEOUT_ENV`], else the Hadoop
+/// client's retry keys when the configuration sets them, else one attempt.
+fn connect_wait(conf: &HadoopConf) -> Duration {
+    if let Some(s) = std::env::var(CONNECT_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Duration::from_secs_f64(s);
+    }
+    match conf
+        .get("ipc.client.connect.max.retries")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(n) => {
+            let every = conf
+                .get("ipc.client.connect.retry.interval")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(1000);
+            Duration::from_millis(n.saturating_mul(every))
+        }
+        None => Duration::ZERO,
+    }
+}
+
+/// The NameNode RPC addresses of `authority`, each with the configuration key (or URI) it
+/// came from.
+fn rpc_addresses(conf: &HadoopConf, authority: &str, from: &str) -> Vec<(String, String)> {
+    if let Some(nns) = conf.get(&format!("dfs.ha.namenodes.{authority}")) {
+        return nns
+            .split(',')
+            .map(str::trim)
+            .filter_map(|nn| {
+                let key = format!("dfs.namenode.rpc-address.{authority}.{nn}");
+                conf.get(&key).map(|a| (a, key))
+            })
+            .collect();
+    }
+    let addr = if authority.contains(':') {
+        authority.to_string()
+    } else {
+        format!("{authority}:8020")
+    };
+    vec![(addr, from.to_string())]
+}
+
+/// Fails fast when none of the NameNode addresses accepts a TCP connection: names each
+/// address, where it came from, and why (connection refused, unknown host, timed out). Retries
+/// for `wait`. (An HA name service without addresses in the configuration has none: left to
+/// hdfs-native, which reports that itself.)
+fn probe_namenodes(addrs: &[(String, String)], wait: Duration, uri: &str) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut errors = Vec::new();
+        for (addr, key) in addrs {
+            let resolved = match addr.to_socket_addrs() {
+                Ok(a) => a.collect::<Vec<_>>(),
+                Err(e) => {
+                    errors.push(format!("{addr} (from {key}): unknown host ({e})"));
+                    continue;
+                }
+            };
+            let mut why = format!("{addr} (from {key}): resolves to no address");
+            for sa in resolved {
+                match TcpStream::connect_timeout(&sa, PROBE_TIMEOUT) {
+                    Ok(_) => return Ok(()),
+                    Err(e) => {
+                        let what = match e.kind() {
+                            std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                            std::io::ErrorKind::TimedOut => {
+                                format!("no answer within {} s", PROBE_TIMEOUT.as_secs())
+                            }
+                            _ => e.to_string(),
+                        };
+                        why = if sa.to_string() == *addr {
+                            format!("{addr} (from {key}): {what}")
+                        } else {
+                            format!("{addr} (from {key}, {sa}): {what}")
+                        };
+                    }
+                }
+            }
+            errors.push(why);
+        }
+        if t0.elapsed() >= wait {
+            return Err(Error::Hdfs {
+                path: uri.to_string(),
+                detail: format!(
+                    "cannot reach the NameNode: {}{}",
+                    errors.join("; "),
+                    if wait.is_zero() {
+                        format!(
+                            " (to wait for it, pass --hdfs-timeout SECONDS or set \
+                             {CONNECT_TIMEOUT_ENV})"
+                        )
+                    } else {
+                        format!(" (tried for {:.0} s)", wait.as_secs_f64())
+                    }
+                ),
+                retryable: true,
+            });
+        }
+        tracing::warn!(
+            "cannot reach the NameNode yet ({}); retrying for up to {:.0} s",
+            errors.join("; "),
+            wait.saturating_sub(t0.elapsed()).as_secs_f64()
+        );
+        std::thread::sleep(Duration::from_secs(1).min(wait.saturating_sub(t0.elapsed())));
+    }
+}
+
 /// The subset of the Hadoop configuration we read ourselves (hdfs-native reads its own copy).
 struct HadoopConf {
     map: HashMap<String, String>,
@@ -903,6 +1061,70 @@ fn parse_block_locations(body: &[u8]) -> std::result::Result<Vec<BlockLocation>,
 
 #[cfg(test)]
 mod tests {
+
+    /// `f` on a thread; `None` if it did not finish within `secs` (left running).
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(secs)).ok()
+    }
+
+    #[test]
+    fn unreachable_namenode_fails_fast_naming_address_and_source() {
+        // Port 9 (discard) on loopback: nothing listens, the kernel refuses at once.
+        let e = within(10, || {
+            HdfsStorage::new("hdfs://127.0.0.1:9/x").and_then(|s| s.stat("/x").map(|_| ()))
+        })
+        .expect("an unreachable NameNode must fail within 10 s")
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("127.0.0.1:9") && m.contains("connection refused") && m.contains("the URI"),
+            "{m}"
+        );
+        assert!(m.contains("--hdfs-timeout"), "{m}");
+        let e = within(10, || {
+            HdfsStorage::new("hdfs://no-such-namenode.invalid:8020/x")
+                .and_then(|s| s.stat("/x").map(|_| ()))
+        })
+        .expect("an unknown host must fail within 10 s")
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("no-such-namenode.invalid:8020") && m.contains("unknown host"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn namenode_addresses_name_their_conf_keys() {
+        let mut o = HashMap::new();
+        o.insert("dfs.ha.namenodes.ns".to_string(), "a,b".to_string());
+        o.insert(
+            "dfs.namenode.rpc-address.ns.a".to_string(),
+            "h1:8020".to_string(),
+        );
+        let conf = HadoopConf::load(Some("/nonexistent"), &o);
+        assert_eq!(
+            rpc_addresses(&conf, "ns", "the URI"),
+            vec![(
+                "h1:8020".to_string(),
+                "dfs.namenode.rpc-address.ns.a".to_string()
+            )]
+        );
+        assert_eq!(
+            rpc_addresses(&conf, "nn", "fs.defaultFS"),
+            vec![("nn:8020".to_string(), "fs.defaultFS".to_string())]
+        );
+        o.insert("ipc.client.connect.max.retries".into(), "3".into());
+        o.insert("ipc.client.connect.retry.interval".into(), "500".into());
+        let conf = HadoopConf::load(Some("/nonexistent"), &o);
+        if std::env::var_os(CONNECT_TIMEOUT_ENV).is_none() {
+            assert_eq!(connect_wait(&conf), Duration::from_millis(1500));
+        }
+    }
     use super::*;
 
     #[test]

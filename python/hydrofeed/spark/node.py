@@ -33,9 +33,36 @@ NON_FEEDING_JOBS = ("ps", "evaluator")  # nodes that get no data feed
 RUN_ROOT_ENV = "HYDROFEED_SPARK_DIR"
 
 
+def default_run_root() -> str:
+    """``hydrofeed-spark-<uid>`` under ``$XDG_RUNTIME_DIR`` when set, else the temporary directory."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    base = xdg if xdg and os.path.isabs(xdg) and os.path.isdir(xdg) else tempfile.gettempdir()
+    return os.path.join(base, f"hydrofeed-spark-{os.getuid()}")
+
+
+def private_dir(path: str) -> str:
+    """Creates ``path`` 0700, or accepts it only if it already is a directory (not a link) of this
+    user that no one else can write or read: the nodes of one host meet at this predictable name,
+    so a directory planted there beforehand must never be used (their sockets and specs would
+    live in it)."""
+    import stat
+
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(
+            f"{path}: not a private directory of this user (mode {stat.S_IMODE(st.st_mode):o}, "
+            f"owner {st.st_uid}); remove it, or set {RUN_ROOT_ENV} to a directory of your own"
+        )
+    return path
+
+
 def run_root() -> str:
-    """Per-host, per-user directory holding every cluster's run directory."""
-    return os.environ.get(RUN_ROOT_ENV) or os.path.join(tempfile.gettempdir(), f"hydrofeed-spark-{os.getuid()}")
+    """Per-host, per-user directory holding every cluster's run directory (checked private)."""
+    return private_dir(os.environ.get(RUN_ROOT_ENV) or default_run_root())
 
 
 def run_dir(cluster_id: str, generation: int) -> str:
