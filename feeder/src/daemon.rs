@@ -579,12 +579,15 @@ fn feed_rank(
         if a != bs {
             let e = Error::InvalidArgument(format!(
                 "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
-                 batch size is {bs} (set by the coordinator: every rank must take the same steps)",
+                 batch size is {bs} (`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed \
+                 coordinator`: every rank takes the same steps); ask for {bs}, or leave the \
+                 batch size unset",
                 w.peer
             ));
             w.error(&e);
             w.producer.close();
-            return Err(e);
+            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
+            return Err(Error::PeerLost(e.to_string()));
         }
     }
     let book = Arc::new(Mutex::new(AckBook {

@@ -490,3 +490,14 @@ def test_help_texts(hf_bin: str) -> None:
     r = subprocess.run([hf_bin, "launch", "--workers", "1", "--input", "x", "--epochs", "0",
                         "--", "true"], capture_output=True, text=True)
     assert r.returncode != 0 and "--epochs" in r.stderr and "0" in r.stderr, r.stderr
+
+
+def test_trainer_asking_another_batch_size_than_launch_is_told_which_flag(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """`launch --batch-size 64` and a trainer asking for 10: the trainer's first call raises an
+    error naming both sizes and `--batch-size`; `launch` names that rank."""
+    r = launch(hf_bin, data7, tmp_path / "out", 1, env={"BATCH": "10"})
+    assert r.returncode != 0
+    v = verdict(r.stderr)
+    assert "trainer rank 0" in v and "--batch-size 64" in v and "10 rows" in v, v
