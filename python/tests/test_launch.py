@@ -46,13 +46,14 @@ def data7(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def launch(
     hf_bin: str, data: Path, out: Path, workers: int, *extra: str, env: dict | None = None,
-    timeout: float = 120,
+    timeout: float = 120, batch: int | None = BATCH,
 ) -> subprocess.CompletedProcess:
     out.mkdir(parents=True, exist_ok=True)
     e = dict(os.environ, OUT=str(out), **(env or {}))
+    size = ["--batch-size", str(batch)] if batch else []
     return subprocess.run(
         [hf_bin, "launch", "--workers", str(workers), "--input", str(data),
-         "--batch-size", str(BATCH), *extra, "--", sys.executable, TRAINER],
+         *size, *extra, "--", sys.executable, TRAINER],
         env=e, capture_output=True, text=True, timeout=timeout,
     )
 
@@ -501,3 +502,30 @@ def test_trainer_asking_another_batch_size_than_launch_is_told_which_flag(
     assert r.returncode != 0
     v = verdict(r.stderr)
     assert "trainer rank 0" in v and "--batch-size 64" in v and "10 rows" in v, v
+
+
+def test_without_batch_size_the_trainers_size_is_the_jobs(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """No `--batch-size`: the trainers ask for 10 rows, so every step is 10 rows (it was the
+    launcher's 256), every row once."""
+    r = launch(hf_bin, data7, tmp_path / "out", 2, env={"BATCH": "10"}, batch=None)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "batch size 10 (asked by the trainers)" in r.stderr, r.stderr[-3000:]
+    ids = []
+    for k in range(2):
+        for s in steps_of(records(tmp_path / "out", k)):
+            assert len(s["ids"]) == 10
+            ids.extend(s["ids"])
+    assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
+
+
+def test_trainers_asking_different_batch_sizes_fail_naming_both(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    r = launch(hf_bin, data7, tmp_path / "out", 2, env={"BATCH": "10,20"}, batch=None)
+    assert r.returncode != 0
+    v = verdict(r.stderr)
+    assert "rank 0 asks for 10 rows" in v and "rank 1 asks for 20 rows" in v, v
+    assert "--batch-size" in v, v
+    no_leftovers(str(tmp_path))
