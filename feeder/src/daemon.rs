@@ -95,8 +95,8 @@ pub struct FeederOptions {
     pub metrics: Option<SocketAddr>,
     /// Threads of the decode pool shared by all ranks (0: one per CPU).
     pub decode_threads: usize,
-    /// The job's batch size comes from the trainers (`launch` without `--batch-size`): see
-    /// [`agree_batch_size`].
+    /// The job's batch size comes from the trainers (`launch` without `--batch-size`): each
+    /// rank writes what its trainer asked for to [`asked_path`] and waits for [`agreed_path`].
     pub batch_size_from_trainers: bool,
     /// A trainer that leaves before its end of feed ends only its rank; the other ranks keep
     /// going (`launch` sets it: it knows the trainer's exit status, the feeder does not).
