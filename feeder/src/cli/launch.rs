@@ -1,11 +1,18 @@
 //! `hydrofeed launch`: one machine, whole job. Starts the coordinator (in this process), one
-//! feeder daemon (`hydrofeed feeder`, a child process) and N trainer processes with `TF_CONFIG`,
-//! `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`, `HYDROFEED_COORDINATOR`
-//! and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with their rank; shows
-//! progress on stderr (a terminal only). If a trainer or the feeder fails, every other process
-//! is killed and `launch` exits non-zero naming the rank (or the feeder and the ranks' stages).
-//! Children die with `launch` (`PR_SET_PDEATHSIG`); the socket directory is removed on every
-//! exit, Ctrl-C included; rings are memfds, so nothing is ever in /dev/shm.
+//! feeder daemon (`hydrofeed feeder --keep-going`, a child process) and N trainer processes with
+//! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`,
+//! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with
+//! their rank and keeps each child's last lines; shows progress on stderr (a bar on a terminal,
+//! a plain line every 5 s otherwise).
+//!
+//! Endings: a trainer that fails (status or signal) is named with its last lines and everything
+//! is stopped; the feeder is named only when it failed by itself (a trainer leaving is exit
+//! status 3, never the feeder's fault). A trainer exiting 0 before the end of the feed ends the
+//! feed on the other ranks (exit 0). Ctrl-C interrupts the trainers and ends the feed in order,
+//! so every consumed row is acked before `--state-out` is written (exit 130).
+//! Children lead their own process groups and die with `launch` (`PR_SET_PDEATHSIG`); the
+//! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
+//! nothing is ever in /dev/shm.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, IsTerminal, Read};
