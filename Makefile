@@ -8,7 +8,8 @@ PY := $(VENV)/bin/python
 CARGO := cargo
 
 PHONY_EXTRA := develop-debug valgrind
-.PHONY: help venv build develop demo $(PHONY_EXTRA) test test-rust test-python test-hdfs check bench clean
+.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs check bench clean
+BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,25 +22,30 @@ $(VENV)/.stamp: requirements-dev.txt
 
 venv: $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
 
-build: ## Build the Rust workspace and the hydrofeed binary
+build: ## Build the hydrofeed binary (release) and link it into .venv/bin, so `hydrofeed` is on the venv's PATH
 	$(CARGO) build --release -p hydrofeed-feeder --bin hydrofeed
+	test ! -d $(VENV)/bin || ln -sf $(BIN) $(VENV)/bin/hydrofeed
 
 develop: venv ## Build the Python extension into .venv (release)
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -m python/Cargo.toml
 
-develop-debug: venv
+develop-debug: venv ## Debug build of the extension into .venv (replaces a release one: `make develop` restores it)
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop -q -m python/Cargo.toml
 
+wheel: venv ## Release wheel in target/wheels, debug info stripped (the release profile keeps it for profiling)
+	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build --release --strip -m python/Cargo.toml
+
 demo: venv build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
-	HYDROFEED_BIN=$(CARGO_TARGET_DIR)/release/hydrofeed PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
+	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
 
 test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 	HYDROFEED_PYTHON=$(PY) $(CARGO) test --workspace --exclude hydrofeed-python
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom CARGO_BUILD_BUILD_DIR=$(CARGO_TARGET_DIR)/loom $(CARGO) test -p hydrofeed-ipc --release --test loom_ring
 
-test-python: venv develop-debug ## Python tests (pytest, strict; exit code 5, no tests collected, fails)
-	$(CARGO) build -p hydrofeed-feeder --bin hydrofeed
-	HYDROFEED_BIN=$(CARGO_TARGET_DIR)/debug/hydrofeed PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+# The release extension and binary: the ones `make demo` and `make bench` use (a debug build
+# here would replace the release extension in .venv).
+test-python: venv build develop ## Python tests against the release build (pytest, strict; exit code 5, no tests collected, fails)
+	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
 
 test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
 	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-feeder --test hdfs
@@ -61,7 +67,9 @@ valgrind: ## ipc ring tests under valgrind memcheck
 	  | while read -r t; do valgrind --error-exitcode=1 --leak-check=full -q "$$t" --test-threads=1; done
 
 bench: venv build develop ## Benchmarks: ring, decode, feed (release build)
-	$(CARGO_TARGET_DIR)/release/hydrofeed bench ring --json
+	$(BIN) bench ring --json
+	$(BIN) bench decode --json --python $(PY)
+	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.bench feed --json
 
 clean: ## Remove build outputs
 	$(CARGO) clean

@@ -95,6 +95,9 @@ pub struct FeederOptions {
     pub metrics: Option<SocketAddr>,
     /// Threads of the decode pool shared by all ranks (0: one per CPU).
     pub decode_threads: usize,
+    /// The job's batch size comes from the trainers (`launch` without `--batch-size`): each
+    /// rank writes what its trainer asked for to [`asked_path`] and waits for [`agreed_path`].
+    pub batch_size_from_trainers: bool,
     /// A trainer that leaves before its end of feed ends only its rank; the other ranks keep
     /// going (`launch` sets it: it knows the trainer's exit status, the feeder does not).
     /// Otherwise it ends the feeder at once. Either way the feeder then fails with
@@ -516,6 +519,65 @@ fn read_lease(
     })
 }
 
+/// File in the socket directory where rank `r` writes the batch size its trainer asked for.
+pub fn asked_path(dir: &std::path::Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank}.batch-size"))
+}
+
+/// File in the socket directory where `launch` writes the job's batch size.
+pub fn agreed_path(dir: &std::path::Path) -> PathBuf {
+    dir.join("batch-size")
+}
+
+/// `--batch-size-from-trainers`: writes what this rank's trainer asked for (`none` for no
+/// size) and waits for the size `launch` set on the coordinator once every rank's trainer
+/// attached. Files, not a protocol message: `launch` and this feeder share the private
+/// socket directory, and the coordinator's protocol stays as it is.
+fn agree_batch_size(
+    dir: &std::path::Path,
+    rank: u32,
+    asked: Option<usize>,
+    timeout: Duration,
+) -> Result<usize> {
+    let io = |path: &std::path::Path, e: std::io::Error| Error::Io {
+        loc: crate::error::Location {
+            path: path.display().to_string(),
+            ..Default::default()
+        },
+        source: e,
+    };
+    let p = asked_path(dir, rank);
+    let tmp = p.with_extension("tmp");
+    let text = asked.map_or_else(|| "none".to_string(), |a| a.to_string());
+    std::fs::write(&tmp, text).map_err(|e| io(&tmp, e))?;
+    std::fs::rename(&tmp, &p).map_err(|e| io(&p, e))?;
+    let agreed = agreed_path(dir);
+    let t0 = Instant::now();
+    loop {
+        match std::fs::read_to_string(&agreed) {
+            Ok(s) => {
+                return s.trim().parse::<usize>().map_err(|_| {
+                    Error::Internal(format!("{}: not a batch size: {s:?}", agreed.display()))
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&agreed, e)),
+        }
+        if stop_requested() {
+            return Err(Error::PeerLost(
+                "stopped before the batch size was agreed".into(),
+            ));
+        }
+        if t0.elapsed() > timeout {
+            return Err(Error::Timeout {
+                what: format!("the job's batch size in {}", agreed.display()),
+                secs: timeout.as_secs_f64(),
+            });
+        }
+        thread::sleep(POLL);
+    }
+}
+
 /// Rows of one lease in one batch: `(lease, split, rows)`.
 type Piece = (u64, u32, u64);
 
@@ -561,7 +623,7 @@ fn feed_rank(
     pool: &Arc<rayon::ThreadPool>,
 ) -> Result<(u64, u64, u64)> {
     let (rank, inc) = (reg.rank, reg.incarnation);
-    let bs = reg.batch_size as usize;
+    let mut bs = reg.batch_size as usize;
     let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
     let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
     let listener = serve::bind(
@@ -574,17 +636,25 @@ fn feed_rank(
     tracing::info!(rank, socket = %socket.display(), "waiting for the trainer");
     let mut producer = serve::accept(&listener, opts.accept_timeout)?;
     let asked = serve::hello(&mut producer, opts.accept_timeout)?;
+    let mut told = "`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed coordinator`";
+    if opts.batch_size_from_trainers {
+        bs = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
+        told = "what the other ranks' trainers asked for";
+    }
     let mut w = Writer::new(producer, serve::encoder(plan)?, opts.stall_timeout, bs);
     if let Some(a) = asked {
         if a != bs {
             let e = Error::InvalidArgument(format!(
                 "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
-                 batch size is {bs} (set by the coordinator: every rank must take the same steps)",
-                w.peer
+                 batch size is {bs} ({}: every rank takes the same steps); ask for {bs}, or leave \
+                 the batch size unset",
+                w.peer,
+                told.replace("{bs}", &bs.to_string())
             ));
             w.error(&e);
             w.producer.close();
-            return Err(e);
+            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
+            return Err(Error::PeerLost(e.to_string()));
         }
     }
     let book = Arc::new(Mutex::new(AckBook {

@@ -33,6 +33,11 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a terminal, and never with NO_COLOR set (https://no-color.org).
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     if let Err(e) = hydrofeed_feeder::cli::run(hydrofeed_feeder::cli::Cli::parse()) {
         eprintln!("Error: {e:?}");

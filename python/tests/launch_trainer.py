@@ -4,7 +4,8 @@ Environment: ``OUT`` (directory for ``rank-<r>.jsonl``), ``STOP_AFTER`` (steps, 
 ``state.json`` on rank 0 and exit), ``DIE_AT`` ("rank:step": that rank exits 3 there),
 ``KILL_AT`` ("rank:step": kill -9 itself there), ``CRASH_AT`` ("rank:step:how", how is
 ``exception``, ``segv`` or ``kill``), ``EXIT0_AT`` ("rank:step": that rank exits 0 there, without
-ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for; default: none).
+ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for, or one per rank
+"10,20"; default: none).
 On SIGINT the trainer finishes its step, acks what it recorded and exits 0 (``interrupted``).
 """
 
@@ -36,7 +37,9 @@ def on_sigint(signum, frame):
 
 signal.signal(signal.SIGINT, on_sigint)
 
-batch_size = int(os.environ["BATCH"]) if os.environ.get("BATCH") else None
+# BATCH: the size to ask for, or one per rank ("10,20"); unset: ask for none.
+sizes = os.environ.get("BATCH", "").split(",")
+batch_size = int(sizes[rank % len(sizes)]) if sizes != [""] else None
 feed = hydrofeed.DataFeed(batch_size=batch_size, timeout=60)
 log = open(os.path.join(out, f"rank-{rank}.jsonl"), "w")
 sock_dir = os.path.dirname(os.environ["HYDROFEED_FEED_SOCKET"])

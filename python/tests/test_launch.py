@@ -46,13 +46,14 @@ def data7(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def launch(
     hf_bin: str, data: Path, out: Path, workers: int, *extra: str, env: dict | None = None,
-    timeout: float = 120,
+    timeout: float = 120, batch: int | None = BATCH,
 ) -> subprocess.CompletedProcess:
     out.mkdir(parents=True, exist_ok=True)
     e = dict(os.environ, OUT=str(out), **(env or {}))
+    size = ["--batch-size", str(batch)] if batch else []
     return subprocess.run(
         [hf_bin, "launch", "--workers", str(workers), "--input", str(data),
-         "--batch-size", str(BATCH), *extra, "--", sys.executable, TRAINER],
+         *size, *extra, "--", sys.executable, TRAINER],
         env=e, capture_output=True, text=True, timeout=timeout,
     )
 
@@ -339,11 +340,23 @@ def test_run_dir_is_private_and_never_a_planted_one(hf_bin: str, data7: Path, tm
     """The socket directory is made 0700 by `launch` itself (under $XDG_RUNTIME_DIR when set): a
     directory planted beforehand at the predictable `$TMPDIR/hydrofeed-launch-<pid>` is neither
     used nor removed."""
-    tmp = tmp_path / "tmp"
+    import shutil
+    import tempfile
+
+    # Short paths: a Unix socket path has at most 107 bytes.
+    short = Path(tempfile.mkdtemp(prefix="hft", dir="/tmp"))
+    try:
+        run_dir_checks(hf_bin, data7, tmp_path, short)
+    finally:
+        shutil.rmtree(short)
+
+
+def run_dir_checks(hf_bin: str, data7: Path, tmp_path: Path, short: Path) -> None:
+    tmp = short / "tmp"
     tmp.mkdir()
     # `exec` keeps the shell's pid, so the planted name is the one `launch` would predict.
     plant = 'd="$TMPDIR/hydrofeed-launch-$$"; mkdir -m 777 "$d"; touch "$d/planted"; exec "$@"'
-    for xdg in (None, tmp_path / "xdg"):
+    for xdg in (None, short / "xdg"):
         out = tmp_path / ("out-xdg" if xdg else "out")
         out.mkdir()
         env = dict(os.environ, OUT=str(out), TMPDIR=str(tmp))
@@ -387,3 +400,132 @@ def test_skip_errors_counts_and_names_the_files(hf_bin: str, tmp_path: Path) -> 
     summary = [line for line in r.stderr.splitlines() if line.startswith("hydrofeed launch: 1 workers")]
     assert summary and f"skipped 1 corrupt records in {bad}" in summary[-1], r.stderr[-3000:]
     assert "290 rows acked" in summary[-1] or "299 rows acked" in summary[-1], summary
+    # The feeder's WARN about the record, without colour codes: stderr is not a terminal.
+    assert "data CRC mismatch" in r.stderr and "\x1b[" not in r.stderr, r.stderr[-3000:]
+
+
+# -- CLI hygiene ----------------------------------------------------------------------------
+
+
+def test_serve_removes_its_socket_on_ctrl_c(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    sock = tmp_path / "feed.sock"
+    p = subprocess.Popen([hf_bin, "serve", "--input", str(data7), "--socket", str(sock)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while not sock.exists():
+            assert time.time() < deadline and p.poll() is None, "serve did not bind"
+            time.sleep(0.02)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=10)
+    finally:
+        p.kill()
+    assert not sock.exists(), "serve left its socket file after Ctrl-C"
+
+
+def test_inspect_json_into_a_closed_pipe_is_quiet(hf_bin: str, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    subprocess.run([hf_bin, "gen", "--format", "tfrecord", "--rows", "3000", "--files", "1",
+                    "--out", str(data)], check=True, capture_output=True)
+    # One split per record: a JSON plan far larger than a pipe's buffer.
+    r = subprocess.run(
+        ["sh", "-c", f'"{hf_bin}" inspect --json --split-bytes 1 "{data}" | head -n 1; '
+                     'exit "${PIPESTATUS:-0}"'],
+        capture_output=True, text=True, timeout=60, env=dict(os.environ, RUST_BACKTRACE="0"),
+    )
+    assert r.stdout.strip() == "{"
+    assert r.stderr == "", r.stderr[-2000:]
+
+
+def run_on_a_pty(argv: list[str], env: dict) -> str:
+    """Runs `argv` with stderr on a pseudo-terminal; returns what it wrote there."""
+    import pty
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 4096)
+        except OSError:
+            break
+        if not b:
+            break
+        chunks.append(b)
+    p.wait(timeout=30)
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_logs_have_colour_only_on_a_terminal_without_no_color(hf_bin: str) -> None:
+    # A WARN line: the NameNode is unreachable while --hdfs-timeout waits for it.
+    argv = [hf_bin, "inspect", "--hdfs-timeout", "1.5", "hdfs://127.0.0.1:9/x"]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["RUST_BACKTRACE"] = "0"
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env).stderr
+    assert "WARN" in plain and "\x1b[" not in plain, plain
+    tty = run_on_a_pty(argv, env)
+    assert "WARN" in tty and "\x1b[" in tty, tty
+    no_color = run_on_a_pty(argv, dict(env, NO_COLOR="1"))
+    assert "WARN" in no_color and "\x1b[" not in no_color, no_color
+
+
+def test_help_texts(hf_bin: str) -> None:
+    def help_of(*args: str) -> str:
+        return subprocess.run([hf_bin, *args, "--help"], capture_output=True, text=True,
+                              check=True).stdout
+
+    top = help_of()
+    assert "hydrofeed launch --workers N" in top and "storage, format readers" not in top, top
+    def command_line(name: str) -> str:
+        m = re.search(rf"^  {name}  .*$", top, re.M)
+        assert m, top
+        return m.group(0)
+
+    assert "decode" in help_of("bench") and "decode" in command_line("bench")
+    assert "one trainer" in command_line("serve"), top
+    inspect = help_of("inspect")
+    assert "fixed_size_list" not in inspect and "Apache Parquet" in inspect, inspect
+    assert "default: 1" in help_of("launch")
+    r = subprocess.run([hf_bin, "launch", "--workers", "1", "--input", "x", "--epochs", "0",
+                        "--", "true"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--epochs" in r.stderr and "0" in r.stderr, r.stderr
+
+
+def test_trainer_asking_another_batch_size_than_launch_is_told_which_flag(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """`launch --batch-size 64` and a trainer asking for 10: the trainer's first call raises an
+    error naming both sizes and `--batch-size`; `launch` names that rank."""
+    r = launch(hf_bin, data7, tmp_path / "out", 1, env={"BATCH": "10"})
+    assert r.returncode != 0
+    v = verdict(r.stderr)
+    assert "trainer rank 0" in v and "--batch-size 64" in v and "10 rows" in v, v
+
+
+def test_without_batch_size_the_trainers_size_is_the_jobs(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """No `--batch-size`: the trainers ask for 10 rows, so every step is 10 rows (it was the
+    launcher's 256), every row once."""
+    r = launch(hf_bin, data7, tmp_path / "out", 2, env={"BATCH": "10"}, batch=None)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "batch size 10 (asked by the trainers)" in r.stderr, r.stderr[-3000:]
+    ids = []
+    for k in range(2):
+        for s in steps_of(records(tmp_path / "out", k)):
+            assert len(s["ids"]) == 10
+            ids.extend(s["ids"])
+    assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
+
+
+def test_trainers_asking_different_batch_sizes_fail_naming_both(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    r = launch(hf_bin, data7, tmp_path / "out", 2, env={"BATCH": "10,20"}, batch=None)
+    assert r.returncode != 0
+    v = verdict(r.stderr)
+    assert "rank 0 asks for 10 rows" in v and "rank 1 asks for 20 rows" in v, v
+    assert "--batch-size" in v, v
+    no_leftovers(str(tmp_path))

@@ -70,9 +70,13 @@ def spark(sc):
 
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind():
-    """Nothing new in /dev/shm, no run directory left (sockets, specs) after a test."""
+    """Nothing new in /dev/shm, no run directory left (sockets, specs), no throwaway model
+    export left in $TMPDIR after a test."""
+    import tempfile
+
     shm_before = _listing("/dev/shm")
     root_before = _listing(_run_root())
+    tmp_before = _listing(tempfile.gettempdir())
     yield
     import time
 
@@ -84,3 +88,5 @@ def leaves_nothing_behind():
         time.sleep(0.2)
     assert _listing(_run_root()) - root_before == set(), "run directories left behind"
     assert _listing("/dev/shm") - shm_before == set(), "files left in /dev/shm"
+    models = {p for p in _listing(tempfile.gettempdir()) - tmp_before if p.startswith("hydrofeed-worker-model-")}
+    assert models == set(), f"model exports left in {tempfile.gettempdir()}: {models}"

@@ -38,7 +38,7 @@ def _write_dataset(root: str, sizes=SIZES, row_group: int = 128) -> int:
     return start
 
 
-def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path):
+def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path, capfd):
     data = str(tmp_path / "data")
     total = _write_dataset(data)
     out = tmp_path / "out"
@@ -54,6 +54,12 @@ def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path):
     # equal steps: every worker got the same number of rows, hence of next_batch(100) calls
     assert len(res[0]["ids"]) == len(res[1]["ids"]) == total
     assert res[0]["batches"] == res[1]["batches"]
+    # A successful run is quiet: no end-of-feed noise from the supervisors, no runpy warning
+    # from each trainer.
+    out, err = capfd.readouterr()
+    err += out
+    assert "could not deliver end of feed" not in err, err[-3000:]
+    assert "found in sys.modules" not in err, err[-3000:]
 
 
 def test_remainder_is_dropped_evenly_and_plan_order_without_shuffle(sc, tmp_path):

@@ -68,6 +68,11 @@ pub struct Args {
     /// with status 3 at the end); without it the feeder stops at once (status 3).
     #[arg(long)]
     pub keep_going: bool,
+    /// Take the job's batch size from the trainers (`hydrofeed launch` without
+    /// `--batch-size`): each rank writes what its trainer asked for into the socket directory
+    /// and waits for the size `launch` agreed there.
+    #[arg(long, hide = true)]
+    pub batch_size_from_trainers: bool,
 }
 
 /// Exit status of a feeder whose trainer left before its end of feed (the trainer's own exit
@@ -124,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         metrics: args.metrics,
         decode_threads: args.decode_threads,
         keep_going: args.keep_going,
+        batch_size_from_trainers: args.batch_size_from_trainers,
     };
     stop_on_signals();
     let r = match run_feeder(&opts) {

@@ -2,11 +2,12 @@
 //! metadata only (Parquet/ORC footers, Avro block headers, a TFRecord index pass).
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::cli::gen::GenFormat;
+use super::serve::ServeFormat;
 use crate::format::{self, Plan, ReadOptions};
 use crate::split::{Format, SplitUnit};
 use crate::storage::open_storage;
@@ -18,7 +19,7 @@ pub struct Args {
     pub path: String,
     /// Format, when the file names do not tell it.
     #[arg(long, value_enum)]
-    pub format: Option<GenFormat>,
+    pub format: Option<ServeFormat>,
     /// Columns to project, comma-separated (partition columns included).
     #[arg(long, value_delimiter = ',')]
     pub columns: Option<Vec<String>>,
@@ -99,16 +100,17 @@ pub fn plan_json(plan: &Plan) -> Value {
     })
 }
 
-fn print_table(plan: &Plan, v: &Value) {
-    println!("input:  {}", plan.input);
-    println!(
+fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<()> {
+    writeln!(out, "input:  {}", plan.input)?;
+    writeln!(
+        out,
         "format: {}   files: {}   splits: {}   rows: {}",
         format_name(plan.format),
         v["files"].as_array().map_or(0, |a| a.len()),
         plan.splits.len(),
         plan.total_rows()
-    );
-    println!("\nschema:");
+    )?;
+    writeln!(out, "\nschema:")?;
     let w = plan
         .schema
         .fields()
@@ -118,15 +120,20 @@ fn print_table(plan: &Plan, v: &Value) {
         .unwrap_or(4)
         .max(4);
     for f in plan.schema.fields() {
-        println!(
+        writeln!(
+            out,
             "  {:<w$}  {}{}",
             f.name(),
             f.data_type(),
             if f.is_nullable() { "" } else { " not null" }
-        );
+        )?;
     }
-    println!("\nfiles:");
-    println!("  {:>12}  {:>14}  {:>6}  path", "rows", "bytes", "splits");
+    writeln!(out, "\nfiles:")?;
+    writeln!(
+        out,
+        "  {:>12}  {:>14}  {:>6}  path",
+        "rows", "bytes", "splits"
+    )?;
     for f in v["files"].as_array().into_iter().flatten() {
         let part = f["partition"]
             .as_object()
@@ -139,29 +146,33 @@ fn print_table(plan: &Plan, v: &Value) {
                 format!("  [{}]", kv.join(", "))
             })
             .unwrap_or_default();
-        println!(
+        writeln!(
+            out,
             "  {:>12}  {:>14}  {:>6}  {}{part}",
             f["rows"].as_u64().unwrap_or(0),
             f["bytes"].as_u64().unwrap_or(0),
             f["splits"].as_u64().unwrap_or(0),
             f["path"].as_str().unwrap_or("")
-        );
+        )?;
     }
-    println!("\nsplits:");
-    println!(
+    writeln!(out, "\nsplits:")?;
+    writeln!(
+        out,
         "  {:>5}  {:>12}  {:>14}  {:<24}  path",
         "id", "rows", "bytes", "unit"
-    );
+    )?;
     for s in &plan.splits {
-        println!(
+        writeln!(
+            out,
             "  {:>5}  {:>12}  {:>14}  {:<24}  {}",
             s.id,
             s.rows,
             s.bytes,
             unit_text(&s.unit),
             s.path
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Runs `hydrofeed inspect`.
@@ -170,10 +181,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = ReadOptions {
         columns: args.columns.clone(),
         format: args.format.map(|g| match g {
-            GenFormat::Parquet => Format::Parquet,
-            GenFormat::Orc => Format::Orc,
-            GenFormat::Avro => Format::Avro,
-            GenFormat::Tfrecord => Format::Tfrecord,
+            ServeFormat::Parquet => Format::Parquet,
+            ServeFormat::Orc => Format::Orc,
+            ServeFormat::Avro => Format::Avro,
+            ServeFormat::Tfrecord => Format::Tfrecord,
         }),
         split_bytes: args.split_bytes.max(1),
         ..Default::default()
@@ -181,10 +192,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let plan = format::plan(&storage, &args.path, &opts)
         .with_context(|| format!("inspecting {}", args.path))?;
     let v = plan_json(&plan);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+    let mut out = std::io::stdout().lock();
+    let r = if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)
     } else {
-        print_table(&plan, &v);
+        print_table(&mut out, &plan, &v)
     }
-    Ok(())
+    .and_then(|()| out.flush());
+    match r {
+        // `hydrofeed inspect --json | head`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }

@@ -1,11 +1,18 @@
 //! `hydrofeed launch`: one machine, whole job. Starts the coordinator (in this process), one
-//! feeder daemon (`hydrofeed feeder`, a child process) and N trainer processes with `TF_CONFIG`,
-//! `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`, `HYDROFEED_COORDINATOR`
-//! and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with their rank; shows
-//! progress on stderr (a terminal only). If a trainer or the feeder fails, every other process
-//! is killed and `launch` exits non-zero naming the rank (or the feeder and the ranks' stages).
-//! Children die with `launch` (`PR_SET_PDEATHSIG`); the socket directory is removed on every
-//! exit, Ctrl-C included; rings are memfds, so nothing is ever in /dev/shm.
+//! feeder daemon (`hydrofeed feeder --keep-going`, a child process) and N trainer processes with
+//! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`,
+//! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with
+//! their rank and keeps each child's last lines; shows progress on stderr (a bar on a terminal,
+//! a plain line every 5 s otherwise).
+//!
+//! Endings: a trainer that fails (status or signal) is named with its last lines and everything
+//! is stopped; the feeder is named only when it failed by itself (a trainer leaving is exit
+//! status 3, never the feeder's fault). A trainer exiting 0 before the end of the feed ends the
+//! feed on the other ranks (exit 0). Ctrl-C interrupts the trainers and ends the feed in order,
+//! so every consumed row is acked before `--state-out` is written (exit 130).
+//! Children lead their own process groups and die with `launch` (`PR_SET_PDEATHSIG`); the
+//! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
+//! nothing is ever in /dev/shm.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, IsTerminal, Read};
@@ -43,9 +50,10 @@ pub struct Args {
     /// Passes over the input [default: 1, or the resumed state's].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub epochs: Option<u32>,
-    /// Rows per batch (every rank, every step).
-    #[arg(long, default_value_t = 256)]
-    pub batch_size: u64,
+    /// Rows per batch, every rank, every step [default: the size the trainers ask for (they
+    /// must agree), 256 if none asks; a resumed job: the state's].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
     /// Seed of the split order.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -361,17 +369,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: 10_000,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
-        ..Config::new(args.workers, args.batch_size)
+        // From the trainers: a placeholder until they attached (1: every input has a step).
+        ..Config::new(args.workers, args.batch_size.unwrap_or(1))
     };
     let m = match &args.resume {
         Some(p) => {
             let st = super::coordinator::read_state(p)?;
-            anyhow::ensure!(
-                st.batch_size == args.batch_size,
-                "--batch-size {} differs from the resumed state's {}",
-                args.batch_size,
-                st.batch_size
-            );
+            if let Some(b) = args.batch_size {
+                anyhow::ensure!(
+                    st.batch_size == b,
+                    "--batch-size {b} differs from the resumed state's {}",
+                    st.batch_size
+                );
+            }
             if let Some(e) = args.epochs {
                 anyhow::ensure!(
                     e == st.epochs,
@@ -492,6 +502,10 @@ fn supervise(
     if args.skip_errors {
         feeder.arg("--skip-errors");
     }
+    let from_trainers = args.batch_size.is_none() && args.resume.is_none();
+    if from_trainers {
+        feeder.arg("--batch-size-from-trainers");
+    }
     spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
         .context("starting the feeder")?;
 
@@ -544,6 +558,7 @@ fn supervise(
     let mut killed: Vec<u32> = Vec::new();
     let mut last_epoch = 0;
     let mut last_line = Instant::now();
+    let mut agreed = !from_trainers;
     let plain = !std::io::stderr().is_terminal();
     let total = svc
         .shared
@@ -592,6 +607,9 @@ fn supervise(
                 acked as f64 / secs.max(1e-9)
             );
             last_line = Instant::now();
+        }
+        if !agreed {
+            agreed = agree_batch_size(dir, n, svc, pb)?;
         }
         // The feeder first: a trainer that failed because its feeder failed names the feeder.
         if feeder_status.is_none() {
@@ -709,6 +727,62 @@ fn supervise(
         }
         thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Batch size when no trainer asks for one and `--batch-size` is not given.
+const DEFAULT_BATCH_SIZE: u64 = 256;
+
+/// Without `--batch-size`: once every rank wrote what its trainer asked for, sets the job's
+/// batch size on the coordinator (before any work was handed out) and tells the feeder.
+/// `Ok(false)` while ranks are missing; an error naming the sizes when the trainers disagree.
+fn agree_batch_size(
+    dir: &Path,
+    n: u32,
+    svc: &service::RunningService,
+    pb: &ProgressBar,
+) -> anyhow::Result<bool> {
+    let mut asked = Vec::new();
+    for r in 0..n {
+        match std::fs::read_to_string(crate::daemon::asked_path(dir, r)) {
+            Ok(s) => asked.push((r, s.trim().parse::<u64>().ok())),
+            Err(_) => return Ok(false),
+        }
+    }
+    let sizes: std::collections::BTreeSet<u64> = asked.iter().filter_map(|(_, b)| *b).collect();
+    if sizes.len() > 1 {
+        let who: Vec<String> = asked
+            .iter()
+            .filter_map(|(r, b)| b.map(|b| format!("rank {r} asks for {b} rows")))
+            .collect();
+        bail!(
+            "the trainers asked for different batch sizes: {} (every rank takes the same steps): \
+             make them ask the same size, or pass --batch-size",
+            who.join(", ")
+        );
+    }
+    let b = sizes.first().copied().unwrap_or(DEFAULT_BATCH_SIZE);
+    svc.shared
+        .with_machine_mut(|m| m.set_batch_size(b))
+        .context("setting the batch size the trainers asked for")?;
+    let p = crate::daemon::agreed_path(dir);
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, b.to_string()).with_context(|| format!("{}", tmp.display()))?;
+    std::fs::rename(&tmp, &p).with_context(|| format!("{}", p.display()))?;
+    pb.set_length(
+        svc.shared
+            .with_machine(|m| m.total_rows() * u64::from(m.config().epochs)),
+    );
+    pb.suspend(|| {
+        eprintln!(
+            "hydrofeed launch: batch size {b} ({})",
+            if sizes.is_empty() {
+                "the default: no trainer asked for one"
+            } else {
+                "asked by the trainers"
+            }
+        )
+    });
+    Ok(true)
 }
 
 /// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).

@@ -10,10 +10,50 @@ pub mod inspect;
 pub mod launch;
 pub mod serve;
 
-/// hydrofeed: feed training data from HDFS or local disk into TensorFlow, PyTorch and JAX
-/// through zero-copy shared-memory rings.
+/// A plain progress line every few seconds for long commands whose stderr is not a terminal
+/// (a log file, CI): they would otherwise be silent for minutes.
+pub mod progress {
+    use std::io::IsTerminal;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    static STAGE: Mutex<String> = Mutex::new(String::new());
+
+    /// What the command is doing now (shown in the next progress line).
+    pub fn stage(s: impl Into<String>) {
+        if let Ok(mut g) = STAGE.lock() {
+            *g = s.into();
+        }
+    }
+
+    /// Starts the progress line for `cmd` (nothing when stderr is a terminal).
+    pub fn ticker(cmd: &'static str) {
+        if std::io::stderr().is_terminal() {
+            return;
+        }
+        let t0 = Instant::now();
+        let _ = std::thread::Builder::new()
+            .name("hf-progress".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(5));
+                let s = STAGE.lock().map(|g| g.clone()).unwrap_or_default();
+                eprintln!(
+                    "hydrofeed {cmd}: {:.0} s{}{s}",
+                    t0.elapsed().as_secs_f64(),
+                    if s.is_empty() { "" } else { ": " }
+                );
+            });
+    }
+}
+
+/// hydrofeed: feed training data (Parquet, ORC, Avro, TFRecord) from HDFS or local disk into
+/// TensorFlow, PyTorch and JAX trainers through zero-copy shared-memory rings.
+///
+/// Start with `hydrofeed launch --workers N --input DATA -- python train.py` (coordinator,
+/// feeder and N trainers on this machine); `hydrofeed inspect DATA` shows what would be read;
+/// `hydrofeed bench` measures.
 #[derive(Debug, Parser)]
-#[command(name = "hydrofeed", version, about, propagate_version = true)]
+#[command(name = "hydrofeed", version, propagate_version = true)]
 pub struct Cli {
     /// Seconds to wait for an unreachable HDFS NameNode (connection refused, unknown host)
     /// before failing [default: one attempt, or the Hadoop configuration's
@@ -28,13 +68,13 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Throughput and latency benchmarks (ring, coordinator).
+    /// Throughput and latency benchmarks (ring, decode, coordinator).
     Bench(bench::Args),
     /// Print schema, files, splits and row counts of an input.
     Inspect(inspect::Args),
     /// Write a synthetic MNIST-shaped dataset (784 float32 `image` + int64 `label`).
     Gen(gen::Args),
-    /// Feed one node's trainers from an input, without a coordinator.
+    /// Feed one trainer from an input through a ring, without a coordinator.
     Serve(serve::Args),
     /// Run a coordinator for a job.
     Coordinator(coordinator::Args),
@@ -88,7 +128,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         std::env::set_var(crate::storage::hdfs::CONNECT_TIMEOUT_ENV, s.to_string());
     }
     match cli.command {
-        Command::Bench(a) => bench::run(a),
+        Command::Bench(a) => {
+            progress::ticker("bench");
+            bench::run(a)
+        }
         Command::Inspect(a) => inspect::run(a),
         Command::Gen(a) => gen::run(a),
         Command::Serve(a) => serve::run(a),

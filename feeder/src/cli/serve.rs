@@ -81,8 +81,50 @@ pub(crate) fn read_options(
     }
 }
 
+/// The socket path, for the signal handler.
+static SOCKET: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    if let Some(p) = SOCKET.get() {
+        // SAFETY: `stat` and `unlink` are async-signal-safe; `p` is a valid C string that
+        // lives for the whole program (a `OnceLock` set before the handler was installed);
+        // `st` is plain old data written by `stat`.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::stat(p.as_ptr(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
+                libc::unlink(p.as_ptr());
+            }
+        }
+    }
+    // SAFETY: `_exit` is async-signal-safe.
+    unsafe { libc::_exit(128 + sig) };
+}
+
+/// Ctrl-C and SIGTERM remove the socket file before exiting (the listener's own cleanup does
+/// not run when a signal ends the process).
+fn remove_socket_on_signals(socket: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(socket.as_os_str().as_bytes()) else {
+        return;
+    };
+    if SOCKET.set(c).is_err() {
+        return;
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only calls async-signal-safe functions (see there) and is a
+        // valid `extern "C" fn(c_int)` for the whole program.
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
 /// Runs `hydrofeed serve`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    remove_socket_on_signals(&args.socket);
     let opts = ServeOptions {
         input: args.input,
         socket: args.socket,

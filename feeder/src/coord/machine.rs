@@ -438,6 +438,8 @@ pub struct Machine {
     log: Vec<LogRecord>,
     log_seq: u64,
     keep_log: bool,
+    /// Built by [`Machine::resume`]: the batch size is the state's.
+    resumed: bool,
 }
 
 impl Machine {
@@ -453,6 +455,37 @@ impl Machine {
         }
         m.start_epoch(0);
         Ok(m)
+    }
+
+    /// Sets the batch size before any work was handed out (`hydrofeed launch` without
+    /// `--batch-size` takes the trainers' size once they attached): the quotas of epoch 0 are
+    /// computed again. Refused after the first assignment, and on a resumed machine (its batch
+    /// size is the state's).
+    pub fn set_batch_size(&mut self, batch_size: u64) -> Result<()> {
+        if batch_size == self.cfg.batch_size {
+            return Ok(());
+        }
+        if self.counters.assignments > 0 || self.epoch > 0 || self.resumed {
+            return Err(Error::InvalidArgument(format!(
+                "the batch size is {} already: work was handed out (or the job resumed)",
+                self.cfg.batch_size
+            )));
+        }
+        if batch_size == 0 {
+            return Err(Error::InvalidArgument("batch size 0".into()));
+        }
+        let old = self.cfg.batch_size;
+        self.cfg.batch_size = batch_size;
+        if self.cfg.remainder == Remainder::Drop && self.total_rows < self.row_per_step() {
+            self.cfg.batch_size = old;
+            return Err(Error::InvalidArgument(format!(
+                "{} rows in all, fewer than workers x batch size = {} x {batch_size}: not one full \
+                 step under remainder=drop (use pad or wrap, or a smaller batch)",
+                self.total_rows, self.cfg.workers
+            )));
+        }
+        self.start_epoch(0);
+        Ok(())
     }
 
     /// A coordinator resuming from `state`, possibly with another worker count. The seed,
@@ -472,6 +505,7 @@ impl Machine {
         cfg.batch_size = state.batch_size;
         cfg.remainder = state.remainder;
         let mut m = Self::empty(splits, cfg)?;
+        m.resumed = true;
         if state.splits as usize != m.split_rows.len() || state.total_rows != m.total_rows {
             return Err(Error::Coordinator(format!(
                 "state was written for {} splits / {} rows, the input has {} splits / {} rows",
@@ -562,6 +596,7 @@ impl Machine {
             log: Vec::new(),
             log_seq: 0,
             keep_log: true,
+            resumed: false,
         })
     }
 

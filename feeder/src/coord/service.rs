@@ -108,6 +108,11 @@ impl Shared {
         f(&self.lock().m)
     }
 
+    /// Runs `f` on the machine, mutably (`hydrofeed launch` sets the batch size late).
+    pub fn with_machine_mut<T>(&self, f: impl FnOnce(&mut Machine) -> T) -> T {
+        f(&mut self.lock().m)
+    }
+
     /// Liveness tick and log flush; the service calls it every 100 ms.
     pub fn tick(&self) {
         let now = self.now_ms();

@@ -236,6 +236,25 @@ fn order_is_deterministic_per_seed_and_epoch() {
 }
 
 #[test]
+fn batch_size_can_be_set_until_work_is_handed_out() {
+    // `hydrofeed launch` without --batch-size: a placeholder of 1, then the trainers' size.
+    let mut m = Machine::new(splits(&[1, 40, 9]), cfg(3, 1, 1, 0, Remainder::Drop)).unwrap();
+    assert_eq!(m.quota(), 16);
+    let inc = m.join(0, "h", 0).unwrap();
+    m.set_batch_size(4).unwrap();
+    assert_eq!((m.config().batch_size, m.quota()), (4, 16));
+    m.set_batch_size(5).unwrap();
+    assert_eq!(m.quota(), 15); // floor(50 / 15) = 3 steps of 5
+                               // Not one step of 3 x 20 rows under drop: refused, the size stays.
+    assert!(m.set_batch_size(20).is_err());
+    assert_eq!(m.config().batch_size, 5);
+    let Work::Lease(_) = m.request_work(0, inc, None, 0).unwrap() else {
+        panic!("no lease")
+    };
+    assert!(m.set_batch_size(4).is_err(), "work was handed out");
+}
+
+#[test]
 fn quota_caps_ranges_and_drop_counts() {
     // 3 workers, batch 4, 50 rows: S = floor(50/12) = 4, 16 rows each, 2 dropped.
     let mut m = Machine::new(splits(&[1, 40, 9]), cfg(3, 4, 1, 0, Remainder::Drop)).unwrap();

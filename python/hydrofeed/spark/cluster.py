@@ -23,7 +23,7 @@ from typing import Any, Callable
 from hydrofeed._native import HydrofeedError
 from hydrofeed.spark import node as _node
 from hydrofeed.spark.control import Control, NodeState
-from hydrofeed.spark.trainer import ERROR_PREFIX
+from hydrofeed.spark.node import ERROR_PREFIX
 
 logger = logging.getLogger(__name__)
 

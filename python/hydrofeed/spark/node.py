@@ -31,6 +31,10 @@ logger = logging.getLogger(__name__)
 FEEDING_JOBS = ("chief", "master", "worker")  # TFoS's count of ctx.num_workers
 NON_FEEDING_JOBS = ("ps", "evaluator")  # nodes that get no data feed
 RUN_ROOT_ENV = "HYDROFEED_SPARK_DIR"
+#: Prefix of the trainer's one-line error summary on its stderr. Here, not in
+#: ``hydrofeed.spark.trainer``: the package must not import the module that the supervisor runs
+#: with ``python -m`` (runpy warns when it is already in ``sys.modules``).
+ERROR_PREFIX = "hydrofeed-error: "
 
 
 def default_run_root() -> str:
@@ -236,12 +240,20 @@ class NodeContext:
                 self.job_name == "worker" and self.task_index == 0 and not any(k in self.cluster_spec for k in ("chief", "master"))
             )
         target = export_dir if is_chief else tempfile.mkdtemp(prefix="hydrofeed-worker-model-")
-        if hasattr(model, "export"):
-            model.export(target)  # Keras 3: SavedModel for serving
-        else:
-            import tensorflow as tf
+        try:
+            if hasattr(model, "export"):
+                model.export(target)  # Keras 3: SavedModel for serving
+            else:
+                import tensorflow as tf
 
-            tf.saved_model.save(model, target)
+                tf.saved_model.save(model, target)
+        finally:
+            if not is_chief:
+                # Only the chief's export is kept: the others took part in the save for the
+                # multi-worker strategy's collectives.
+                import shutil
+
+                shutil.rmtree(target, ignore_errors=True)
 
     def start_cluster_server(self, num_gpus: int = 1, rdma: bool = False) -> Any:
         """TF1's ``tf.train.Server`` start-up does not exist in TF2."""

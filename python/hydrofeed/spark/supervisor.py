@@ -218,7 +218,10 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
                     try:
                         send_end_of_feed(sock)
                     except OSError as e:
-                        _log(prefix + f"could not deliver end of feed: {e}")
+                        # A trainer that is done closes its hub: in file mode its feed ended
+                        # through its feeder's ring, or it returned. Nothing waits for the marker.
+                        if trainer.poll() is None and not feeders:
+                            _log(prefix + f"could not deliver end of feed: {e}")
                 elif msg["t"] == "files" and sock:
                     feeders.append(_start_files(msg, meta, sock, spec_path, drv, prefix))
                 elif msg["t"] == "stop" and not stopping:
@@ -259,7 +262,7 @@ def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: sock
     """File mode: starts this node's feeder, points the trainer's hub at its ring, and reports
     the feeder's exit (``feeder_exit``: code, output tail) to the driver from a thread."""
     from hydrofeed.spark.files import Feeder
-    from hydrofeed.spark.trainer import ERROR_PREFIX
+    from hydrofeed.spark.node import ERROR_PREFIX
     from hydrofeed.spark.transport import send_files
 
     feeder = Feeder(msg, meta["host"], os.path.dirname(spec_path), lambda line: _log(prefix + line))

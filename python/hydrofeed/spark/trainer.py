@@ -15,7 +15,7 @@ import sys
 import traceback
 from typing import Any
 
-ERROR_PREFIX = "hydrofeed-error: "
+from hydrofeed.spark.node import ERROR_PREFIX  # noqa: F401  (re-exported)
 
 
 def _needs_cloudpickle_only(blob: bytes) -> bool:

@@ -272,6 +272,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             seed: 7,
             ..Default::default()
         };
+        super::super::progress::stage(format!("{}: writing {} rows", name(f), args.rows));
         let files = write_dataset(&sub, &opts)?;
         let gen_secs = t.elapsed().as_secs_f64();
         let bytes: u64 = files
@@ -287,6 +288,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 bytes as f64 / 1e6
             );
         }
+        super::super::progress::stage(format!("{}: decoding", name(f)));
         let mut entry = measure_ours(f, &files, bytes, &args);
         entry["bytes"] = json!(bytes);
         entry["gen_secs"] = json!(gen_secs);
@@ -315,6 +317,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             } else {
                 "all_cores"
             };
+            super::super::progress::stage(format!("baselines ({threads} thread)"));
             match run_baselines(&python, &dir, &paths, threads, args.repeat) {
                 Ok(b) => {
                     for (f, v) in b {

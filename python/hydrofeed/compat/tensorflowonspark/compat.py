@@ -10,12 +10,18 @@ def export_saved_model(model: Any, export_dir: str, is_chief: bool = False) -> N
     """The chief exports a SavedModel to ``export_dir``; other nodes to a throwaway directory
     (multi-worker strategies need every node to take part in the save)."""
     target = export_dir if is_chief else tempfile.mkdtemp(prefix="hydrofeed-worker-model-")
-    if hasattr(model, "export"):
-        model.export(target)
-    else:
-        import tensorflow as tf
+    try:
+        if hasattr(model, "export"):
+            model.export(target)
+        else:
+            import tensorflow as tf
 
-        tf.saved_model.save(model, target)
+            tf.saved_model.save(model, target)
+    finally:
+        if not is_chief:
+            import shutil
+
+            shutil.rmtree(target, ignore_errors=True)
 
 
 def disable_auto_shard(options: Any) -> None:
