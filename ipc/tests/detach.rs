@@ -11,6 +11,14 @@ fn fill(seq: u64) -> Vec<u8> {
     (0..FRAME).map(|i| (seq as usize * 31 + i) as u8).collect()
 }
 
+fn pair() -> (hydrofeed_ipc::Producer, hydrofeed_ipc::Consumer) {
+    memfd_pair(RingConfig {
+        capacity: CAP,
+        max_frame: None,
+    })
+    .unwrap()
+}
+
 /// Publishes frames `seqs` at once (the ring has room for them).
 fn publish(p: &mut hydrofeed_ipc::Producer, seqs: std::ops::Range<u64>) {
     for seq in seqs {
@@ -43,11 +51,7 @@ fn produce(
 
 #[test]
 fn keeping_every_lease_stalls_the_producer_without_detach() {
-    let (p, mut c) = memfd_pair(RingConfig {
-        capacity: CAP,
-        max_frame: None,
-    })
-    .unwrap();
+    let (p, mut c) = pair();
     let frames = 10 * (CAP / FRAME) as u64;
     let t = produce(p, frames, Duration::from_millis(300));
     let mut kept: Vec<Lease> = Vec::new();
@@ -61,11 +65,7 @@ fn keeping_every_lease_stalls_the_producer_without_detach() {
 
 #[test]
 fn detached_leases_keep_their_bytes_and_free_the_ring() {
-    let (p, mut c) = memfd_pair(RingConfig {
-        capacity: CAP,
-        max_frame: None,
-    })
-    .unwrap();
+    let (p, mut c) = pair();
     let frames = 10 * (CAP / FRAME) as u64;
     let t = produce(p, frames, Duration::from_secs(20));
     let mut kept: Vec<(u64, *const u8, Lease)> = Vec::new();
@@ -101,11 +101,7 @@ fn detached_leases_keep_their_bytes_and_free_the_ring() {
 
 #[test]
 fn dropping_leases_in_any_order_after_detach_frees_regions() {
-    let (mut p, mut c) = memfd_pair(RingConfig {
-        capacity: CAP,
-        max_frame: None,
-    })
-    .unwrap();
+    let (mut p, mut c) = pair();
     publish(&mut p, 0..8);
     let mut v: Vec<Lease> = (0..8)
         .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())
@@ -133,11 +129,7 @@ fn dropping_leases_in_any_order_after_detach_frees_regions() {
 /// does) leaves the parent's ring untouched.
 #[test]
 fn drops_in_a_fork_child_leave_the_ring_alone() {
-    let (mut p, mut c) = memfd_pair(RingConfig {
-        capacity: CAP,
-        max_frame: None,
-    })
-    .unwrap();
+    let (mut p, mut c) = pair();
     publish(&mut p, 0..4);
     let held: Vec<Lease> = (0..2)
         .map(|_| c.next(Duration::from_secs(1)).unwrap().unwrap())

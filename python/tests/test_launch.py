@@ -306,6 +306,11 @@ def test_ctrl_c_saves_acks_and_resume_is_exactly_once(
     first = all_ids(out, 2)
     assert 0 < len(first) < TOTAL
     assert f"{len(first)} rows acked" in verdict(err), (len(first), err[-3000:])
+    resume_exactly_once(hf_bin, data7, tmp_path, state, first)
+
+
+def resume_exactly_once(hf_bin: str, data7: Path, tmp_path: Path, state: Path, first: list[int]) -> None:
+    """Resumes `state` with 2 workers: every row not delivered in the first run arrives once."""
     r2 = launch(hf_bin, data7, tmp_path / "b", 2, "--resume", str(state))
     assert r2.returncode == 0, r2.stderr[-3000:]
     both = first + all_ids(tmp_path / "b", 2)
@@ -328,12 +333,7 @@ def test_trainer_exiting_0_early_ends_the_job_cleanly(
         assert records(tmp_path / "a", k)[-1]["should_stop"] is True
     first = all_ids(tmp_path / "a", 3)
     assert f" {len(first)} rows acked" in r.stderr, (len(first), r.stderr[-3000:])
-    r2 = launch(hf_bin, data7, tmp_path / "b", 2, "--resume", str(state))
-    assert r2.returncode == 0, r2.stderr[-3000:]
-    both = first + all_ids(tmp_path / "b", 2)
-    assert len(both) == len(set(both)), "a row was delivered in both runs"
-    assert len(both) == TOTAL - dropped(r2.stderr)
-    no_leftovers(str(tmp_path))
+    resume_exactly_once(hf_bin, data7, tmp_path, state, first)
 
 
 def test_run_dir_is_private_and_never_a_planted_one(hf_bin: str, data7: Path, tmp_path: Path) -> None:
