@@ -29,6 +29,8 @@ class Reader:
         format: str | None = None,
         on_error: str = "raise",
         batch_rows: int = 65536,
+        batch_size: int | None = None,
+        schema: pa.Schema | None = None,
     ) -> Reader: ...
     @property
     def schema(self) -> pa.Schema: ...

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -15,8 +15,20 @@ def read(
     format: str | None = None,
     on_error: str = "raise",
     batch_rows: int = 65536,
-) -> Iterator[pa.RecordBatch]:
+    *,
+    batch_size: int | None = None,
+    schema: pa.Schema | None = None,
+) -> Reader:
     """Reads ``path`` (file, directory, glob; local or ``hdfs://``) and yields its batches.
+
+    The result iterates ``pyarrow.RecordBatch`` es and has ``schema``, ``num_rows`` (from the
+    files' metadata) and ``num_splits``. ``batch_size`` makes every batch exactly that many rows
+    (across files; the last may be shorter); without it batches are up to ``batch_rows`` rows
+    and end at file boundaries. ``schema`` states the schema instead of taking it from the
+    files: TFRecord features are then decoded as it says (no inference), Avro files are read
+    with it as the reader schema (fields missing from a file take their defaults), Parquet and
+    ORC files must match it. Empty (0-byte) files are left out, as Spark does; a dataset whose
+    files are all empty needs ``schema``.
 
     ``format`` is ``"parquet"``, ``"orc"``, ``"avro"`` or ``"tfrecord"`` when file names do not
     tell. ``on_error="raise"`` stops at corrupt input with :class:`hydrofeed.DataError` naming
@@ -29,5 +41,7 @@ def read(
         format=format,
         on_error=on_error,
         batch_rows=batch_rows,
+        batch_size=batch_size,
+        schema=schema,
     )
-    return iter(reader)
+    return reader

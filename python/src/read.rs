@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use hydrofeed_feeder::format::{OnError, Plan, ReadOptions, SplitReader};
+use hydrofeed_feeder::format::{OnError, Plan, ReadOptions, Rebatcher, SplitReader};
 use hydrofeed_feeder::serve::{open_split, plan_input};
 use hydrofeed_feeder::split::Format;
 use hydrofeed_feeder::storage::{open_storage, Storage};
@@ -17,6 +17,8 @@ use crate::error;
 struct State {
     next_split: usize,
     current: Option<Box<dyn SplitReader>>,
+    /// `batch_size`: rows carried over between splits.
+    pending: Rebatcher,
 }
 
 /// Iterator of `pyarrow.RecordBatch` over every split of an input, in plan order.
@@ -25,6 +27,8 @@ pub struct Reader {
     storage: Arc<dyn Storage>,
     plan: Arc<Plan>,
     opts: ReadOptions,
+    /// Rows per yielded batch across splits (`None`: the readers' batches as they come).
+    batch_size: Option<usize>,
     state: Mutex<State>,
     owner: Owner,
 }
@@ -55,10 +59,8 @@ pub(crate) fn parse_on_error(s: &str) -> PyResult<OnError> {
 }
 
 impl Reader {
-    fn next_batch(&self) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
-        let mut st = self.state.lock().map_err(|_| {
-            hydrofeed_feeder::Error::Internal("reader poisoned by an earlier panic".into())
-        })?;
+    /// The next batch of a split as the reader yields it.
+    fn next_read(&self, st: &mut State) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
         loop {
             if let Some(r) = st.current.as_mut() {
                 match r.next() {
@@ -79,12 +81,29 @@ impl Reader {
             st.current = Some(open_split(&self.storage, &self.plan, split, &self.opts)?);
         }
     }
+
+    fn next_batch(&self) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
+        let mut st = self.state.lock().map_err(|_| {
+            hydrofeed_feeder::Error::Internal("reader poisoned by an earlier panic".into())
+        })?;
+        let Some(n) = self.batch_size else {
+            return self.next_read(&mut st);
+        };
+        while st.pending.rows() < n {
+            match self.next_read(&mut st)? {
+                Some(b) => st.pending.push(b),
+                None => break,
+            }
+        }
+        st.pending.take(&self.plan.schema, n)
+    }
 }
 
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536))]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &str,
@@ -92,15 +111,22 @@ impl Reader {
         format: Option<&str>,
         on_error: &str,
         batch_rows: usize,
+        batch_size: Option<usize>,
+        schema: Option<pyo3_arrow::PySchema>,
     ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
+        }
+        if batch_size == Some(0) {
+            return Err(PyValueError::new_err("batch_size must be at least 1"));
         }
         let opts = ReadOptions {
             columns,
             format: parse_format(format)?,
             on_error: parse_on_error(on_error)?,
-            batch_rows,
+            // The readers decode about `batch_size` rows at a time when it is given.
+            batch_rows: batch_size.unwrap_or(batch_rows),
+            schema: schema.map(|s| s.into_inner()),
             ..ReadOptions::default()
         };
         let path = path.to_string();
@@ -116,9 +142,11 @@ impl Reader {
             storage,
             plan: Arc::new(plan),
             opts,
+            batch_size,
             state: Mutex::new(State {
                 next_split: 0,
                 current: None,
+                pending: Rebatcher::default(),
             }),
             owner: Owner::here(),
         })

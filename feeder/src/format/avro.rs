@@ -432,6 +432,28 @@ fn index(file: &Arc<dyn RandomAccess>, head: &Head) -> Result<Vec<BlockPos>> {
     Ok(out)
 }
 
+/// A file's writer schema as an Arrow schema that carries the Avro JSON (under
+/// `avro.schema`), so that, given as `ReadOptions::schema`, it is the reader schema verbatim.
+pub fn writer_schema(storage: &Arc<dyn Storage>, file: &FileStatus) -> Result<SchemaRef> {
+    let f = storage.open(&file.path)?;
+    let head = read_head(&f)?;
+    let json = head
+        .info
+        .writer_schema()
+        .map_err(|e| {
+            Error::data(
+                loc(&file.path, None, Some(0), Some("header".into())),
+                FORMAT,
+                e.to_string(),
+            )
+        })?
+        .json_string;
+    let plain = file_schema(&head, &file.path, &ReadOptions::default())?;
+    let mut md = plain.metadata().clone();
+    md.insert(arrow_avro::schema::SCHEMA_METADATA_KEY.to_string(), json);
+    Ok(Arc::new(plain.as_ref().clone().with_metadata(md)))
+}
+
 /// Plans the splits of one file; ids start at `first_id`.
 ///
 /// The schema is the writer schema, or the one `opts.schema` makes of it as a reader schema.

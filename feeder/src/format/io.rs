@@ -327,27 +327,29 @@ pub(crate) fn column_indices(
 }
 
 /// Concatenates small batches into batches of `rows` (Avro under `OnError::Skip` decodes
-/// block by block).
+/// block by block; `hydrofeed.read(batch_size=)` cuts across splits).
 #[derive(Default)]
-pub(crate) struct Rebatcher {
+pub struct Rebatcher {
     pending: Vec<arrow_array::RecordBatch>,
     rows: usize,
 }
 
 impl Rebatcher {
-    pub(crate) fn push(&mut self, b: arrow_array::RecordBatch) {
+    /// Appends a batch.
+    pub fn push(&mut self, b: arrow_array::RecordBatch) {
         self.rows += b.num_rows();
         if b.num_rows() > 0 {
             self.pending.push(b);
         }
     }
 
-    pub(crate) fn rows(&self) -> usize {
+    /// Rows pending.
+    pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Takes up to `n` rows as one batch.
-    pub(crate) fn take(
+    pub fn take(
         &mut self,
         schema: &arrow_schema::SchemaRef,
         n: usize,

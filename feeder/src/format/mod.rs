@@ -20,6 +20,8 @@ pub mod parquet;
 mod parquet_fixed;
 pub mod tfrecord;
 
+pub use io::Rebatcher;
+
 /// What to do with a corrupt record or block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
@@ -71,6 +73,9 @@ pub struct Plan {
     pub schema: SchemaRef,
     /// All splits, in listing order; `Split::id` is the index.
     pub splits: Vec<Split>,
+    /// The schema every file is decoded with when it is not the file's own: the one given,
+    /// or for Avro files of successive schemas the newest writer schema (the reader schema).
+    pub read_schema: Option<SchemaRef>,
 }
 
 impl Plan {
@@ -102,27 +107,51 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
 /// `input` is a file, a directory as Spark and Hive write them (part files, `key=value/`
 /// partition directories whose values become appended columns; `_SUCCESS`, `_metadata`,
 /// `.crc` and other hidden `.`/`_` names ignored), or a glob over such names. See
-/// [`listing`] for the rules. Every file must have the same schema.
+/// [`listing`] for the rules.
+///
+/// - 0-byte files hold no records and are left out, in every format, as Spark does (jobs write
+///   empty part files); they contribute no schema. Zero-row files with a schema contribute it.
+/// - Every file must have the same schema, except Avro files written under successive schemas:
+///   they are all read with the newest writer schema (that of the last file in listing order)
+///   as the reader schema, by Avro's resolution rules (fields added with defaults).
+/// - `opts.schema`, when given, is the schema of the read; a dataset with no file to take a
+///   schema from and none given is a `SchemaError` that says so.
 pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
     let files = listing::list(storage, input, opts.format)?;
     let format = files.format;
-    let mut splits: Vec<Split> = Vec::new();
-    let mut first: Option<(String, SchemaRef)> = None;
-    for f in &files.files {
-        let (schema, mut sp) = plan_file(format, storage, &f.status, opts, splits.len() as u32)?;
-        match &first {
-            None => first = Some((f.status.path.clone(), schema)),
-            Some((p0, s0)) => listing::same_schema(p0, s0, &f.status.path, &schema)?,
+    let mut read_schema = opts.schema.clone();
+    let mut planned = plan_files(storage, &files, opts);
+    if format == Format::Avro && opts.schema.is_none() {
+        if let Err(crate::Error::Schema { .. }) = &planned {
+            // Files written under successive schemas: read all with the newest one.
+            if let Some(newest) = files.files.iter().rev().find(|f| f.status.len > 0) {
+                let reader = avro::writer_schema(storage, &newest.status)?;
+                let mut o = opts.clone();
+                o.schema = Some(reader.clone());
+                planned = plan_files(storage, &files, &o);
+                read_schema = Some(reader);
+            }
         }
-        for s in &mut sp {
-            s.partition = f.partition.clone();
-        }
-        splits.extend(sp);
     }
-    let Some((first_path, file_schema)) = first else {
-        return Err(crate::Error::Internal(format!(
-            "{input}: listing returned no files"
-        )));
+    let (first, splits) = planned?;
+    if let (Some((p, s)), Some(given), Format::Parquet | Format::Orc) =
+        (&first, &opts.schema, format)
+    {
+        listing::same_schema("the given schema", given, p, s)?;
+    }
+    let (first_path, file_schema) = match (first, &opts.schema) {
+        (Some(f), _) => f,
+        (None, Some(s)) => (input.to_string(), s.clone()),
+        (None, None) => {
+            return Err(crate::Error::Schema {
+                path: input.to_string(),
+                detail: format!(
+                    "no record to read and no schema to read it with: its {} file(s) are empty; \
+                     pass the schema (schema= in Python, --schema FILE on the command line)",
+                    files.files.len()
+                ),
+            })
+        }
     };
     let schema = listing::plan_schema(
         &first_path,
@@ -135,7 +164,33 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         format,
         schema,
         splits,
+        read_schema,
     })
+}
+
+/// The first file with a schema (its path and schema) and the splits of every file.
+type Planned = (Option<(String, SchemaRef)>, Vec<Split>);
+
+fn plan_files(
+    storage: &Arc<dyn Storage>,
+    files: &listing::Listing,
+    opts: &ReadOptions,
+) -> Result<Planned> {
+    let mut splits: Vec<Split> = Vec::new();
+    let mut first: Option<(String, SchemaRef)> = None;
+    for f in files.files.iter().filter(|f| f.status.len > 0) {
+        let (schema, mut sp) =
+            plan_file(files.format, storage, &f.status, opts, splits.len() as u32)?;
+        match &first {
+            None => first = Some((f.status.path.clone(), schema)),
+            Some((p0, s0)) => listing::same_schema(p0, s0, &f.status.path, &schema)?,
+        }
+        for s in &mut sp {
+            s.partition = f.partition.clone();
+        }
+        splits.extend(sp);
+    }
+    Ok((first, splits))
 }
 
 /// Plans one file of a known format (the per-format `plan_file`).
@@ -172,6 +227,9 @@ pub fn open_split(
         .collect();
     let file_schema: SchemaRef = Arc::new(arrow_schema::Schema::new(file_fields));
     let mut file_opts = opts.clone();
+    if plan.read_schema.is_some() {
+        file_opts.schema = plan.read_schema.clone();
+    }
     file_opts.columns = Some(
         file_schema
             .fields()
