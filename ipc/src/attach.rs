@@ -240,7 +240,7 @@ impl Listener {
         if ack.pid != pid {
             return Err(AttachError::Protocol);
         }
-        let sh = Shared::new(Box::new(seg));
+        let sh = Shared::new(Box::new(seg))?;
         let peer = Peer::new(sock, pid);
         Ok(Producer::from_parts(RingProducer::new(sh), Some(peer)))
     }
@@ -351,7 +351,7 @@ pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> 
     }
     let seg = open_memfd(memfd.as_fd(), Some(hello.capacity))?;
     drop(memfd);
-    let sh = Shared::new(Box::new(seg));
+    let sh = Shared::new(Box::new(seg))?;
     let me = std::process::id();
     sh.header()
         .consumer
