@@ -248,6 +248,16 @@ impl FrameHeader {
         Ok(h)
     }
 
+    /// How errors name the frame: sequence number, epoch and split.
+    pub fn name(&self) -> String {
+        let split = if self.split == NO_SPLIT {
+            String::new()
+        } else {
+            format!(", split {}", self.split)
+        };
+        format!("frame {} (epoch {}{split})", self.seq, self.epoch)
+    }
+
     /// The kind (checked by [`FrameHeader::parse`]).
     pub fn kind(&self) -> Option<FrameKind> {
         FrameKind::from_u16(self.kind)
@@ -676,6 +686,14 @@ impl FrameDecoder {
             )));
         }
         let h = FrameHeader::parse(frame.as_slice())?;
+        self.decode_payload(frame, &h).map_err(|e| match e {
+            FrameError::Corrupt(m) => FrameError::Corrupt(format!("{}: {m}", h.name())),
+            FrameError::Arrow(e) => FrameError::Corrupt(format!("{}: arrow ipc: {e}", h.name())),
+            e => e,
+        })
+    }
+
+    fn decode_payload(&mut self, frame: &Buffer, h: &FrameHeader) -> Result<Frame, FrameError> {
         let meta = h.meta();
         let payload = frame.slice_with_length(HEADER_LEN, h.payload_len as usize);
         match h.kind() {
@@ -684,14 +702,14 @@ impl FrameDecoder {
                 // this frame carries (empty ones, which the encoder counts as sent).
                 self.dicts.clear();
                 self.schema = None;
-                let schema = self.read_messages(&payload, true)?.0.ok_or_else(|| {
+                let schema = self.read_guarded(&payload, true)?.0.ok_or_else(|| {
                     FrameError::Corrupt("schema frame without a schema message".into())
                 })?;
                 self.schema = Some(schema.clone());
                 Ok(Frame::Schema(meta, schema))
             }
             Some(FrameKind::Batch) => {
-                let batch = self.read_messages(&payload, false)?.1.ok_or_else(|| {
+                let batch = self.read_guarded(&payload, false)?.1.ok_or_else(|| {
                     FrameError::Corrupt("batch frame without a record batch message".into())
                 })?;
                 if batch.num_rows() as u64 != h.rows {
@@ -716,6 +734,31 @@ impl FrameDecoder {
                 h.kind
             ))),
         }
+    }
+
+    /// [`FrameDecoder::read_messages`], with arrow-rs panics turned into errors. The messages
+    /// are checked before arrow-rs sees them (every buffer inside the body, sane counts), but
+    /// arrow-rs still asserts on some inconsistent bodies (a validity buffer shorter than its
+    /// node, say) instead of returning an error; a corrupt frame must not take the trainer
+    /// down. The decoder's state is unchanged by a panic: dictionaries are stored last.
+    fn read_guarded(
+        &mut self,
+        payload: &Buffer,
+        schema_frame: bool,
+    ) -> Result<(Option<SchemaRef>, Option<RecordBatch>), FrameError> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.read_messages(payload, schema_frame)
+        }));
+        r.unwrap_or_else(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(FrameError::Corrupt(format!(
+                "arrow ipc could not read the payload: {why}"
+            )))
+        })
     }
 
     /// Walks the IPC messages of a payload. Returns the schema (if a schema message came) and
@@ -782,11 +825,16 @@ impl FrameDecoder {
                     let d = msg.header_as_dictionary_batch().ok_or_else(|| {
                         FrameError::Corrupt("unreadable dictionary batch message".into())
                     })?;
+                    let rb = d.data().ok_or_else(|| {
+                        FrameError::Corrupt("dictionary batch message without data".into())
+                    })?;
+                    check_batch(rb, body_len, at)?;
                     // Dictionaries are kept for the batches that follow, so they get their
                     // own copy: a view into this frame would keep its lease, and so every
                     // later slot of the ring, from being reclaimed (the ring frees in order).
                     let owned = Buffer::from_slice_ref(body.as_slice());
-                    read_dictionary(&owned, d, &schema, &mut self.dicts, &version)?;
+                    read_dictionary(&owned, d, &schema, &mut self.dicts, &version)
+                        .map_err(|e| at_offset(at, e))?;
                 }
                 MessageHeader::RecordBatch => {
                     if !schema_frame {
@@ -794,10 +842,11 @@ impl FrameDecoder {
                         let rb = msg.header_as_record_batch().ok_or_else(|| {
                             FrameError::Corrupt("unreadable record batch message".into())
                         })?;
+                        check_batch(rb, body_len, at)?;
                         let batch =
-                            RecordBatchDecoder::try_new(&body, rb, schema, &self.dicts, &version)?
-                                .with_require_alignment(true)
-                                .read_record_batch()?;
+                            RecordBatchDecoder::try_new(&body, rb, schema, &self.dicts, &version)
+                                .and_then(|d| d.with_require_alignment(true).read_record_batch())
+                                .map_err(|e| at_offset(at, e))?;
                         batch_out = Some(batch);
                     }
                 }
@@ -811,6 +860,55 @@ impl FrameDecoder {
         }
         Ok((schema_out, batch_out))
     }
+}
+
+fn at_offset(at: usize, e: ArrowError) -> FrameError {
+    FrameError::Corrupt(format!("IPC message at payload offset {at}: {e}"))
+}
+
+/// Checks a record (or dictionary) batch message against its body before arrow-rs reads it:
+/// no compression (frames are written without), counts that are not negative, null counts
+/// within their node, every buffer inside the body.
+fn check_batch(
+    rb: arrow_ipc::RecordBatch<'_>,
+    body_len: usize,
+    at: usize,
+) -> Result<(), FrameError> {
+    let bad = |what: String| {
+        Err(FrameError::Corrupt(format!(
+            "IPC message at payload offset {at}: {what}"
+        )))
+    };
+    if rb.compression().is_some() {
+        return bad("compressed body (frames are written uncompressed)".into());
+    }
+    if rb.length() < 0 {
+        return bad(format!("negative row count {}", rb.length()));
+    }
+    for (i, n) in rb.nodes().iter().flatten().enumerate() {
+        if n.length() < 0 || n.null_count() < 0 || n.null_count() > n.length() {
+            return bad(format!(
+                "field node {i} has length {} and null count {}",
+                n.length(),
+                n.null_count()
+            ));
+        }
+    }
+    for (i, b) in rb.buffers().iter().flatten().enumerate() {
+        let end = u64::try_from(b.offset())
+            .ok()
+            .zip(u64::try_from(b.length()).ok())
+            .and_then(|(o, l)| o.checked_add(l));
+        // The format aligns every buffer to 8 bytes (frames: 64); arrow-rs asserts on less.
+        if end.is_none_or(|e| e > body_len as u64) || b.offset() % 8 != 0 {
+            return bad(format!(
+                "buffer {i} at {} of {} bytes is misaligned or outside the {body_len}-byte body",
+                b.offset(),
+                b.length()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The schema of a stream as an `Arc`.
