@@ -207,7 +207,7 @@ impl Listener {
     /// A consumer running as another uid is refused with [`AttachError::PeerUid`] (its
     /// connection is closed); call `accept` again for the next one.
     pub fn accept(&self, timeout: Duration) -> Result<Producer, AttachError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::ring::deadline_after(timeout);
         loop {
             match self.accept_one(deadline) {
                 // The peer hung up before the handshake finished (a liveness probe from a
@@ -293,7 +293,7 @@ fn recv_exact(sock: BorrowedFd<'_>, buf: &mut [u8], deadline: Instant) -> Result
 ///
 /// Retries while the socket does not exist yet or refuses connections, until `timeout`.
 pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::ring::deadline_after(timeout);
     let conn_err = |e| AttachError::io(AttachStage::Connect, e);
     let addr = SocketAddrUnix::new(path).map_err(conn_err)?;
     let sock = loop {

@@ -40,6 +40,14 @@ const SPIN_MAX_ITERS: u32 = 1 << 16;
 #[cfg(loom)]
 const SPIN_MAX_ITERS: u32 = 1;
 
+/// `timeout` from now; a timeout too large for an `Instant` (`Duration::MAX`: "no limit")
+/// saturates to a century instead of panicking.
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 /// What a wait slice callback reports: the peer is gone.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lost;
@@ -374,7 +382,7 @@ impl RingProducer {
         if self.consumer_closed() {
             return Err(ReserveError::Closed);
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let rec = record_size(len) as u64;
         let off = self.head & self.sh.mask;
         if self.sh.cap - off < rec {
@@ -424,13 +432,17 @@ impl RingProducer {
                 deadline,
                 || {
                     tail = h.cons.tail.load(Ordering::Acquire);
-                    fits(head, need, tail, cap)
+                    // A close bumps space_futex too: counting it here means a close that
+                    // lands before the futex word is sampled cannot leave us asleep for a
+                    // whole slice. SYNC: Acquire, pairs with the Release store in
+                    // RingConsumer::close.
+                    fits(head, need, tail, cap) || h.consumer.closed.load(Ordering::Acquire) != 0
                 },
             );
             if fits(head, 0, tail, cap) {
                 self.tail_cache = tail;
             }
-            if ok {
+            if ok && fits(head, need, tail, cap) {
                 return Ok(());
             }
             if self.consumer_closed() {
@@ -612,7 +624,7 @@ impl RingConsumer {
                 }
                 continue;
             }
-            let deadline = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            let deadline = *deadline.get_or_insert_with(|| deadline_after(timeout));
             let read = self.read;
             let mut head = self.head_cache;
             let ready = spin_then_sleep(

@@ -134,7 +134,8 @@ pub struct Feed {
 
 fn secs(name: &str, v: f64) -> PyResult<Duration> {
     if v.is_finite() && v > 0.0 {
-        Ok(Duration::from_secs_f64(v))
+        // Larger than a Duration holds (1e300): no limit, not a panic.
+        Ok(Duration::try_from_secs_f64(v).unwrap_or(Duration::MAX))
     } else {
         Err(PyValueError::new_err(format!(
             "{name}={v}: expected a positive number of seconds"
