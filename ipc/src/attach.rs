@@ -160,8 +160,10 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Binds a Unix socket at `path` (mode 0600) and listens. A stale socket file nobody
-    /// listens on is replaced; a live one is an error (`EADDRINUSE`).
+    /// Binds a Unix socket at `path` (mode 0600) and listens. A stale socket file of ours
+    /// (a socket owned by this uid that nobody listens on) is replaced; a live one is an error
+    /// (`EADDRINUSE`); anything else at the path (a regular file, a directory, a symlink,
+    /// another user's socket) is left alone and refused with [`AttachError::PathInUse`].
     pub fn bind(path: &Path, cfg: RingConfig) -> Result<Listener, AttachError> {
         let (cap, max_frame) = geometry(&cfg)?;
         let bind_err = |e| AttachError::io(AttachStage::Bind, e);
@@ -176,10 +178,24 @@ impl Listener {
         match rustix::net::bind(&fd, &addr) {
             Ok(()) => {}
             Err(rustix::io::Errno::ADDRINUSE) => {
+                // Only a socket file of ours may be replaced (lstat: a symlink is not one).
+                let st = rustix::fs::lstat(path).map_err(bind_err)?;
+                let ours = rustix::fs::FileType::from_raw_mode(st.st_mode)
+                    == rustix::fs::FileType::Socket
+                    && st.st_uid == rustix::process::geteuid().as_raw();
+                if !ours {
+                    return Err(AttachError::PathInUse);
+                }
                 if std::os::unix::net::UnixStream::connect(path).is_ok() {
                     return Err(bind_err(rustix::io::Errno::ADDRINUSE));
                 }
-                let _ = std::fs::remove_file(path);
+                // Remove it only if it is still the file checked above.
+                match rustix::fs::lstat(path) {
+                    Ok(now) if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) => {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    _ => return Err(AttachError::PathInUse),
+                }
                 rustix::net::bind(&fd, &addr).map_err(bind_err)?;
             }
             Err(e) => return Err(bind_err(e)),
