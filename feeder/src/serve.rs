@@ -26,7 +26,8 @@ use arrow_array::RecordBatch;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
 use hydrofeed_tfbridge::{
-    error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameKind, FrameMeta,
+    error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameError, FrameKind,
+    FrameMeta,
 };
 
 use crate::error::Location;
@@ -263,19 +264,26 @@ impl Writer {
         }
     }
 
-    /// Writes one batch, halving it while it is larger than the ring's largest frame.
+    /// Writes one batch, halving it while it is larger than the ring's largest frame (a frame
+    /// dropped that way is never committed, so its dictionaries do not count as sent).
     pub(crate) fn batch(&mut self, epoch: u32, split: u32, b: &RecordBatch) -> Result<()> {
         let meta = self.meta(epoch, split, 0);
         let f = self
             .enc
-            .batch(b, meta)
-            .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+            .batch_within(b, meta, self.producer.max_frame())
+            .map_err(|e| match e {
+                FrameError::DictionaryTooLarge { .. } => Error::InvalidArgument(e.to_string()),
+                e => Error::Internal(format!("frame encoding: {e}")),
+            })?;
         if f.len() > self.producer.max_frame() && b.num_rows() > 1 {
             let half = b.num_rows() / 2;
             self.batch(epoch, split, &b.slice(0, half))?;
             return self.batch(epoch, split, &b.slice(half, b.num_rows() - half));
         }
         self.put(&f)?;
+        self.enc
+            .commit(&f)
+            .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
         self.report.rows += b.num_rows() as u64;
         self.report.batches += 1;
         Ok(())

@@ -160,8 +160,10 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Binds a Unix socket at `path` (mode 0600) and listens. A stale socket file nobody
-    /// listens on is replaced; a live one is an error (`EADDRINUSE`).
+    /// Binds a Unix socket at `path` (mode 0600) and listens. A stale socket file of ours
+    /// (a socket owned by this uid that nobody listens on) is replaced; a live one is an error
+    /// (`EADDRINUSE`); anything else at the path (a regular file, a directory, a symlink,
+    /// another user's socket) is left alone and refused with [`AttachError::PathInUse`].
     pub fn bind(path: &Path, cfg: RingConfig) -> Result<Listener, AttachError> {
         let (cap, max_frame) = geometry(&cfg)?;
         let bind_err = |e| AttachError::io(AttachStage::Bind, e);
@@ -176,10 +178,24 @@ impl Listener {
         match rustix::net::bind(&fd, &addr) {
             Ok(()) => {}
             Err(rustix::io::Errno::ADDRINUSE) => {
+                // Only a socket file of ours may be replaced (lstat: a symlink is not one).
+                let st = rustix::fs::lstat(path).map_err(bind_err)?;
+                let ours = rustix::fs::FileType::from_raw_mode(st.st_mode)
+                    == rustix::fs::FileType::Socket
+                    && st.st_uid == rustix::process::geteuid().as_raw();
+                if !ours {
+                    return Err(AttachError::PathInUse);
+                }
                 if std::os::unix::net::UnixStream::connect(path).is_ok() {
                     return Err(bind_err(rustix::io::Errno::ADDRINUSE));
                 }
-                let _ = std::fs::remove_file(path);
+                // Remove it only if it is still the file checked above.
+                match rustix::fs::lstat(path) {
+                    Ok(now) if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) => {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    _ => return Err(AttachError::PathInUse),
+                }
                 rustix::net::bind(&fd, &addr).map_err(bind_err)?;
             }
             Err(e) => return Err(bind_err(e)),
@@ -207,7 +223,7 @@ impl Listener {
     /// A consumer running as another uid is refused with [`AttachError::PeerUid`] (its
     /// connection is closed); call `accept` again for the next one.
     pub fn accept(&self, timeout: Duration) -> Result<Producer, AttachError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::ring::deadline_after(timeout);
         loop {
             match self.accept_one(deadline) {
                 // The peer hung up before the handshake finished (a liveness probe from a
@@ -240,7 +256,7 @@ impl Listener {
         if ack.pid != pid {
             return Err(AttachError::Protocol);
         }
-        let sh = Shared::new(Box::new(seg));
+        let sh = Shared::new(Box::new(seg))?;
         let peer = Peer::new(sock, pid);
         Ok(Producer::from_parts(RingProducer::new(sh), Some(peer)))
     }
@@ -293,7 +309,7 @@ fn recv_exact(sock: BorrowedFd<'_>, buf: &mut [u8], deadline: Instant) -> Result
 ///
 /// Retries while the socket does not exist yet or refuses connections, until `timeout`.
 pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::ring::deadline_after(timeout);
     let conn_err = |e| AttachError::io(AttachStage::Connect, e);
     let addr = SocketAddrUnix::new(path).map_err(conn_err)?;
     let sock = loop {
@@ -351,7 +367,7 @@ pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> 
     }
     let seg = open_memfd(memfd.as_fd(), Some(hello.capacity))?;
     drop(memfd);
-    let sh = Shared::new(Box::new(seg));
+    let sh = Shared::new(Box::new(seg))?;
     let me = std::process::id();
     sh.header()
         .consumer

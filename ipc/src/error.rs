@@ -60,6 +60,10 @@ pub enum AttachError {
     Protocol,
     /// The peer closed the connection during the handshake (it may have refused us).
     PeerLost,
+    /// [`Listener::bind`](crate::Listener::bind): the socket path holds something that is not
+    /// a socket file of ours (a regular file, a directory, a symlink, another user's socket);
+    /// it is left alone.
+    PathInUse,
 }
 
 impl AttachError {
@@ -101,6 +105,12 @@ impl fmt::Display for AttachError {
             AttachError::BadGeometry => write!(f, "ring segment header has an invalid geometry"),
             AttachError::Protocol => write!(f, "malformed ring handshake message"),
             AttachError::PeerLost => write!(f, "ring peer closed the connection during attach"),
+            AttachError::PathInUse => write!(
+                f,
+                "the socket path is taken by something that is not a stale socket of ours \
+                 (a file, a directory, a symlink or another user's socket); remove it or pick \
+                 another path"
+            ),
         }
     }
 }

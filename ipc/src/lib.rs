@@ -39,6 +39,8 @@
 #[cfg(not(loom))]
 mod attach;
 mod error;
+#[cfg(all(test, not(loom)))]
+mod hostile_tests;
 pub mod layout;
 #[cfg(not(loom))]
 mod peer;
@@ -296,7 +298,7 @@ impl std::fmt::Debug for Consumer {
 /// An in-process producer/consumer pair on a heap backing (tests, loom models).
 pub fn heap_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> {
     let (cap, max_frame) = attach_geometry(&cfg)?;
-    let sh = Shared::new(Box::new(segment::HeapSegment::new(cap, max_frame)));
+    let sh = Shared::new(Box::new(segment::HeapSegment::new(cap, max_frame)))?;
     Ok((
         Producer::from_parts(RingProducer::new(sh.clone()), None),
         Consumer::from_parts(RingConsumer::new(sh), None),
@@ -313,8 +315,8 @@ pub fn memfd_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> 
     let cseg = segment::open_memfd(fd.as_fd(), Some(cap as u64))?;
     drop(fd);
     Ok((
-        Producer::from_parts(RingProducer::new(Shared::new(Box::new(seg))), None),
-        Consumer::from_parts(RingConsumer::new(Shared::new(Box::new(cseg))), None),
+        Producer::from_parts(RingProducer::new(Shared::new(Box::new(seg))?), None),
+        Consumer::from_parts(RingConsumer::new(Shared::new(Box::new(cseg))?), None),
     ))
 }
 

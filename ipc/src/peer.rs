@@ -129,7 +129,7 @@ impl Peer {
     }
 
     pub(crate) fn wait_recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, ControlError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::ring::deadline_after(timeout);
         loop {
             if let Some(m) = self.try_recv()? {
                 return Ok(Some(m));

@@ -23,7 +23,7 @@
 use crate::layout::{record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD};
 use crate::segment::Segment;
 use crate::sync::{fence, futex_wait, futex_wake, lock, spin_hint, AtomicU32, Mutex, Ordering};
-use crate::{NextError, ReserveError};
+use crate::{AttachError, NextError, ReserveError};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -40,6 +40,14 @@ const SPIN_MAX_ITERS: u32 = 1 << 16;
 #[cfg(loom)]
 const SPIN_MAX_ITERS: u32 = 1;
 
+/// `timeout` from now; a timeout too large for an `Instant` (`Duration::MAX`: "no limit")
+/// saturates to a century instead of panicking.
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 /// What a wait slice callback reports: the peer is gone.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lost;
@@ -50,6 +58,8 @@ pub(crate) struct Shared {
     cap: u64,
     mask: u64,
     max_frame: usize,
+    /// `head` when the ring was opened (validated in `new`).
+    head0: u64,
     /// Outstanding leases (consumer side only).
     rel: Mutex<Releases>,
     /// The process that mapped the ring. In a `fork()` child the mapping is still shared, so
@@ -88,23 +98,36 @@ pub struct Held {
 }
 
 impl Shared {
-    pub(crate) fn new(seg: Box<dyn Segment>) -> Arc<Shared> {
+    /// The ring over `seg`. The geometry comes from the segment's validated copy; `head` and
+    /// `tail` are read once here and must be 64-byte aligned, `tail <= head <= tail + cap`
+    /// (else `BadGeometry`): the consumer starts reading at `tail`.
+    pub(crate) fn new(seg: Box<dyn Segment>) -> Result<Arc<Shared>, AttachError> {
+        let (cap, max_frame) = seg.geometry();
         let h = seg.header();
-        let cap = h.meta.capacity;
-        let max_frame = h.meta.max_frame as usize;
+        // SYNC: Acquire, pairs with the Release stores of tail and head by the other side.
         let tail = h.cons.tail.load(Ordering::Acquire);
-        Arc::new(Shared {
+        let head = h.prod.head.load(Ordering::Acquire);
+        let align = FRAME_HEADER_SIZE as u64 - 1;
+        if !cap.is_power_of_two()
+            || tail & align != 0
+            || head & align != 0
+            || head.wrapping_sub(tail) > cap
+        {
+            return Err(AttachError::BadGeometry);
+        }
+        Ok(Arc::new(Shared {
             seg,
             cap,
             mask: cap - 1,
             max_frame,
+            head0: head,
             rel: Mutex::new(Releases {
                 spans: VecDeque::with_capacity(64),
                 tail,
                 detached: std::collections::HashMap::new(),
             }),
             owner: std::process::id(),
-        })
+        }))
     }
 
     pub(crate) fn header(&self) -> &Header {
@@ -301,6 +324,14 @@ fn now_ms() -> u64 {
     }
 }
 
+/// Whether `need` bytes from `head` are free given the consumer's `tail`. A `tail` the
+/// consumer could not have written (ahead of `head`, or more than `cap` behind) frees nothing.
+fn fits(head: u64, need: u64, tail: u64, cap: u64) -> bool {
+    head.checked_sub(tail)
+        .and_then(|used| used.checked_add(need))
+        .is_some_and(|n| n <= cap)
+}
+
 /// The producer's end of a ring.
 pub(crate) struct RingProducer {
     sh: Arc<Shared>,
@@ -312,9 +343,10 @@ pub(crate) struct RingProducer {
 
 impl RingProducer {
     pub(crate) fn new(sh: Arc<Shared>) -> RingProducer {
-        let head = sh.header().prod.head.load(Ordering::Acquire);
+        let head = sh.head0;
+        let tail_cache = lock(&sh.rel).tail;
         RingProducer {
-            tail_cache: sh.header().cons.tail.load(Ordering::Acquire),
+            tail_cache,
             sh,
             head,
             seq: 0,
@@ -350,7 +382,7 @@ impl RingProducer {
         if self.consumer_closed() {
             return Err(ReserveError::Closed);
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let rec = record_size(len) as u64;
         let off = self.head & self.sh.mask;
         if self.sh.cap - off < rec {
@@ -385,7 +417,7 @@ impl RingProducer {
         deadline: Instant,
         on_slice: &mut dyn FnMut() -> Result<(), Lost>,
     ) -> Result<(), ReserveError> {
-        if self.head + need - self.tail_cache <= self.sh.cap {
+        if fits(self.head, need, self.tail_cache, self.sh.cap) {
             return Ok(());
         }
         let h = self.sh.header();
@@ -400,11 +432,17 @@ impl RingProducer {
                 deadline,
                 || {
                     tail = h.cons.tail.load(Ordering::Acquire);
-                    head + need - tail <= cap
+                    // A close bumps space_futex too: counting it here means a close that
+                    // lands before the futex word is sampled cannot leave us asleep for a
+                    // whole slice. SYNC: Acquire, pairs with the Release store in
+                    // RingConsumer::close.
+                    fits(head, need, tail, cap) || h.consumer.closed.load(Ordering::Acquire) != 0
                 },
             );
-            self.tail_cache = tail;
-            if ok {
+            if fits(head, 0, tail, cap) {
+                self.tail_cache = tail;
+            }
+            if ok && fits(head, need, tail, cap) {
                 return Ok(());
             }
             if self.consumer_closed() {
@@ -586,7 +624,7 @@ impl RingConsumer {
                 }
                 continue;
             }
-            let deadline = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            let deadline = *deadline.get_or_insert_with(|| deadline_after(timeout));
             let read = self.read;
             let mut head = self.head_cache;
             let ready = spin_then_sleep(
@@ -626,8 +664,10 @@ impl RingConsumer {
             return Err(NextError::Corrupt);
         }
         sh.track(start, FRAME_HEADER_SIZE, false);
-        // SAFETY: the record header is published (start < head) and inside the payload;
-        // read by value (volatile: the other process shares this memory).
+        // SAFETY: the record header is published (start < head) and inside the payload, 64-byte
+        // aligned (`start` is: checked in `Shared::new`, then advanced by record sizes); read
+        // by value, once (volatile: the other process shares this memory and may rewrite it;
+        // every check below uses this copy).
         let fh: FrameHeader =
             unsafe { std::ptr::read_volatile(sh.at(start) as *const FrameHeader) };
         match fh.kind {
@@ -636,7 +676,7 @@ impl RingConsumer {
                 if fh.len.checked_add(FRAME_HEADER_SIZE as u64) != Some(size) || size > avail {
                     return Err(NextError::Corrupt);
                 }
-                self.read = start + size;
+                self.read = start.checked_add(size).ok_or(NextError::Corrupt)?;
                 sh.release_pad(start, self.read);
                 Ok(None)
             }
@@ -644,13 +684,15 @@ impl RingConsumer {
                 if fh.len > sh.max_frame as u64 || fh.seq != self.seq {
                     return Err(NextError::Corrupt);
                 }
+                // fh.len <= max_frame < cap: no overflow below.
                 let len = fh.len as usize;
                 let size = record_size(len) as u64;
                 if size > avail || off + size > sh.cap {
                     return Err(NextError::Corrupt);
                 }
+                let end = start.checked_add(size).ok_or(NextError::Corrupt)?;
                 self.seq += 1;
-                self.read = start + size;
+                self.read = end;
                 lock(&sh.rel).spans.push_back(Span {
                     start,
                     end: self.read,

@@ -49,6 +49,10 @@ pub(crate) unsafe trait Segment: Send + Sync + 'static {
     fn header(&self) -> &Header;
     /// Start of the payload.
     fn payload(&self) -> *mut u8;
+    /// `(capacity, max_frame)` as validated when the segment was made or opened. The ring
+    /// takes its geometry from here, never again from the shared header, which the peer
+    /// could rewrite after the check.
+    fn geometry(&self) -> (u64, usize);
     /// Leaves a private, read-only copy of each payload range `(offset, len)` at its current
     /// address and moves the ring to a fresh mapping of the same memory, so the ring can reuse
     /// those bytes while whoever points at the old addresses keeps reading the same values.
@@ -74,6 +78,8 @@ pub(crate) unsafe trait Segment: Send + Sync + 'static {
 /// A ring in process memory (tests, loom models, in-process pairs).
 pub(crate) struct HeapSegment {
     header: Box<Header>,
+    capacity: usize,
+    max_frame: usize,
     payload: NonNull<u8>,
     layout: Layout,
     /// One loom cell per 64-byte unit of payload.
@@ -96,6 +102,8 @@ impl HeapSegment {
         let payload = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         HeapSegment {
             header: Box::new(Header::new(capacity, max_frame, std::process::id())),
+            capacity,
+            max_frame,
             payload,
             layout,
             #[cfg(loom)]
@@ -122,6 +130,9 @@ unsafe impl Segment for HeapSegment {
     fn payload(&self) -> *mut u8 {
         self.payload.as_ptr()
     }
+    fn geometry(&self) -> (u64, usize) {
+        (self.capacity as u64, self.max_frame)
+    }
     #[cfg(loom)]
     fn track(&self, off: usize, len: usize, write: bool) {
         for cell in &self.cells[off / 64..(off + len).div_ceil(64)] {
@@ -146,6 +157,8 @@ pub(crate) struct MemfdSegment {
     /// Base of the mapping in use (`map`'s until the first detach).
     base: std::sync::atomic::AtomicPtr<u8>,
     moved: std::sync::Mutex<Moved>,
+    /// Validated `(capacity, max_frame)`.
+    geometry: (u64, usize),
 }
 
 /// Mappings and private regions made by [`Segment::detach`].
@@ -161,15 +174,16 @@ struct Moved {
 
 #[cfg(not(loom))]
 impl MemfdSegment {
-    fn new(map: memmap2::MmapRaw) -> MemfdSegment {
+    fn new(map: memmap2::MmapRaw, geometry: (u64, usize)) -> MemfdSegment {
         MemfdSegment {
             base: std::sync::atomic::AtomicPtr::new(map.as_mut_ptr()),
             map,
             moved: std::sync::Mutex::new(Moved::default()),
+            geometry,
         }
     }
 
-    fn base(&self) -> *mut u8 {
+    pub(crate) fn base(&self) -> *mut u8 {
         // SYNC: Acquire, pairs with the Release store in `detach` (the new mapping exists
         // before its address is seen).
         self.base.load(std::sync::atomic::Ordering::Acquire)
@@ -190,6 +204,9 @@ unsafe impl Segment for MemfdSegment {
     fn payload(&self) -> *mut u8 {
         // SAFETY: HEADER_SIZE is within the mapping.
         unsafe { self.base().add(HEADER_SIZE) }
+    }
+    fn geometry(&self) -> (u64, usize) {
+        self.geometry
     }
 
     fn detach(&self, ranges: &[(usize, usize)]) -> Result<Vec<u64>, DetachError> {
@@ -324,19 +341,26 @@ pub(crate) fn required_seals() -> rustix::fs::SealFlags {
     SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL
 }
 
+/// Largest mapping faulted in whole at attach (`MAP_POPULATE`). A bigger ring faults in page
+/// by page on first use: populating a peer-announced size would let the peer make us allocate
+/// up to 1 TiB, and would outlast the attach timeout.
+#[cfg(not(loom))]
+pub(crate) const POPULATE_MAX: usize = 128 << 20;
+
 #[cfg(not(loom))]
 fn map_fd(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> Result<memmap2::MmapRaw, AttachError> {
     use std::os::fd::AsRawFd;
-    // MAP_POPULATE: fault the whole ring in at attach, not one page at a time on the first
-    // pass of the hot path (the ring is meant to be used whole anyway).
-    memmap2::MmapOptions::new()
-        .len(len)
-        .populate()
-        .map_raw(fd.as_raw_fd())
-        .map_err(|e| AttachError::Io {
-            stage: crate::AttachStage::Map,
-            errno: e.raw_os_error().unwrap_or(libc::EIO),
-        })
+    // MAP_POPULATE: fault the ring in at attach, not one page at a time on the first pass of
+    // the hot path (the ring is meant to be used whole anyway), up to POPULATE_MAX.
+    let mut opts = memmap2::MmapOptions::new();
+    opts.len(len);
+    if len <= POPULATE_MAX {
+        opts.populate();
+    }
+    opts.map_raw(fd.as_raw_fd()).map_err(|e| AttachError::Io {
+        stage: crate::AttachStage::Map,
+        errno: e.raw_os_error().unwrap_or(libc::EIO),
+    })
 }
 
 /// Creates a sealed memfd holding a fresh ring, and maps it.
@@ -365,7 +389,7 @@ pub(crate) fn create_memfd(
             Header::new(capacity, max_frame, std::process::id()),
         )
     };
-    Ok((fd, MemfdSegment::new(map)))
+    Ok((fd, MemfdSegment::new(map, (capacity as u64, max_frame))))
 }
 
 /// Validates a ring memfd received from a producer (seals, size, header magic, version and
@@ -380,13 +404,18 @@ pub(crate) fn open_memfd(
         return Err(AttachError::BadSeals);
     }
     let st = rustix::fs::fstat(fd).map_err(|e| AttachError::io(crate::AttachStage::Map, e))?;
-    let size = st.st_size as u64;
+    let size = u64::try_from(st.st_size).map_err(|_| AttachError::BadSeals)?;
     if size < (HEADER_SIZE + MIN_CAPACITY) as u64 || size > (HEADER_SIZE + MAX_CAPACITY) as u64 {
         return Err(AttachError::BadSeals);
     }
+    // Checked before mapping: the size is the one the handshake announced.
+    if expect_capacity.is_some_and(|c| c.checked_add(HEADER_SIZE as u64) != Some(size)) {
+        return Err(AttachError::BadGeometry);
+    }
     let map = map_fd(fd, size as usize)?;
     // SAFETY: offset 0 of a mapping of more than HEADER_SIZE bytes; `Meta` is plain integers,
-    // read by value with a volatile read because another process could be writing it.
+    // read by value with a volatile read because another process could be writing it. This is
+    // the one read of the geometry: the ring uses the validated copy from here on.
     let meta: Meta = unsafe { std::ptr::read_volatile(map.as_ptr() as *const Meta) };
     if meta.magic != MAGIC {
         return Err(AttachError::BadMagic);
@@ -400,11 +429,14 @@ pub(crate) fn open_memfd(
     let geometry_ok = meta.header_size as usize == HEADER_SIZE
         && cap.is_power_of_two()
         && cap >= MIN_CAPACITY as u64
-        && cap + HEADER_SIZE as u64 == size
-        && meta.max_frame + FRAME_HEADER_SIZE as u64 <= cap
+        && cap.checked_add(HEADER_SIZE as u64) == Some(size)
+        && meta
+            .max_frame
+            .checked_add(FRAME_HEADER_SIZE as u64)
+            .is_some_and(|m| m <= cap)
         && expect_capacity.is_none_or(|c| c == cap);
     if !geometry_ok {
         return Err(AttachError::BadGeometry);
     }
-    Ok(MemfdSegment::new(map))
+    Ok(MemfdSegment::new(map, (cap, meta.max_frame as usize)))
 }

@@ -35,7 +35,11 @@ where
     T: Send,
     E: Send,
 {
-    let deadline = Instant::now() + timeout;
+    let now = Instant::now();
+    // A timeout too large for an Instant waits "forever" (a century), it does not panic.
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
     loop {
         match py.detach(&mut step) {
             Step::Ready(t) => return Ok(Ok(t)),

@@ -116,9 +116,9 @@ pub fn from_frame(code: ErrorCode, msg: &str, peer: u32) -> PyErr {
     }
 }
 
-/// A frame that cannot be decoded.
+/// A frame that cannot be decoded (corrupt bytes: a `DataError`, naming the frame).
 pub fn frame(e: FrameError, peer: u32) -> PyErr {
-    HydrofeedError::new_err(format!("feeder (pid {peer}) sent a bad frame: {e}"))
+    DataError::new_err(format!("feeder (pid {peer}) sent a bad frame: {e}"))
 }
 
 /// A column without tensor layout.

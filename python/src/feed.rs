@@ -134,7 +134,8 @@ pub struct Feed {
 
 fn secs(name: &str, v: f64) -> PyResult<Duration> {
     if v.is_finite() && v > 0.0 {
-        Ok(Duration::from_secs_f64(v))
+        // Larger than a Duration holds (1e300): no limit, not a panic.
+        Ok(Duration::try_from_secs_f64(v).unwrap_or(Duration::MAX))
     } else {
         Err(PyValueError::new_err(format!(
             "{name}={v}: expected a positive number of seconds"
@@ -425,6 +426,11 @@ impl Feed {
             let mut st = self.stats();
             st.frames += 1;
             st.bytes += frame_len;
+            if decoded.is_err() {
+                // A frame that cannot be decoded ends the feed (like an error frame): the rows
+                // after it would come without the ones it held.
+                st.done = true;
+            }
             match decoded? {
                 Frame::Schema(..) => st.schema = inner.dec.schema().cloned(),
                 Frame::Batch(meta, batch) => {
@@ -512,11 +518,11 @@ impl Feed {
                 st.frames += 1;
                 st.bytes += lease.len() as u64;
             }
-            match inner
-                .dec
-                .decode(&owned_buffer(lease))
-                .map_err(|e| error::frame(e, self.peer))?
-            {
+            let decoded = inner.dec.decode(&owned_buffer(lease)).map_err(|e| {
+                self.stats().done = true;
+                error::frame(e, self.peer)
+            })?;
+            match decoded {
                 Frame::Schema(..) => {}
                 Frame::Error(_, code, msg) => {
                     self.stats().done = true;

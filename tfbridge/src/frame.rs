@@ -29,11 +29,12 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
+use arrow_data::ArrayData;
 use arrow_ipc::convert::fb_to_schema;
 use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
 use arrow_ipc::writer::{IpcWriteOptions, StreamEncoder};
 use arrow_ipc::{root_as_message, MessageHeader, MetadataVersion};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
 /// `b"HFFR"`: hydrofeed frame.
 pub const MAGIC: [u8; 4] = *b"HFFR";
@@ -247,6 +248,16 @@ impl FrameHeader {
         Ok(h)
     }
 
+    /// How errors name the frame: sequence number, epoch and split.
+    pub fn name(&self) -> String {
+        let split = if self.split == NO_SPLIT {
+            String::new()
+        } else {
+            format!(", split {}", self.split)
+        };
+        format!("frame {} (epoch {}{split})", self.seq, self.epoch)
+    }
+
     /// The kind (checked by [`FrameHeader::parse`]).
     pub fn kind(&self) -> Option<FrameKind> {
         FrameKind::from_u16(self.kind)
@@ -278,6 +289,24 @@ pub enum FrameError {
     /// Arrow could not encode or decode.
     #[error("arrow ipc: {0}")]
     Arrow(#[from] ArrowError),
+    /// A dictionary is larger than the ring's largest frame: it can never be sent.
+    #[error(
+        "the dictionary of column \"{column}\" is {bytes} bytes, larger than the ring's largest \
+         frame ({max_frame} bytes); a dictionary travels whole in one frame: make the ring \
+         larger or read the column without dictionary encoding"
+    )]
+    DictionaryTooLarge {
+        /// The column (a dotted path for a nested one; several are comma-separated when only
+        /// their sum is too large).
+        column: String,
+        /// Bytes of its dictionary values.
+        bytes: usize,
+        /// The largest frame the ring takes.
+        max_frame: usize,
+    },
+    /// [`FrameEncoder::commit`] of a frame that is not the latest encoded batch frame.
+    #[error("only the latest encoded batch frame can be committed, once")]
+    NotLatest,
     /// The destination slice has the wrong length.
     #[error("frame needs {need} bytes, got a slot of {got}")]
     Size {
@@ -295,6 +324,8 @@ pub struct Encoded {
     header: FrameHeader,
     parts: Vec<Buffer>,
     inline: Vec<u8>,
+    /// Which [`FrameEncoder::batch`] call made it (0: not a batch frame).
+    token: u64,
 }
 
 impl Encoded {
@@ -342,15 +373,32 @@ impl Encoded {
 }
 
 /// Encodes one stream: the schema frame, then batch frames.
+///
+/// Dictionaries travel in the batch frames, each one only when it differs from the one the
+/// reader holds. Encoding is transactional: a batch frame counts as delivered, and its
+/// dictionaries as held by the reader, only once [`FrameEncoder::commit`] says it was put
+/// into the ring. A frame that is dropped instead (a producer that splits a batch too large
+/// for the ring) changes nothing; the next frame carries every dictionary the reader may lack.
 pub struct FrameEncoder {
     schema: SchemaRef,
     inner: StreamEncoder,
+    /// Whether any column holds a dictionary (else there is no state to keep).
+    has_dicts: bool,
+    /// The batch of the last committed frame, zero rows: its dictionaries are the reader's.
+    committed: RecordBatch,
+    /// The latest encoded batch frame not committed yet: its token and batch (zero rows).
+    pending: Option<(u64, RecordBatch)>,
+    /// `inner` recorded dictionaries of a frame that was not committed: rebuild it from
+    /// `committed` before the next frame.
+    ahead: bool,
+    next_token: u64,
 }
 
 impl std::fmt::Debug for FrameEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameEncoder")
             .field("schema", &self.schema)
+            .field("ahead", &self.ahead)
             .finish()
     }
 }
@@ -359,11 +407,70 @@ fn write_options() -> Result<IpcWriteOptions, ArrowError> {
     IpcWriteOptions::try_new(ALIGN, false, MetadataVersion::V5)
 }
 
+fn has_dictionary(dt: &DataType) -> bool {
+    match dt {
+        DataType::Dictionary(..) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => has_dictionary(f.data_type()),
+        DataType::Struct(fs) => fs.iter().any(|f| has_dictionary(f.data_type())),
+        DataType::Union(fs, _) => fs.iter().any(|(_, f)| has_dictionary(f.data_type())),
+        DataType::RunEndEncoded(_, v) => has_dictionary(v.data_type()),
+        _ => false,
+    }
+}
+
+/// `(column path, bytes of its dictionary values)` of every dictionary in `data` (of type
+/// `dt`), nested ones included.
+fn dictionary_sizes(path: &str, dt: &DataType, data: &ArrayData, out: &mut Vec<(String, usize)>) {
+    let children: Vec<(String, &DataType)> = match dt {
+        DataType::Dictionary(_, values) => {
+            if let Some(v) = data.child_data().first() {
+                let bytes = v
+                    .get_slice_memory_size()
+                    .unwrap_or_else(|_| v.get_buffer_memory_size());
+                out.push((path.to_string(), bytes));
+                dictionary_sizes(path, values, v, out);
+            }
+            return;
+        }
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => vec![(format!("{path}.{}", f.name()), f.data_type())],
+        DataType::Struct(fs) => fs
+            .iter()
+            .map(|f| (format!("{path}.{}", f.name()), f.data_type()))
+            .collect(),
+        _ => return,
+    };
+    for ((p, t), d) in children.iter().zip(data.child_data()) {
+        dictionary_sizes(p, t, d, out);
+    }
+}
+
 impl FrameEncoder {
     /// A new stream of batches of `schema`. Call [`FrameEncoder::schema_frame`] once first.
     pub fn new(schema: SchemaRef) -> Result<Self, FrameError> {
         let inner = StreamEncoder::try_new_with_options(&schema, write_options()?)?;
-        Ok(Self { schema, inner })
+        let has_dicts = schema
+            .fields()
+            .iter()
+            .any(|f| has_dictionary(f.data_type()));
+        Ok(Self {
+            committed: RecordBatch::new_empty(schema.clone()),
+            schema,
+            inner,
+            has_dicts,
+            pending: None,
+            ahead: false,
+            next_token: 1,
+        })
     }
 
     /// The stream's schema.
@@ -372,30 +479,113 @@ impl FrameEncoder {
     }
 
     /// The schema frame (the schema message followed by an empty batch, which the decoder
-    /// ignores: arrow-ipc's stream encoder writes the schema with the first batch).
+    /// ignores: arrow-ipc's stream encoder writes the schema with the first batch). It starts
+    /// the stream over: the reader holds no dictionaries after it.
     pub fn schema_frame(&mut self, meta: FrameMeta) -> Result<Encoded, FrameError> {
+        self.inner = StreamEncoder::try_new_with_options(&self.schema, write_options()?)?;
         let empty = RecordBatch::new_empty(self.schema.clone());
         let parts = self.inner.encode(&empty)?;
-        Ok(Self::assemble(FrameKind::Schema, meta, parts))
+        self.committed = empty;
+        self.pending = None;
+        self.ahead = false;
+        Ok(Self::assemble(FrameKind::Schema, meta, parts, 0))
     }
 
-    /// A batch frame; `meta.rows` is set from the batch.
+    /// A batch frame; `meta.rows` is set from the batch. Call [`FrameEncoder::commit`] once
+    /// the frame is in the ring; until then its dictionaries do not count as sent.
     pub fn batch(
         &mut self,
         batch: &RecordBatch,
         mut meta: FrameMeta,
     ) -> Result<Encoded, FrameError> {
         meta.rows = batch.num_rows() as u64;
+        if self.ahead {
+            // The last frame was not committed: start from what the reader holds. Encoding the
+            // committed batch's zero-row slice records its dictionaries (same buffers) as sent.
+            let mut inner = StreamEncoder::try_new_with_options(&self.schema, write_options()?)?;
+            inner.encode(&self.committed)?;
+            self.inner = inner;
+            self.ahead = false;
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        self.pending = Some((token, batch.slice(0, 0)));
+        // Until committed, `inner` may hold dictionaries the reader never got (and after an
+        // error, any part of them).
+        self.ahead = self.has_dicts;
         let parts = self.inner.encode(batch)?;
-        Ok(Self::assemble(FrameKind::Batch, meta, parts))
+        Ok(Self::assemble(FrameKind::Batch, meta, parts, token))
     }
 
-    fn assemble(kind: FrameKind, meta: FrameMeta, parts: Vec<Buffer>) -> Encoded {
+    /// [`FrameEncoder::batch`], refusing a batch whose dictionaries alone are larger than
+    /// `max_frame` bytes with [`FrameError::DictionaryTooLarge`]: every frame of the batch, down
+    /// to one row, carries them whole, so halving the batch cannot make it fit. A frame over
+    /// `max_frame` for any other reason is returned as usual (the caller splits the batch).
+    pub fn batch_within(
+        &mut self,
+        batch: &RecordBatch,
+        meta: FrameMeta,
+        max_frame: usize,
+    ) -> Result<Encoded, FrameError> {
+        let f = self.batch(batch, meta)?;
+        if f.len() <= max_frame || !self.has_dicts {
+            return Ok(f);
+        }
+        let mut sizes = Vec::new();
+        for (field, col) in self.schema.fields().iter().zip(batch.columns()) {
+            dictionary_sizes(field.name(), field.data_type(), &col.to_data(), &mut sizes);
+        }
+        let room = max_frame.saturating_sub(HEADER_LEN);
+        let total: usize = sizes.iter().map(|s| s.1).sum();
+        let too_large = match sizes.iter().max_by_key(|s| s.1) {
+            Some((column, bytes)) if *bytes > room => Some((column.clone(), *bytes)),
+            Some(_) if total > room => Some((
+                sizes
+                    .iter()
+                    .map(|s| s.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\", \""),
+                total,
+            )),
+            _ => None,
+        };
+        match too_large {
+            Some((column, bytes)) => Err(FrameError::DictionaryTooLarge {
+                column,
+                bytes,
+                max_frame,
+            }),
+            None => Ok(f),
+        }
+    }
+
+    /// Records that `frame` (the latest [`FrameEncoder::batch`] frame) was put into the ring:
+    /// the reader now holds its dictionaries. Frames of other kinds need no commit (this is a
+    /// no-op for them). Committing an older frame, or one twice, is an error.
+    pub fn commit(&mut self, frame: &Encoded) -> Result<(), FrameError> {
+        if frame.token == 0 {
+            return Ok(());
+        }
+        match self.pending.take() {
+            Some((token, batch)) if token == frame.token => {
+                self.committed = batch;
+                self.ahead = false;
+                Ok(())
+            }
+            other => {
+                self.pending = other;
+                Err(FrameError::NotLatest)
+            }
+        }
+    }
+
+    fn assemble(kind: FrameKind, meta: FrameMeta, parts: Vec<Buffer>, token: u64) -> Encoded {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         Encoded {
             header: FrameHeader::new(kind, meta, len as u64, 0),
             parts,
             inline: Vec::new(),
+            token,
         }
     }
 }
@@ -406,6 +596,7 @@ pub fn marker(kind: FrameKind, meta: FrameMeta) -> Encoded {
         header: FrameHeader::new(kind, meta, 0, 0),
         parts: Vec::new(),
         inline: Vec::new(),
+        token: 0,
     }
 }
 
@@ -422,6 +613,7 @@ pub fn error_frame(code: ErrorCode, message: &str, meta: FrameMeta, max_len: usi
         header: FrameHeader::new(FrameKind::Error, meta, inline.len() as u64, code as u32),
         parts: Vec::new(),
         inline,
+        token: 0,
     }
 }
 
@@ -494,19 +686,30 @@ impl FrameDecoder {
             )));
         }
         let h = FrameHeader::parse(frame.as_slice())?;
+        self.decode_payload(frame, &h).map_err(|e| match e {
+            FrameError::Corrupt(m) => FrameError::Corrupt(format!("{}: {m}", h.name())),
+            FrameError::Arrow(e) => FrameError::Corrupt(format!("{}: arrow ipc: {e}", h.name())),
+            e => e,
+        })
+    }
+
+    fn decode_payload(&mut self, frame: &Buffer, h: &FrameHeader) -> Result<Frame, FrameError> {
         let meta = h.meta();
         let payload = frame.slice_with_length(HEADER_LEN, h.payload_len as usize);
         match h.kind() {
             Some(FrameKind::Schema) => {
-                let schema = self.read_messages(&payload, true)?.0.ok_or_else(|| {
+                // A new stream: forget the old one's dictionaries first, then keep the ones
+                // this frame carries (empty ones, which the encoder counts as sent).
+                self.dicts.clear();
+                self.schema = None;
+                let schema = self.read_guarded(&payload, true)?.0.ok_or_else(|| {
                     FrameError::Corrupt("schema frame without a schema message".into())
                 })?;
-                self.dicts.clear();
                 self.schema = Some(schema.clone());
                 Ok(Frame::Schema(meta, schema))
             }
             Some(FrameKind::Batch) => {
-                let batch = self.read_messages(&payload, false)?.1.ok_or_else(|| {
+                let batch = self.read_guarded(&payload, false)?.1.ok_or_else(|| {
                     FrameError::Corrupt("batch frame without a record batch message".into())
                 })?;
                 if batch.num_rows() as u64 != h.rows {
@@ -531,6 +734,31 @@ impl FrameDecoder {
                 h.kind
             ))),
         }
+    }
+
+    /// [`FrameDecoder::read_messages`], with arrow-rs panics turned into errors. The messages
+    /// are checked before arrow-rs sees them (every buffer inside the body, sane counts), but
+    /// arrow-rs still asserts on some inconsistent bodies (a validity buffer shorter than its
+    /// node, say) instead of returning an error; a corrupt frame must not take the trainer
+    /// down. The decoder's state is unchanged by a panic: dictionaries are stored last.
+    fn read_guarded(
+        &mut self,
+        payload: &Buffer,
+        schema_frame: bool,
+    ) -> Result<(Option<SchemaRef>, Option<RecordBatch>), FrameError> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.read_messages(payload, schema_frame)
+        }));
+        r.unwrap_or_else(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(FrameError::Corrupt(format!(
+                "arrow ipc could not read the payload: {why}"
+            )))
+        })
     }
 
     /// Walks the IPC messages of a payload. Returns the schema (if a schema message came) and
@@ -597,7 +825,16 @@ impl FrameDecoder {
                     let d = msg.header_as_dictionary_batch().ok_or_else(|| {
                         FrameError::Corrupt("unreadable dictionary batch message".into())
                     })?;
-                    read_dictionary(&body, d, &schema, &mut self.dicts, &version)?;
+                    let rb = d.data().ok_or_else(|| {
+                        FrameError::Corrupt("dictionary batch message without data".into())
+                    })?;
+                    check_batch(rb, body_len, at)?;
+                    // Dictionaries are kept for the batches that follow, so they get their
+                    // own copy: a view into this frame would keep its lease, and so every
+                    // later slot of the ring, from being reclaimed (the ring frees in order).
+                    let owned = Buffer::from_slice_ref(body.as_slice());
+                    read_dictionary(&owned, d, &schema, &mut self.dicts, &version)
+                        .map_err(|e| at_offset(at, e))?;
                 }
                 MessageHeader::RecordBatch => {
                     if !schema_frame {
@@ -605,10 +842,11 @@ impl FrameDecoder {
                         let rb = msg.header_as_record_batch().ok_or_else(|| {
                             FrameError::Corrupt("unreadable record batch message".into())
                         })?;
+                        check_batch(rb, body_len, at)?;
                         let batch =
-                            RecordBatchDecoder::try_new(&body, rb, schema, &self.dicts, &version)?
-                                .with_require_alignment(true)
-                                .read_record_batch()?;
+                            RecordBatchDecoder::try_new(&body, rb, schema, &self.dicts, &version)
+                                .and_then(|d| d.with_require_alignment(true).read_record_batch())
+                                .map_err(|e| at_offset(at, e))?;
                         batch_out = Some(batch);
                     }
                 }
@@ -622,6 +860,55 @@ impl FrameDecoder {
         }
         Ok((schema_out, batch_out))
     }
+}
+
+fn at_offset(at: usize, e: ArrowError) -> FrameError {
+    FrameError::Corrupt(format!("IPC message at payload offset {at}: {e}"))
+}
+
+/// Checks a record (or dictionary) batch message against its body before arrow-rs reads it:
+/// no compression (frames are written without), counts that are not negative, null counts
+/// within their node, every buffer inside the body.
+fn check_batch(
+    rb: arrow_ipc::RecordBatch<'_>,
+    body_len: usize,
+    at: usize,
+) -> Result<(), FrameError> {
+    let bad = |what: String| {
+        Err(FrameError::Corrupt(format!(
+            "IPC message at payload offset {at}: {what}"
+        )))
+    };
+    if rb.compression().is_some() {
+        return bad("compressed body (frames are written uncompressed)".into());
+    }
+    if rb.length() < 0 {
+        return bad(format!("negative row count {}", rb.length()));
+    }
+    for (i, n) in rb.nodes().iter().flatten().enumerate() {
+        if n.length() < 0 || n.null_count() < 0 || n.null_count() > n.length() {
+            return bad(format!(
+                "field node {i} has length {} and null count {}",
+                n.length(),
+                n.null_count()
+            ));
+        }
+    }
+    for (i, b) in rb.buffers().iter().flatten().enumerate() {
+        let end = u64::try_from(b.offset())
+            .ok()
+            .zip(u64::try_from(b.length()).ok())
+            .and_then(|(o, l)| o.checked_add(l));
+        // The format aligns every buffer to 8 bytes (frames: 64); arrow-rs asserts on less.
+        if end.is_none_or(|e| e > body_len as u64) || b.offset() % 8 != 0 {
+            return bad(format!(
+                "buffer {i} at {} of {} bytes is misaligned or outside the {body_len}-byte body",
+                b.offset(),
+                b.length()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The schema of a stream as an `Arc`.

@@ -1,0 +1,59 @@
+//! `Listener::bind` replaces only a stale socket file of ours; anything else at the path is
+//! left alone and the bind is refused.
+
+use hydrofeed_ipc::{AttachError, Listener, RingConfig};
+use std::os::unix::fs::PermissionsExt;
+
+fn cfg() -> RingConfig {
+    RingConfig {
+        capacity: 1 << 16,
+        max_frame: None,
+    }
+}
+
+#[test]
+fn a_regular_file_is_not_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.sock");
+    std::fs::write(&path, b"precious").unwrap();
+    let r = Listener::bind(&path, cfg());
+    assert!(
+        matches!(r, Err(AttachError::PathInUse)),
+        "bind over a regular file: {r:?}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+}
+
+#[test]
+fn a_stale_socket_of_ours_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.sock");
+    let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    drop(l); // the file stays, nobody listens
+    assert!(path.exists());
+    let l = Listener::bind(&path, cfg()).unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    drop(l);
+}
+
+/// A stale socket owned by another user is not ours to remove (only root can make one here).
+#[test]
+fn a_socket_of_another_user_is_not_removed() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to give a socket file to another uid");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.sock");
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    std::os::unix::fs::chown(&path, Some(54321), None).unwrap();
+    let r = Listener::bind(&path, cfg());
+    assert!(
+        matches!(r, Err(AttachError::PathInUse)),
+        "bind over another user's socket: {r:?}"
+    );
+    assert!(path.exists());
+}
