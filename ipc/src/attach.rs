@@ -175,11 +175,31 @@ impl Listener {
         )
         .map_err(bind_err)?;
         let addr = SocketAddrUnix::new(path).map_err(bind_err)?;
+        // Binders take turns (an exclusive lock on the directory, held until the socket
+        // listens): a socket bound but not yet listening looks stale, and must not be removed
+        // by a second binder.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = rustix::fs::open(
+            dir.unwrap_or(Path::new(".")),
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(bind_err)?;
+        rustix::fs::flock(&dir, rustix::fs::FlockOperation::LockExclusive).map_err(bind_err)?;
         match rustix::net::bind(&fd, &addr) {
             Ok(()) => {}
             Err(rustix::io::Errno::ADDRINUSE) => {
                 // Only a socket file of ours may be replaced (lstat: a symlink is not one).
-                let st = rustix::fs::lstat(path).map_err(bind_err)?;
+                let st = match rustix::fs::lstat(path) {
+                    Err(rustix::io::Errno::NOENT) => {
+                        // Removed meanwhile (its listener ended): the path is free now.
+                        rustix::net::bind(&fd, &addr).map_err(bind_err)?;
+                        return Self::listen_on(fd, path, cap, max_frame);
+                    }
+                    r => r.map_err(bind_err)?,
+                };
                 let ours = rustix::fs::FileType::from_raw_mode(st.st_mode)
                     == rustix::fs::FileType::Socket
                     && st.st_uid == rustix::process::geteuid().as_raw();
@@ -200,6 +220,17 @@ impl Listener {
             }
             Err(e) => return Err(bind_err(e)),
         }
+        Self::listen_on(fd, path, cap, max_frame)
+    }
+
+    /// Makes the socket bound at `path` private and listening.
+    fn listen_on(
+        fd: OwnedFd,
+        path: &Path,
+        cap: usize,
+        max_frame: usize,
+    ) -> Result<Listener, AttachError> {
+        let bind_err = |e| AttachError::io(AttachStage::Bind, e);
         // Before listen() nobody can connect, so tightening the mode here leaves no window.
         rustix::fs::chmod(path, rustix::fs::Mode::from_raw_mode(0o600)).map_err(bind_err)?;
         let st = rustix::fs::stat(path).map_err(bind_err)?;

@@ -57,3 +57,40 @@ fn a_socket_of_another_user_is_not_removed() {
     );
     assert!(path.exists());
 }
+
+/// Binders racing for the same stale socket file (feeders restarted at once): exactly one wins
+/// and the file at the path is the winner's listening socket; no binder removes the socket
+/// another has just bound.
+#[test]
+fn binders_racing_for_a_stale_socket_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.sock");
+    for round in 0..300 {
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap()); // stale file
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let winners: Vec<Listener> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..6)
+                .map(|_| {
+                    let (b, p) = (barrier.clone(), path.clone());
+                    s.spawn(move || {
+                        b.wait();
+                        Listener::bind(&p, cfg()).ok()
+                    })
+                })
+                .collect();
+            hs.into_iter().filter_map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: {} binders won",
+            winners.len()
+        );
+        assert!(
+            std::os::unix::net::UnixStream::connect(&path).is_ok(),
+            "round {round}: the socket file is not the winner's"
+        );
+        std::mem::forget(winners); // keep the file for the next round's stale start
+        std::fs::remove_file(&path).ok();
+    }
+}
