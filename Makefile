@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CARGO := cargo
 
 PHONY_EXTRA := develop-debug valgrind
-.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs check bench clean
+.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
 help: ## List the targets
@@ -50,6 +50,9 @@ test-python: venv build develop ## Python tests against the release build (pytes
 test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
 	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-feeder --test hdfs
 	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
+
+fuzz-diff: venv build develop ## Differential suite, long run: 5000 random files per format against the reference readers
+	HYPOTHESIS_PROFILE=fuzz HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests/test_differential.py
 
 test: venv ## All tests
 	$(MAKE) test-rust

@@ -60,7 +60,10 @@ _COMMON: dict[str, Any] = dict(
 settings.register_profile("default", max_examples=200, **_COMMON)
 settings.register_profile("fuzz", max_examples=5000, **_COMMON)
 # Applied per test (not loaded globally), so other test files keep hypothesis's own defaults.
-PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+PROFILE_NAME = os.environ.get("HYPOTHESIS_PROFILE", "default")
+PROFILE = settings.get_profile(PROFILE_NAME)
+# The per-test watchdog (pytest.ini says 300 s) grows with the number of examples.
+pytestmark = pytest.mark.timeout(max(300, PROFILE.max_examples * 2))
 
 I64 = (-(2**63), 2**63 - 1)
 I32 = (-(2**31), 2**31 - 1)
@@ -413,7 +416,6 @@ def orc_pyarrow_cases(draw: st.DrawFn) -> ArrowCase:
         compression=draw(st.sampled_from(["UNCOMPRESSED", "SNAPPY", "ZLIB", "LZ4", "ZSTD"])),
         stripe_size=draw(st.sampled_from([64 * 1024 * 1024, 4096, 1])),
         batch_size=draw(st.sampled_from([1024, 7, 1])),
-        compression_block_size=draw(st.sampled_from([65536, 1024])),
         row_index_stride=draw(st.sampled_from([10000, 1000])),
         file_version=draw(st.sampled_from(["0.11", "0.12"])),
         dictionary_key_size_threshold=draw(st.sampled_from([0.0, 1.0])),
@@ -529,10 +531,10 @@ def orc_pyorc_cases(draw: st.DrawFn) -> PyorcCase:
     rows = [dict(zip(names, r)) for r in zip(*cols)] if cols else []
     schema = "struct<" + ",".join(f"{n}:{t.text}" for n, t in zip(names, types)) + ">"
     write = dict(
-        compression=draw(st.sampled_from(list(pyorc.CompressionKind))),
+        # The ORC C++ writer has no LZO (readers do).
+        compression=draw(st.sampled_from([c for c in pyorc.CompressionKind if c != pyorc.CompressionKind.LZO])),
         stripe_size=draw(st.sampled_from([64 * 1024 * 1024, 1024, 1])),
         batch_size=draw(st.sampled_from([1024, 7])),
-        compression_block_size=draw(st.sampled_from([65536, 1024])),
         row_index_stride=draw(st.sampled_from([10000, 1000])),
         dict_key_size_threshold=draw(st.sampled_from([0.0, 1.0])),
     )
@@ -603,6 +605,10 @@ def _ms_range(per_sec: int) -> tuple[int, int]:
     return lo, hi
 
 
+def _micros(t: dt.time) -> int:
+    return ((t.hour * 60 + t.minute) * 60 + t.second) * 10**6 + t.microsecond
+
+
 def _dec_bytes(p: int) -> int:
     n = 1
     while 2 ** (8 * n - 1) <= 10**p:
@@ -659,16 +665,26 @@ def avro_types(names: list[int], depth: int = 2) -> st.SearchStrategy[AvroType]:
     )
     logical = st.one_of(
         st.integers(1, 40).flatmap(lambda p: st.tuples(st.integers(0, p), st.booleans()).map(lambda a: decimal_type(p, a[0], a[1]))),
-        st.just(AvroType({"type": "string", "logicalType": "uuid"}, st.uuids().map(str), pa.uuid(), conv=lambda u: u.bytes)),
+        st.just(AvroType({"type": "string", "logicalType": "uuid"}, st.uuids().map(str), pa.binary(16), conv=lambda u: u.bytes)),
         st.just(
             AvroType(
                 {"type": "int", "logicalType": "date"},
                 st.integers((dt.date(1, 1, 1) - dt.date(1970, 1, 1)).days, (dt.date(9999, 12, 31) - dt.date(1970, 1, 1)).days),
                 pa.date32(),
+                conv=lambda d: (d - dt.date(1970, 1, 1)).days,
             )
         ),
-        st.just(AvroType({"type": "int", "logicalType": "time-millis"}, st.integers(0, DAY * 1000 - 1), pa.time32("ms"))),
-        st.just(AvroType({"type": "long", "logicalType": "time-micros"}, st.integers(0, DAY * 10**6 - 1), pa.time64("us"))),
+        st.just(
+            AvroType(
+                {"type": "int", "logicalType": "time-millis"},
+                st.integers(0, DAY * 1000 - 1),
+                pa.time32("ms"),
+                conv=lambda t: _micros(t) // 1000,
+            )
+        ),
+        st.just(
+            AvroType({"type": "long", "logicalType": "time-micros"}, st.integers(0, DAY * 10**6 - 1), pa.time64("us"), conv=_micros)
+        ),
         st.sampled_from(
             [
                 ("timestamp-millis", "ms", True),
@@ -682,7 +698,11 @@ def avro_types(names: list[int], depth: int = 2) -> st.SearchStrategy[AvroType]:
         st.just(None).map(  # a new name per draw: Avro names may be defined once
             lambda _: AvroType(
                 {"type": "fixed", "name": name("dur"), "size": 12, "logicalType": "duration"},
-                st.binary(min_size=12, max_size=12),
+                # Months and days up to 2**31 - 1: larger ones do not fit Arrow's int32 (see
+                # test_avro_duration_months_past_int32 for what happens to them).
+                st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**32 - 1)).map(
+                    lambda a: struct.pack("<III", *a)
+                ),
                 pa.month_day_nano_interval(),
                 conv=_mdn,
             )
@@ -833,6 +853,7 @@ def tfrecord_cases(draw: st.DrawFn) -> TfCase:
 
 
 def _tf() -> Any:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return pytest.importorskip("tensorflow")
 
 
@@ -864,8 +885,8 @@ def reference_tfrecord(path: Path, compression: str) -> tuple[list[dict[str, Any
                 kinds.setdefault(name, kind.removesuffix("_list"))
                 names.add(name)
         present.append(names)
-    if not raw:
-        return [], kinds
+    if not kinds:
+        return [{} for _ in raw], kinds
     dtypes = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
     spec = {name: tf.io.VarLenFeature(dtypes[k]) for name, k in kinds.items()}
     parsed = tf.io.parse_example(tf.constant(raw), spec)
