@@ -24,8 +24,9 @@ class DataFeed:
     Args:
         address: the feeder's socket; default: the ``HYDROFEED_FEED_SOCKET`` environment
             variable (set by ``hydrofeed launch``, the Spark integration, or by hand).
-        batch_size: rows per batch the feeder sends (it rebatches to this size); default:
-            the feeder's own.
+        batch_size: rows per batch the feeder sends (it rebatches to this size); without it,
+            the size given to :meth:`batches` (told to the feeder before the first batch), else
+            the job's (``hydrofeed launch --batch-size``) or the feeder's default.
         timeout: seconds any single wait may last before :class:`hydrofeed.FeedTimeoutError`.
         connect_timeout: seconds to wait for the feeder to come up.
         input_mapping: TFoS compatibility: ``{column: name}``; ``next_batch`` then returns a
@@ -89,14 +90,13 @@ class DataFeed:
         ring memory (fixed-size lists are 2-D, variable lists :class:`hydrofeed.Ragged`,
         strings ``pyarrow`` arrays); an array keeps its ring slot alive until it is collected.
         Every numpy array also offers ``__dlpack__``, so ``torch.from_dlpack(batch["x"])`` and
-        ``tf.experimental.dlpack`` take it without a copy. ``batch_size`` must match the size
-        given to the constructor (the feeder rebatches once, at attach).
+        ``tf.experimental.dlpack`` take it without a copy. ``batch_size``, on a feed made
+        without one, is told to the feeder before the first batch (it rebatches to it); it must
+        match a size given to the constructor, and under ``hydrofeed launch --batch-size N`` it
+        must be ``N`` (else the first batch raises, naming ``--batch-size``).
         """
-        if batch_size is not None and self._feed.batch_size not in (None, batch_size):
-            raise ValueError(
-                f"batch_size={batch_size}, but this feed asked the feeder for "
-                f"{self._feed.batch_size} rows per batch at attach"
-            )
+        if batch_size is not None:
+            self._feed.ask_batch_size(batch_size)
         while True:
             b = self.next()
             if b is None:
@@ -213,6 +213,38 @@ class DataFeed:
             timeout,
         )
         return dict(json.loads(text))
+
+    def steps_per_epoch(self, timeout: float = 30.0) -> int | None:
+        """Batches this rank gets in each epoch, under ``hydrofeed launch`` (every rank gets the
+        same number): asked of the coordinator once the job's batch size is settled (the first
+        call waits for the feed's schema). ``None`` where it is not one number: without a
+        coordinator (``hydrofeed serve`` feeds until the data ends), under ``--remainder wrap``
+        (epochs differ by a step), and in a run resumed mid-epoch (its first epoch is shorter).
+        """
+        addr = os.environ.get("HYDROFEED_COORDINATOR")
+        if not addr:
+            return None
+        import json
+
+        self._feed.wait_schema()
+        st = json.loads(
+            Feed.coordinator_state(
+                addr,
+                os.environ.get("HYDROFEED_TOKEN", ""),
+                int(os.environ.get("HYDROFEED_RANK", "0")),
+                0,
+                timeout,
+            )
+        )
+        if any(l.get("done") or l.get("partial") for l in st.get("ledgers", [])):
+            return None
+        per_step = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1")) * int(st["batch_size"])
+        total = int(st["total_rows"])
+        if st["remainder"] == "drop":
+            return total // per_step
+        if st["remainder"] == "pad":
+            return -(-total // per_step)
+        return None
 
     def flush_acks(self) -> None:
         """Tells the feeder that every batch handed out so far was consumed (it forwards the

@@ -33,7 +33,7 @@ from hydrofeed._epochs import EpochIterator
 from hydrofeed._native import Batch, HydrofeedError, Ragged
 from hydrofeed.feed import DataFeed
 
-__all__ = ["dataset", "spec_of"]
+__all__ = ["dataset", "distributed_dataset", "spec_of"]
 
 
 def _dtype(t: pa.DataType) -> Any:
@@ -99,11 +99,8 @@ def dataset(
     batches in each epoch: the dataset's cardinality, so Keras shows progress, and an epoch of
     another length fails at its end instead of passing unnoticed.
     """
-    if batch_size is not None and feed._feed.batch_size not in (None, batch_size):
-        raise ValueError(
-            f"batch_size={batch_size}, but the feed asked for {feed._feed.batch_size} rows per "
-            "batch at attach: pass batch_size to DataFeed"
-        )
+    if batch_size is not None:
+        feed._feed.ask_batch_size(batch_size)
     schema: pa.Schema = feed._feed.wait_schema()
     specs = {f.name: spec_of(f) for f in schema}
     names = list(specs)
@@ -155,6 +152,73 @@ def dataset(
     ds = tf.data.Dataset.from_generator(gen, output_signature=signature)
     if steps_per_epoch is None and os.environ.get("HYDROFEED_STEPS_PER_EPOCH"):
         steps_per_epoch = int(os.environ["HYDROFEED_STEPS_PER_EPOCH"])
+    if steps_per_epoch is None and per_epoch:
+        steps_per_epoch = feed.steps_per_epoch()
     if steps_per_epoch is not None and per_epoch:
         ds = ds.apply(tf.data.experimental.assert_cardinality(steps_per_epoch))
     return ds
+
+
+def distributed_dataset(
+    strategy: Any,
+    feed: DataFeed,
+    batch_size: int | None = None,
+    x: str | Sequence[str] | None = None,
+    y: str | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    steps_per_epoch: int | None = None,
+    global_batch_size: int | None = None,
+) -> Any:
+    """The feed as a dataset that ``strategy`` distributes, for ``model.fit`` under
+    ``tf.distribute.MultiWorkerMirroredStrategy`` (``hydrofeed launch`` sets ``TF_CONFIG``)::
+
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        ds = hf.tf.distributed_dataset(strategy, hf.DataFeed(), batch_size=64, x="image", y="label")
+        with strategy.scope():
+            model = ...; model.compile(...)
+        model.fit(ds, epochs=E, steps_per_epoch=ds.steps_per_epoch)
+
+    hydrofeed already gave each worker its own rows (every row once per epoch, every worker the
+    same number of steps), so each worker's input pipeline is its own feed, taken as it is:
+    ``strategy.distribute_datasets_from_function`` with auto-sharding off (sharding again would
+    drop rows). **Batch sizes**: the feed's batch is one replica's batch; the global batch of a
+    step is ``batch_size * strategy.num_replicas_in_sync``. Pass ``global_batch_size`` to have
+    that checked. ``ds.steps_per_epoch`` is the steps of each epoch (give it to ``model.fit``:
+    Keras cannot count a distributed dataset); ``None`` where the feed cannot say.
+
+    **Epochs**: the dataset is one stream of every epoch the feed has, and ``model.fit`` takes
+    ``steps_per_epoch`` batches of it per epoch; give ``fit`` the feed's epochs
+    (``HYDROFEED_EPOCHS``, set by ``launch --epochs``). More epochs than the feed has end the
+    training at the end of the feed ("Your input ran out of data"); fewer leave the rest unread
+    and the other ranks' feeds are ended when a trainer exits.
+
+    Keras 3 does not run ``model.fit`` under ``MultiWorkerMirroredStrategy``; use tf-keras
+    (``pip install tf-keras``, ``TF_USE_LEGACY_KERAS=1`` before importing TensorFlow).
+    """
+    # One iterator over every epoch of the feed: Keras keeps a distributed dataset's iterator
+    # across epochs when steps_per_epoch is given (it does not start a new one per epoch), and
+    # takes steps_per_epoch batches from it in each.
+    local = dataset(feed, batch_size=batch_size, x=x, y=y, shapes=shapes, per_epoch=False)
+    if steps_per_epoch is None and os.environ.get("HYDROFEED_STEPS_PER_EPOCH"):
+        steps_per_epoch = int(os.environ["HYDROFEED_STEPS_PER_EPOCH"])
+    if steps_per_epoch is None:
+        steps_per_epoch = feed.steps_per_epoch()
+    per_replica = batch_size or feed._feed.batch_size
+    replicas = int(strategy.num_replicas_in_sync)
+    if global_batch_size is not None:
+        if per_replica is None or per_replica * replicas != global_batch_size:
+            raise ValueError(
+                f"global_batch_size={global_batch_size}, but each of the {replicas} replicas takes "
+                f"batches of {per_replica or 'the feed' + chr(39) + 's'} rows from its feed: the "
+                f"global batch is batch_size x num_replicas_in_sync"
+            )
+    opts = tf.data.Options()
+    opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    local = local.with_options(opts)
+
+    def fn(ctx: Any) -> Any:
+        return local
+
+    dist = strategy.distribute_datasets_from_function(fn)
+    dist.steps_per_epoch = steps_per_epoch
+    return dist

@@ -2,7 +2,7 @@
 //! numpy arrays view the ring.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,9 @@ use crate::tensor;
 
 /// The reading side, held for a whole `next()` (with the GIL released while it waits).
 struct Inner {
+    /// Whether the `Hello` (the batch size) went to the feeder: at attach when a size was
+    /// given, else at the first `next()` / `wait_schema()` / `ask_batch_size()`.
+    hello_sent: bool,
     consumer: Option<Consumer>,
     dec: FrameDecoder,
     /// Frames read (acks count frames).
@@ -129,7 +132,8 @@ pub struct Feed {
     address: String,
     peer: u32,
     timeout: Duration,
-    batch_size: Option<u64>,
+    /// The batch size asked of the feeder (0: none, the feeder's default).
+    batch_size: AtomicU64,
 }
 
 fn secs(name: &str, v: f64) -> PyResult<Duration> {
@@ -246,6 +250,35 @@ impl Feed {
     }
 }
 
+impl Feed {
+    /// Sends the `Hello` once, with the batch size asked so far.
+    fn hello(&self, inner: &mut Inner) -> PyResult<()> {
+        if inner.hello_sent {
+            return Ok(());
+        }
+        inner.hello_sent = true;
+        let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
+        match inner.consumer.as_mut() {
+            Some(c) => send_hello(c, bs, &self.address),
+            None => Ok(()),
+        }
+    }
+}
+
+fn send_hello(consumer: &mut Consumer, batch_size: Option<u64>, address: &str) -> PyResult<()> {
+    let hello = Control::Hello {
+        batch_size,
+        pid: std::process::id(),
+    }
+    .to_bytes();
+    consumer.send_control(&hello).map_err(|e| {
+        PeerLostError::new_err(format!(
+            "feeder (pid {}) at {address}: sending the batch size: {e}",
+            consumer.peer_pid()
+        ))
+    })
+}
+
 #[pymethods]
 impl Feed {
     /// Attaches to the feeder listening on `address` (a Unix socket path) and tells it the
@@ -302,19 +335,14 @@ impl Feed {
         let _ = last;
         let mut consumer = r.map_err(|e| error::attach(e, address))?;
         let peer = consumer.peer_pid();
-        let hello = Control::Hello {
-            batch_size,
-            pid: std::process::id(),
+        let hello_sent = batch_size.is_some();
+        if hello_sent {
+            send_hello(&mut consumer, batch_size, address)?;
         }
-        .to_bytes();
-        consumer.send_control(&hello).map_err(|e| {
-            PeerLostError::new_err(format!(
-                "feeder (pid {peer}) at {address}: sending the batch size: {e}"
-            ))
-        })?;
         let ring_bytes = consumer.capacity();
         Ok(Self {
             inner: Mutex::new(Inner {
+                hello_sent,
                 consumer: Some(consumer),
                 dec: FrameDecoder::new(),
                 frames: 0,
@@ -333,7 +361,7 @@ impl Feed {
             address: address.to_string(),
             peer,
             timeout,
-            batch_size,
+            batch_size: AtomicU64::new(batch_size.unwrap_or(0)),
         })
     }
 
@@ -349,6 +377,7 @@ impl Feed {
         };
         let mut g = self.lock(py)?;
         let inner = &mut *g;
+        self.hello(inner)?;
         loop {
             if self.stats().done || self.closing.load(Ordering::Acquire) {
                 return Ok(None);
@@ -482,6 +511,7 @@ impl Feed {
         }
         let mut g = self.lock(py)?;
         let inner = &mut *g;
+        self.hello(inner)?;
         while inner.dec.schema().is_none() {
             let done = self.stats().done;
             let Some(consumer) = inner.consumer.as_mut().filter(|_| !done) else {
@@ -580,10 +610,36 @@ impl Feed {
         self.peer
     }
 
-    /// The batch size asked of the feeder (None: the feeder's default).
+    /// The batch size asked of the feeder (None: the feeder's default, or not asked yet).
     #[getter]
     fn batch_size(&self) -> Option<u64> {
-        self.batch_size
+        Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0)
+    }
+
+    /// Asks the feeder for `batch_size` rows per batch, when the feed was made without a size
+    /// and has not started. A feed that already told the feeder another size (at attach, or
+    /// the feeder's default at its first batch) raises `ValueError`: batches are never silently
+    /// of another size than the one asked.
+    fn ask_batch_size(&self, py: Python<'_>, batch_size: u64) -> PyResult<()> {
+        if batch_size == 0 {
+            return Err(PyValueError::new_err("batch_size must be at least 1"));
+        }
+        let mut g = self.lock(py)?;
+        let inner = &mut *g;
+        if !inner.hello_sent {
+            self.batch_size.store(batch_size, Ordering::Release);
+            return self.hello(inner);
+        }
+        match self.batch_size.load(Ordering::Acquire) {
+            b if b == batch_size => Ok(()),
+            0 => Err(PyValueError::new_err(format!(
+                "batch_size={batch_size}, but this feed already started with the feeder's batch \
+                 size: pass DataFeed(batch_size={batch_size}) (or ask before the first batch)"
+            ))),
+            b => Err(PyValueError::new_err(format!(
+                "batch_size={batch_size}, but this feed asked the feeder for {b} rows per batch"
+            ))),
+        }
     }
 
     /// Tells the feeder how many results the trainer produced (TFoS `batch_results`).

@@ -40,7 +40,9 @@ signal.signal(signal.SIGINT, on_sigint)
 # BATCH: the size to ask for, or one per rank ("10,20"); unset: ask for none.
 sizes = os.environ.get("BATCH", "").split(",")
 batch_size = int(sizes[rank % len(sizes)]) if sizes != [""] else None
-feed = hydrofeed.DataFeed(batch_size=batch_size, timeout=60)
+# BATCH_LATE=1: the size goes only to `batches(n)`, not to the constructor.
+late = os.environ.get("BATCH_LATE") == "1"
+feed = hydrofeed.DataFeed(batch_size=None if late else batch_size, timeout=60)
 log = open(os.path.join(out, f"rank-{rank}.jsonl"), "w")
 sock_dir = os.path.dirname(os.environ["HYDROFEED_FEED_SOCKET"])
 log.write(json.dumps({"socket_dir": sock_dir, "mode": os.stat(sock_dir).st_mode & 0o777}) + "\n")

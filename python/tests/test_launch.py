@@ -520,6 +520,24 @@ def test_without_batch_size_the_trainers_size_is_the_jobs(
     assert len(ids) == len(set(ids)) == TOTAL - dropped(r.stderr)
 
 
+@pytest.mark.parametrize("given", ["none", "64"])
+def test_batch_size_given_only_to_batches_is_the_one_used(
+    hf_bin: str, data7: Path, tmp_path: Path, given: str
+) -> None:
+    """`DataFeed()` then `feed.batches(10)`: every step is 10 rows (it was the launcher's 256
+    without `--batch-size`); with `--batch-size 64` the first call raises naming it."""
+    batch = None if given == "none" else 64
+    r = launch(hf_bin, data7, tmp_path / "out", 1, env={"BATCH": "10", "BATCH_LATE": "1"}, batch=batch)
+    if batch is not None:
+        assert r.returncode != 0
+        v = verdict(r.stderr)
+        assert "--batch-size 64" in v and "10 rows" in v, v
+        return
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = steps_of(records(tmp_path / "out", 0))
+    assert steps and all(len(s["ids"]) == 10 for s in steps), [len(s["ids"]) for s in steps][:5]
+
+
 def test_trainers_asking_different_batch_sizes_fail_naming_both(
     hf_bin: str, data7: Path, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
 //! `hydrofeed launch`: one machine, whole job. Starts the coordinator (in this process), one
 //! feeder daemon (`hydrofeed feeder --keep-going`, a child process) and N trainer processes with
-//! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`,
+//! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`, `HYDROFEED_EPOCHS`,
 //! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with
 //! their rank and keeps each child's last lines; shows progress on stderr (a bar on a terminal,
 //! a plain line every 5 s otherwise).
@@ -75,6 +75,10 @@ pub struct Args {
     /// Skip corrupt records (counted, and named in the summary) instead of failing.
     #[arg(long)]
     pub skip_errors: bool,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
     /// Feeder memory budget in MiB.
     #[arg(long, default_value_t = 512)]
     pub memory_mb: usize,
@@ -359,7 +363,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
     catch_signals();
     // The feeder plans with the same options: split ids and row counts must agree.
-    let read = super::serve::read_options(args.columns.clone(), args.format, args.skip_errors);
+    let read = super::serve::read_options(
+        args.columns.clone(),
+        args.format,
+        args.skip_errors,
+        args.schema.as_deref(),
+    )?;
     let storage = crate::storage::open_storage(&args.input)?;
     let plan = crate::format::plan(&storage, &args.input, &read)?;
     let splits = SplitInfo::from_plan(&plan);
@@ -464,6 +473,7 @@ fn supervise(
     pb: &ProgressBar,
 ) -> anyhow::Result<Ended> {
     let n = args.workers;
+    let epochs = svc.shared.with_machine(|m| m.config().epochs);
     let ports = free_ports(n)?;
     let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
     let mut feeder = Command::new(exe);
@@ -502,6 +512,9 @@ fn supervise(
     if args.skip_errors {
         feeder.arg("--skip-errors");
     }
+    if let Some(s) = &args.schema {
+        feeder.arg("--schema").arg(s);
+    }
     let from_trainers = args.batch_size.is_none() && args.resume.is_none();
     if from_trainers {
         feeder.arg("--batch-size-from-trainers");
@@ -538,6 +551,7 @@ fn supervise(
             .env(SOCKET_ENV, dir.join(format!("rank-{rank}.sock")))
             .env("HYDROFEED_RANK", rank.to_string())
             .env("HYDROFEED_NUM_WORKERS", n.to_string())
+            .env("HYDROFEED_EPOCHS", epochs.to_string())
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
             .env("PYTHONUNBUFFERED", "1");
