@@ -22,6 +22,7 @@ the ``@reproduce_failure`` blob that replays it.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import io
@@ -242,7 +243,10 @@ def arrow_leaf_types(fmt: str) -> st.SearchStrategy[pa.DataType]:
         st.sampled_from([pa.string(), pa.large_string(), pa.binary(), pa.large_binary()]),
         st.integers(1, 20).map(pa.binary),
         st.sampled_from([pa.date32(), pa.date64()]),
-        st.builds(pa.timestamp, st.sampled_from(["s", "ms", "us", "ns"]), st.sampled_from([None, "UTC", "+01:00", "America/New_York"])),
+        st.builds(pa.timestamp, st.sampled_from(["s", "ms", "us", "ns"]), st.sampled_from([None, "UTC", "+01:00", "America/New_York"])).filter(
+            # Parquet timestamp[s] with a zone other than UTC: test_parquet_seconds_timestamp_keeps_its_zone
+            lambda t: fmt != "parquet" or t.unit != "s" or t.tz in (None, "UTC")
+        ),
         st.integers(1, 38).flatmap(lambda p: st.integers(0, p).map(lambda s: pa.decimal128(p, s))),
     ]
     if fmt == "parquet":
@@ -381,13 +385,60 @@ def parquet_cases(draw: st.DrawFn) -> ArrowCase:
         store_schema=draw(st.booleans()),
         write_statistics=draw(st.booleans()),
         write_page_checksum=draw(st.booleans()),
+        allow_truncated_timestamps=True,  # Parquet 2.4 has no ns: the writer truncates to us
     )
     return ArrowCase(t, write, read_options(draw, t.column_names))
 
 
-def normalize_parquet(t: pa.Table) -> pa.Table:
-    """The documented Parquet mapping (docs/formats.md), applied to pyarrow's result."""
-    return t
+def stored_arrow_schema(path: Path) -> pa.Schema | None:
+    """The Arrow schema a writer stored in the footer (``ARROW:schema``), if any."""
+    md = pq.read_metadata(path).metadata or {}
+    raw = md.get(b"ARROW:schema")
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw))) if raw else None
+
+
+def _date64_back(ref: pa.DataType, stored: pa.DataType) -> pa.DataType:
+    """``ref`` with date32 made date64 wherever the stored Arrow type has date64."""
+    if pa.types.is_date32(ref) and pa.types.is_date64(stored):
+        return pa.date64()
+    kids = [ref.field(i) for i in range(ref.num_fields)]
+    skids = [stored.field(i) for i in range(stored.num_fields)] if ref.num_fields == stored.num_fields else []
+    if not skids or pa.types.is_dictionary(ref):
+        return ref
+    new = [k.with_type(_date64_back(k.type, sk.type)) for k, sk in zip(kids, skids)]
+    if pa.types.is_struct(ref):
+        return pa.struct(new)
+    if pa.types.is_map(ref):
+        return pa.map_(ref.key_field, _map_item(ref, stored))
+    if pa.types.is_large_list(ref):
+        return pa.large_list(new[0])
+    if pa.types.is_fixed_size_list(ref):
+        return pa.list_(new[0], ref.list_size)
+    if pa.types.is_list(ref):
+        return pa.list_(new[0])
+    return ref
+
+
+def _map_item(ref: pa.DataType, stored: pa.DataType) -> pa.Field:
+    return ref.item_field.with_type(_date64_back(ref.item_type, stored.item_type))
+
+
+def normalize_parquet(t: pa.Table, stored: pa.Schema | None) -> pa.Table:
+    """The documented Parquet mapping (docs/formats.md), applied to pyarrow's result. Where
+    the writer stored its Arrow schema, hydrofeed keeps two types pyarrow does not restore:
+    a dictionary column stays one (pyarrow decodes all but string / binary dictionaries), and
+    date64 stays date64 (pyarrow reads the Parquet date as date32)."""
+    cols = []
+    for f, c in zip(t.schema, t.columns):
+        s = stored.field(f.name).type if stored is not None and f.name in stored.names else None
+        if s is not None and pa.types.is_dictionary(s) and not pa.types.is_dictionary(f.type):
+            c = c.dictionary_encode() if c.num_chunks else pa.chunked_array([], pa.dictionary(pa.int32(), f.type))
+        elif s is not None:
+            want = _date64_back(f.type, s)
+            if want != f.type:
+                c = c.cast(want)
+        cols.append(c)
+    return pa.Table.from_arrays(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(t.schema, cols)]))
 
 
 @PROFILE
@@ -396,7 +447,7 @@ def test_parquet_matches_pyarrow(case: ArrowCase) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "data.parquet"
         pq.write_table(case.table, p, **case.write)
-        want = normalize_parquet(project(pq.read_table(p), case.read))
+        want = normalize_parquet(project(pq.read_table(p), case.read), stored_arrow_schema(p))
         got = read_hf(p, **case.read)
     assert_same(got, want)
 
@@ -974,3 +1025,37 @@ def test_tfrecord_matches_tensorflow(case: TfCase) -> None:
             return
         want = tf_expected(rows, kinds, shapes)
         assert_same(read_hf(p, **kw), project(want, kw))
+
+
+# ---- known defects, each in its narrowest form -------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Avro duration months/days are unsigned 32-bit; arrow-avro casts them to Arrow's "
+    "int32 and a value >= 2**31 comes out negative (it should be an error or a wider type)",
+)
+def test_avro_duration_months_past_int32(tmp_path: Path) -> None:
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "d", "type": {"type": "fixed", "name": "dur", "size": 12, "logicalType": "duration"}}],
+    }
+    p = tmp_path / "d.avro"
+    with open(p, "wb") as f:
+        fastavro.writer(f, schema, [{"d": struct.pack("<III", 2**31, 0, 0)}])
+    # Arrow's month_day_nano has no room for 2**31 months: the value must be refused, not
+    # read as -2**31 months.
+    with pytest.raises(hf.DataError):
+        read_hf(p)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="parquet-rs drops the stored zone of a timestamp[s] column (pyarrow writes it as ms): "
+    "it reads timestamp[ms, tz=UTC] where pyarrow reads timestamp[ms, tz=+01:00]",
+)
+def test_parquet_seconds_timestamp_keeps_its_zone(tmp_path: Path) -> None:
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"t": pa.array([1000], pa.timestamp("s", "+01:00"))}), p)
+    assert read_hf(p).schema.field("t").type == pq.read_table(p).schema.field("t").type
