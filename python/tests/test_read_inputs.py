@@ -133,6 +133,43 @@ def test_tfrecord_schema_given_reads_what_inference_cannot(tmp_path: Path) -> No
     assert got.column("x").to_pylist() == values
 
 
+@pytest.mark.parametrize("kind", ["json", "ipc"])
+def test_cli_schema_file_feeds_what_inference_cannot(tmp_path: Path, hf_bin: str, serve: object, kind: str) -> None:
+    import json
+    import subprocess
+
+    values = [[i] for i in range(3000)] + [[i, i + 1] for i in range(3000, 3010)]
+    p = tmp_path / "x.tfrecord"
+    _write_tfrecord(p, values)
+    schema = pa.schema([("x", pa.list_(pa.int64()))])
+    sf = tmp_path / f"schema.{kind}"
+    if kind == "json":  # what `hydrofeed inspect --json` prints, edited by hand
+        sf.write_text(json.dumps([{"name": "x", "type": "List(Int64)", "nullable": True}]))
+    else:
+        with pa.OSFile(str(sf), "wb") as f:
+            pa.ipc.new_stream(f, schema).close()
+    out = subprocess.run([hf_bin, "inspect", "--json", "--schema", str(sf), str(p)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert [f["name"] for f in json.loads(out.stdout)["schema"]] == ["x"]
+    srv = serve("--input", str(p), "--schema", str(sf))  # type: ignore[operator]
+    feed = hf.DataFeed(address=str(srv.sock), timeout=60)
+    got = [r for b in feed.batches(500) for r in b.to_arrow().column("x").to_pylist()]
+    assert got == values
+    assert srv.wait()[0] == 0
+
+
+def test_cli_schema_file_errors_name_the_file_and_field(tmp_path: Path, hf_bin: str) -> None:
+    import subprocess
+
+    p = tmp_path / "x.tfrecord"
+    _write_tfrecord(p, [[1]])
+    sf = tmp_path / "schema.json"
+    sf.write_text('[{"name": "x", "type": "Int65"}]')
+    out = subprocess.run([hf_bin, "inspect", "--schema", str(sf), str(p)], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "schema.json" in out.stderr and '"x"' in out.stderr, out.stderr
+
+
 # ---- Parquet page checksums ----------------------------------------------------------------
 
 
@@ -186,3 +223,65 @@ def test_avro_files_that_avro_cannot_resolve_are_refused_naming_the_file(tmp_pat
     _avro(tmp_path / "part-1.avro", [{"name": "x", "type": "long"}, {"name": "y", "type": "long"}], [{"x": 2, "y": 3}])
     with pytest.raises(hf.SchemaError, match=r"part-0\.avro"):
         list(hf.read(str(tmp_path)))
+
+
+# ---- ORC values the C++ and Java readers agree on ----------------------------------------------
+
+
+def _orc_via_pyorc(path: Path, schema: str, rows: list[tuple[object, ...]]) -> None:
+    pyorc = pytest.importorskip("pyorc")
+    from zoneinfo import ZoneInfo
+
+    with open(path, "wb") as f:
+        w = pyorc.Writer(f, schema, timezone=ZoneInfo("UTC"), stripe_size=4096)
+        for r in rows:
+            w.write(r)
+        w.close()
+
+
+def test_orc_timestamps_before_1970_match_the_reference_reader(tmp_path: Path) -> None:
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    utc = ZoneInfo("UTC")
+    rng = np.random.default_rng(7)
+    base = dt.datetime(1970, 1, 1, tzinfo=utc)
+    # every microsecond value, both sides of the epoch, 1677..2262 (timestamp[ns]'s range)
+    secs = rng.integers(-9_000_000_000, 9_000_000_000, 3000)
+    micros = rng.integers(0, 1_000_000, 3000)
+    rows = [(base + dt.timedelta(seconds=int(s), microseconds=int(u)),) for s, u in zip(secs, micros)]
+    rows += [(dt.datetime(1969, 12, 31, 23, 59, 58, 1, tzinfo=utc),), (dt.datetime(1900, 1, 1, tzinfo=utc),), (None,)]
+    p = tmp_path / "t.orc"
+    _orc_via_pyorc(p, "struct<t:timestamp>", rows)
+    want = po.read_table(p).column("t").cast(pa.int64()).to_pylist()
+    got = _table(p).column("t").cast(pa.int64()).to_pylist()
+    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not wrong, f"{len(wrong)} of {len(want)} differ, first (row, hydrofeed, pyarrow): {wrong[:3]}"
+
+
+def test_orc_dates_before_1970_match_the_reference_reader(tmp_path: Path) -> None:
+    import datetime as dt
+
+    days = [-719162, -25567, -1, 0, 1, 2932896]  # 0001-01-01, 1900-01-01, 1969-12-31, ..., 9999-12-31
+    rows = [(dt.date(1970, 1, 1) + dt.timedelta(days=d),) for d in days]
+    p = tmp_path / "d.orc"
+    _orc_via_pyorc(p, "struct<d:date>", rows)
+    assert _table(p).column("d").to_pylist() == po.read_table(p).column("d").to_pylist()
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_orc_timestamps_before_1970_from_the_arrow_writer(tmp_path: Path, unit: str) -> None:
+    # pyarrow's ORC writer (Apache Arrow C++) splits a timestamp before the epoch into seconds
+    # and nanoseconds truncated towards zero: the nanoseconds it stores are negative.
+    mult = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+    rng = np.random.default_rng(3)
+    v = rng.integers(-(9 * 10**18) // mult, (9 * 10**18) // mult, 30_000)
+    v[:4] = [-1, -(10**9 // mult) - 1, 0, 1]
+    t = pa.table({"t": pa.array(v, pa.timestamp(unit))})
+    p = tmp_path / "t.orc"
+    po.write_table(t, p)
+    want = po.read_table(p).column("t").cast(pa.int64()).to_pylist()
+    assert want == [int(x) * mult for x in v]  # the reference reader gives back what was written
+    got = _table(p).column("t").cast(pa.int64()).to_pylist()
+    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not wrong, f"{len(wrong)} of {len(want)} differ, first (row, hydrofeed, pyarrow): {wrong[:3]}"

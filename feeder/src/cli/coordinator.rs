@@ -41,6 +41,10 @@ pub struct Args {
     /// Input format (when file names do not tell); the feeders must be given the same.
     #[arg(long, value_enum)]
     pub format: Option<super::serve::ServeFormat>,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<std::path::PathBuf>,
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
@@ -108,7 +112,7 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         .as_deref()
         .expect("clap requires input or splits");
     let storage = crate::storage::open_storage(input)?;
-    let opts = super::serve::read_options(None, args.format, false);
+    let opts = super::serve::read_options(None, args.format, false, args.schema.as_deref())?;
     let plan = crate::format::plan(&storage, input, &opts)?;
     Ok(SplitInfo::from_plan(&plan))
 }

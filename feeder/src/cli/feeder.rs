@@ -49,6 +49,10 @@ pub struct Args {
     /// Skip corrupt records/blocks instead of failing.
     #[arg(long)]
     pub skip_errors: bool,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
     /// Memory budget in MiB: half for the rings, the rest for decoded batches in flight.
     #[arg(long, default_value_t = 512)]
     pub memory_mb: usize,
@@ -122,7 +126,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ranks: args.ranks,
         trainer_ports: args.trainer_ports.unwrap_or_default(),
         host: args.host,
-        read: read_options(args.columns, args.format, args.skip_errors),
+        read: read_options(
+            args.columns,
+            args.format,
+            args.skip_errors,
+            args.schema.as_deref(),
+        )?,
         memory_budget: args.memory_mb.max(16) << 20,
         accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
         stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),

@@ -23,6 +23,10 @@ pub struct Args {
     /// Columns to project, comma-separated (partition columns included).
     #[arg(long, value_delimiter = ',')]
     pub columns: Option<Vec<String>>,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<std::path::PathBuf>,
     /// Target bytes per split (row groups / stripes are grouped up to it; Avro and TFRecord
     /// byte ranges are cut near it).
     #[arg(long, default_value_t = 64 << 20)]
@@ -187,6 +191,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ServeFormat::Tfrecord => Format::Tfrecord,
         }),
         split_bytes: args.split_bytes.max(1),
+        schema: args
+            .schema
+            .as_deref()
+            .map(super::serve::schema_file)
+            .transpose()?,
         ..Default::default()
     };
     let plan = format::plan(&storage, &args.path, &opts)

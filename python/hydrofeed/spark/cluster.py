@@ -153,6 +153,7 @@ class TFCluster:
         skip_errors: bool = False,
         memory_mb: int = 512,
         decode_threads: int = 0,
+        schema: Any = None,
     ) -> dict:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
@@ -164,7 +165,9 @@ class TFCluster:
         next epoch), ``num_epochs`` times (0 means 10, as in ``train``); ``shuffle`` orders the
         splits (files, row groups, stripes, blocks) by ``seed`` per epoch. ``resume``: a state
         from ``feed.state()`` on a trainer (dict, JSON text or a path) or returned by an earlier
-        call: only the rows not consumed yet are fed. Returns the final state (every row acked).
+        call: only the rows not consumed yet are fed. ``schema`` (a ``pyarrow.Schema``): read with
+        it, as ``hydrofeed.read(schema=)`` does (TFRecord: instead of inferring it; Avro: the reader
+        schema). Returns the final state (every row acked).
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
@@ -196,6 +199,7 @@ class TFCluster:
             "skip_errors": bool(skip_errors),
             "memory_mb": int(memory_mb),
             "decode_threads": int(decode_threads),
+            "schema": _files.schema_text(schema) if schema is not None else None,
         }
         state = _state_text(resume)
         while True:
@@ -236,7 +240,7 @@ class TFCluster:
         try:
             coord = _files.Coordinator(
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
-                host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"],
+                host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
             )  # fmt: skip
         finally:
             if resume_path:
@@ -248,7 +252,7 @@ class TFCluster:
             for i, r in enumerate(ranks):
                 msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
                        "data_rank": i, "workers": len(ranks)}  # fmt: skip
-                msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads")})
+                msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads", "schema")})
                 ctl.send(gen, r, msg)
             t0 = last_t = time.monotonic()
             last_acked = -1

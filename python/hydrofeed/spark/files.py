@@ -66,6 +66,7 @@ class Coordinator:
         resume: str | None = None,
         fmt: str | None = None,
         start_timeout: float = 120.0,
+        schema: str | None = None,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -95,6 +96,8 @@ class Coordinator:
                 args.append("--no-shuffle")
         if fmt is not None:
             args += ["--format", fmt]
+        if schema is not None:
+            args += ["--schema", write_schema(self._dir, schema)]
         self.proc = spawn(args, self.token)
         self.metrics_url = f"http://{listen_ip}:{metrics_port}/metrics"
         line = self._read_until_listening(start_timeout)
@@ -276,6 +279,8 @@ class Feeder:
             args.append("--skip-errors")
         if msg.get("decode_threads"):
             args += ["--decode-threads", str(int(msg["decode_threads"]))]
+        if msg.get("schema"):
+            args += ["--schema", write_schema(self.dir, msg["schema"])]
         self.proc = spawn(args, msg["token"])
         self._pumper = pump(self.proc, self.tail, lambda line: log(f"[feeder rank {self.rank}] {line}"))
 
@@ -341,6 +346,29 @@ def open_ring(msg: dict) -> Any:
 
 
 # ----------------------------------------------------------------------------- planning
+
+
+def schema_text(schema: Any) -> str:
+    """A ``pyarrow.Schema`` as text for the job's JSON messages: its Arrow IPC stream, base64."""
+    import base64
+
+    import pyarrow as pa
+
+    if not isinstance(schema, pa.Schema):
+        raise TypeError(f"schema must be a pyarrow.Schema, not {type(schema).__name__}")
+    sink = pa.BufferOutputStream()
+    pa.ipc.new_stream(sink, schema).close()
+    return base64.b64encode(sink.getvalue().to_pybytes()).decode()
+
+
+def write_schema(directory: str, text: str) -> str:
+    """Writes a :func:`schema_text` into ``directory`` for ``--schema``; returns the path."""
+    import base64
+
+    path = os.path.join(directory, "schema.arrows")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(text))
+    return path
 
 
 def total_rows(uri: str, fmt: str | None = None) -> int:
