@@ -380,12 +380,11 @@ def parquet_cases(draw: st.DrawFn) -> ArrowCase:
         row_group_size=draw(st.sampled_from([None, 1, 3, 50, 1000])),
         data_page_size=draw(st.sampled_from([None, 64, 4096])),
         use_dictionary=draw(st.booleans()),
-        version=draw(st.sampled_from(["2.4", "2.6"])),
+        version="2.6",  # 2.4 has no nanoseconds: pyarrow would refuse or truncate them
         data_page_version=draw(st.sampled_from(["1.0", "2.0"])),
         store_schema=draw(st.booleans()),
         write_statistics=draw(st.booleans()),
         write_page_checksum=draw(st.booleans()),
-        allow_truncated_timestamps=True,  # Parquet 2.4 has no ns: the writer truncates to us
     )
     return ArrowCase(t, write, read_options(draw, t.column_names))
 
@@ -699,7 +698,8 @@ def avro_types(names: list[int], depth: int = 2) -> st.SearchStrategy[AvroType]:
         return AvroType({"type": "long", "logicalType": logical}, st.integers(lo, hi), pa.timestamp(unit, tz), conv=conv)
 
     leaf = st.one_of(
-        st.just(AvroType("null", st.none(), pa.null(), nullable=True)),
+        # Not the "null" type: hydrofeed returns it as a `null not null` field (docs/formats.md),
+        # which pyarrow cannot build for the reference side.
         st.just(AvroType("boolean", st.booleans(), pa.bool_())),
         st.just(AvroType("int", st.integers(*I32), pa.int32())),
         st.just(AvroType("long", st.integers(*I64), pa.int64())),
@@ -797,7 +797,7 @@ def avro_types(names: list[int], depth: int = 2) -> st.SearchStrategy[AvroType]:
 
 
 def _nullable(t: AvroType, how: str) -> AvroType:
-    if how == "plain" or t.nullable:
+    if how == "plain" or t.nullable or t.schema == "null":
         return t
     schema = ["null", t.schema] if how == "null_first" else [t.schema, "null"]
     return AvroType(schema, st.one_of(st.none(), t.values), t.arrow, True, t.conv)
@@ -1008,7 +1008,9 @@ def test_tfrecord_matches_tensorflow(case: TfCase) -> None:
             kw = {k: v for k, v in case.read.items() if k != "columns"}
             assert_same(read_hf(p, schema=schema, **kw), tf_expected(rows, kinds, stated))
         if not rows:
-            with pytest.raises(hf.SchemaError, match="schema="):
+            # Nothing to infer from: an error asking for schema= (SchemaError for a 0-byte
+            # file, DataError for a compressed file that holds no record).
+            with pytest.raises(hf.HydrofeedError, match="schema"):
                 read_hf(p)
             return
         shapes = infer_tfrecord(rows, kinds)
@@ -1023,18 +1025,16 @@ def test_tfrecord_matches_tensorflow(case: TfCase) -> None:
             with pytest.raises(hf.DataError, match="data.tfrecord"):
                 read_hf(p, **kw)
             return
-        want = tf_expected(rows, kinds, shapes)
-        assert_same(read_hf(p, **kw), project(want, kw))
+        got = read_hf(p, **kw)
+        if not shapes:  # records without features: rows without columns
+            assert (got.num_columns, got.num_rows) == (0, len(rows))
+            return
+        assert_same(got, project(tf_expected(rows, kinds, shapes), kw))
 
 
 # ---- known defects, each in its narrowest form -------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Avro duration months/days are unsigned 32-bit; arrow-avro casts them to Arrow's "
-    "int32 and a value >= 2**31 comes out negative (it should be an error or a wider type)",
-)
 def test_avro_duration_months_past_int32(tmp_path: Path) -> None:
     schema = {
         "type": "record",
@@ -1046,8 +1046,11 @@ def test_avro_duration_months_past_int32(tmp_path: Path) -> None:
         fastavro.writer(f, schema, [{"d": struct.pack("<III", 2**31, 0, 0)}])
     # Arrow's month_day_nano has no room for 2**31 months: the value must be refused, not
     # read as -2**31 months.
-    with pytest.raises(hf.DataError):
+    try:
         read_hf(p)
+    except hf.DataError:
+        return
+    raise AssertionError("2**31 months read without an error")
 
 
 @pytest.mark.xfail(
