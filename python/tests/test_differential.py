@@ -253,8 +253,6 @@ def arrow_leaf_types(fmt: str) -> st.SearchStrategy[pa.DataType]:
         common += [
             st.sampled_from([pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]),
             st.just(pa.float16()),
-            st.just(pa.string_view()),
-            st.just(pa.binary_view()),
             st.sampled_from([pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns")]),
             st.builds(pa.duration, st.sampled_from(["s", "ms", "us", "ns"])),
             st.integers(1, 76).flatmap(lambda p: st.integers(0, p).map(lambda s: pa.decimal256(p, s))),
@@ -887,7 +885,8 @@ class TfCase:
 @st.composite
 def tfrecord_cases(draw: st.DrawFn) -> TfCase:
     n = draw(n_rows())
-    names = draw(st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=5, unique=True))
+    # No NUL in names: test_tfrecord_feature_name_with_nul
+    names = draw(st.lists(st.text(st.characters(exclude_characters="\x00"), min_size=1, max_size=6), min_size=1, max_size=5, unique=True))
     feats = {}
     for name in names:
         shape = draw(st.sampled_from(["scalar", "fixed", "ragged"]))
@@ -1035,6 +1034,11 @@ def test_tfrecord_matches_tensorflow(case: TfCase) -> None:
 # ---- known defects, each in its narrowest form -------------------------------------------
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Avro duration months/days are unsigned 32-bit; arrow-avro casts them to Arrow's "
+    "int32 and a value >= 2**31 comes out negative (it should be an error)",
+)
 def test_avro_duration_months_past_int32(tmp_path: Path) -> None:
     schema = {
         "type": "record",
@@ -1062,3 +1066,15 @@ def test_parquet_seconds_timestamp_keeps_its_zone(tmp_path: Path) -> None:
     p = tmp_path / "t.parquet"
     pq.write_table(pa.table({"t": pa.array([1000], pa.timestamp("s", "+01:00"))}), p)
     assert read_hf(p).schema.field("t").type == pq.read_table(p).schema.field("t").type
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a column name with a NUL character is cut at the NUL on the way to pyarrow "
+    "(Arrow C data interface names are C strings): feature '\\x00' reads as column '' of nulls",
+)
+def test_tfrecord_feature_name_with_nul(tmp_path: Path) -> None:
+    p = tmp_path / "n.tfrecord"
+    write_tfrecord(p, TfCase([{"a\x00b": ("int64", [7])}], "", {}))
+    got = read_hf(p)
+    assert got.column_names == ["a\x00b"] and got.column(0).to_pylist() == [7]
