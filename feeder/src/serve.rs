@@ -351,7 +351,8 @@ impl Writer {
 
 /// Waits for the trainer's `Hello`; returns the batch size it asked for.
 pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
-    let deadline = Instant::now() + timeout;
+    // A huge timeout (`--accept-timeout inf`) waits for ever instead of overflowing.
+    let deadline = Instant::now().checked_add(timeout);
     loop {
         match p.wait_control(TICK) {
             Ok(Some(m)) => match Control::from_bytes(&m) {
@@ -373,7 +374,7 @@ pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>
                 )))
             }
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Error::Timeout {
                 what: format!("the trainer (pid {}) to send its batch size", p.peer_pid()),
                 secs: timeout.as_secs_f64(),

@@ -171,7 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = ServiceOptions {
         ps: args.ps,
         evaluators: args.evaluators,
-        reservation_timeout: Duration::from_secs_f64(args.reservation_timeout),
+        reservation_timeout: super::secs("--reservation-timeout", args.reservation_timeout)?,
         heartbeat_interval: Duration::from_secs(1),
         log_path: args.log.clone(),
         token,

@@ -133,8 +133,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.schema.as_deref(),
         )?,
         memory_budget: args.memory_mb.max(16) << 20,
-        accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
-        stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),
+        accept_timeout: super::secs("--accept-timeout", args.accept_timeout)?
+            .max(Duration::from_millis(100)),
+        stall_timeout: super::secs("--stall-timeout", args.stall_timeout)?
+            .max(Duration::from_millis(100)),
         metrics: args.metrics,
         decode_threads: args.decode_threads,
         keep_going: args.keep_going,

@@ -140,3 +140,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Launch(a) => launch::run(a),
     }
 }
+
+/// Seconds given on the command line as a `Duration`: `inf` (or more than a `Duration` holds)
+/// waits for ever; a negative or NaN value is an error naming the flag.
+pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<std::time::Duration> {
+    anyhow::ensure!(
+        v >= 0.0,
+        "{flag} {v}: seconds must be 0 or more (inf: no limit)"
+    );
+    Ok(std::time::Duration::try_from_secs_f64(v).unwrap_or(std::time::Duration::MAX))
+}

@@ -201,8 +201,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             capacity: args.ring_mb.max(1) << 20,
             max_frame: None,
         },
-        accept_timeout: Duration::from_secs_f64(args.accept_timeout.max(0.1)),
-        stall_timeout: Duration::from_secs_f64(args.stall_timeout.max(0.1)),
+        accept_timeout: super::secs("--accept-timeout", args.accept_timeout)?
+            .max(Duration::from_millis(100)),
+        stall_timeout: super::secs("--stall-timeout", args.stall_timeout)?
+            .max(Duration::from_millis(100)),
     };
     let r = serve(&opts)?;
     eprintln!(

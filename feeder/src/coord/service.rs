@@ -283,9 +283,16 @@ impl proto::coordinator_server::Coordinator for CoordService {
         req: Request<proto::WaitClusterSpecRequest>,
     ) -> Result<Response<proto::ClusterSpecReply>, Status> {
         let r = req.into_inner();
-        let res_deadline = self.shared.start + self.shared.opts.reservation_timeout;
+        let res_deadline = (self
+            .shared
+            .start
+            .checked_add(self.shared.opts.reservation_timeout))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+        // A client's timeout is any u64: one past the reservation's end is the reservation's.
         let asked = if r.timeout_ms > 0 {
-            Instant::now() + Duration::from_millis(r.timeout_ms)
+            Instant::now()
+                .checked_add(Duration::from_millis(r.timeout_ms))
+                .unwrap_or(res_deadline)
         } else {
             res_deadline
         };

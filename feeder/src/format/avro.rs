@@ -562,6 +562,8 @@ pub struct AvroReader {
     on_error: OnError,
     skipped: SkipStats,
     done: bool,
+    /// Whether a column holds a `duration` (checked per block, see [`check_durations`]).
+    has_durations: bool,
 }
 
 impl AvroReader {
@@ -608,7 +610,7 @@ impl AvroReader {
             head,
             builder_opts: opts.clone(),
             projection,
-            schema: out,
+            schema: out.clone(),
             walker,
             current: None,
             pending: Rebatcher::default(),
@@ -616,6 +618,7 @@ impl AvroReader {
             on_error: opts.on_error,
             skipped: SkipStats::default(),
             done: false,
+            has_durations: out.fields().iter().any(|f| holds_duration(f.data_type())),
         })
     }
 
@@ -664,6 +667,11 @@ impl AvroReader {
                 "block holds {} objects, its header says {count}",
                 batch.num_rows()
             )));
+        }
+        if self.has_durations {
+            for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+                check_durations(f.name(), &c.to_data()).map_err(|e| self.block_error(e))?;
+            }
         }
         Ok(Some(batch))
     }
@@ -747,4 +755,49 @@ impl SplitReader for AvroReader {
         s.records += self.walker.skipped.records;
         s
     }
+}
+
+/// Whether `t` holds an Avro `duration` (read as Arrow's `Interval(MonthDayNano)`).
+fn holds_duration(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::{DataType, IntervalUnit};
+    match t {
+        DataType::Interval(IntervalUnit::MonthDayNano) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => holds_duration(f.data_type()),
+        DataType::Struct(fs) => fs.iter().any(|f| holds_duration(f.data_type())),
+        DataType::Union(fs, _) => fs.iter().any(|(_, f)| holds_duration(f.data_type())),
+        DataType::Dictionary(_, v) => holds_duration(v),
+        _ => false,
+    }
+}
+
+/// Avro's `duration` counts months and days as unsigned 32-bit numbers; Arrow's
+/// `month_day_nano` has signed 32-bit ones. A count of 2^31 or more would read as a negative
+/// one: refuse it, naming the column.
+fn check_durations(name: &str, data: &arrow_data::ArrayData) -> std::result::Result<(), String> {
+    use arrow_array::Array;
+    if let arrow_schema::DataType::Interval(arrow_schema::IntervalUnit::MonthDayNano) =
+        data.data_type()
+    {
+        let a = arrow_array::IntervalMonthDayNanoArray::from(data.clone());
+        for i in 0..a.len() {
+            if a.is_valid(i) {
+                let v = a.value(i);
+                if v.months < 0 || v.days < 0 {
+                    return Err(format!(
+                        "column {name:?}: an Avro duration of {} months, {} days does not fit \
+                         Arrow's month_day_nano (signed 32-bit months and days)",
+                        v.months as u32, v.days as u32
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    for c in data.child_data() {
+        check_durations(name, c)?;
+    }
+    Ok(())
 }

@@ -54,7 +54,7 @@ fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
             Some("footer".into()),
         )
     };
-    guard(at, FORMAT, || {
+    let meta = guard(at, FORMAT, || {
         ArrowReaderMetadata::load(chunks, ArrowReaderOptions::new()).map_err(|e| {
             chunks.take_error().unwrap_or_else(|| {
                 not_this_format(
@@ -65,7 +65,75 @@ fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
                 )
             })
         })
-    })
+    })?;
+    Ok(with_stored_zones(meta))
+}
+
+/// The time zones of the file's stored Arrow schema (`ARROW:schema`, written by pyarrow and
+/// arrow-rs) on its timestamp columns. The parquet crate applies a stored timestamp type only
+/// when its unit is the one in the file, and otherwise reads `UTC`: pyarrow stores
+/// `timestamp[s, tz=+01:00]` as milliseconds and reads `timestamp[ms, tz=+01:00]` back; so do we.
+fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::DataType::Timestamp;
+    let Some(stored) = stored_arrow_schema(&meta) else {
+        return meta;
+    };
+    let mut changed = false;
+    let fields: Vec<arrow_schema::FieldRef> = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(
+            |f| match (f.data_type(), stored.field_with_name(f.name())) {
+                (Timestamp(unit, Some(tz)), Ok(s)) => match s.data_type() {
+                    Timestamp(_, Some(want)) if want != tz => {
+                        changed = true;
+                        Arc::new(
+                            f.as_ref()
+                                .clone()
+                                .with_data_type(Timestamp(*unit, Some(want.clone()))),
+                        )
+                    }
+                    _ => f.clone(),
+                },
+                _ => f.clone(),
+            },
+        )
+        .collect();
+    if !changed {
+        return meta;
+    }
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(schema),
+    )
+    .unwrap_or(meta)
+}
+
+/// The Arrow schema stored in the file's key-value metadata (`ARROW:schema`), if any.
+fn stored_arrow_schema(meta: &ArrowReaderMetadata) -> Option<arrow_schema::Schema> {
+    use base64::Engine;
+    let kv = meta.metadata().file_metadata().key_value_metadata()?;
+    let text = kv
+        .iter()
+        .find(|k| k.key == "ARROW:schema")?
+        .value
+        .as_ref()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    // An IPC message, with or without the 0xFFFFFFFF continuation marker before its length.
+    let body = if bytes.len() > 8 && bytes[..4] == [0xff; 4] {
+        &bytes[8..]
+    } else {
+        bytes.get(4..)?
+    };
+    let msg = arrow_ipc::root_as_message(body).ok()?;
+    Some(arrow_ipc::convert::fb_to_schema(msg.header_as_schema()?))
 }
 
 /// Groups consecutive units of `(rows, bytes)` into splits of about `target` bytes:
