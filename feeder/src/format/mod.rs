@@ -159,12 +159,39 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         &files.partition_fields,
         opts.columns.as_deref(),
     )?;
+    if let Some(name) = nul_name(schema.fields()) {
+        return Err(Error::Schema {
+            path: first_path,
+            detail: format!(
+                "column {name:?} has a NUL character in its name: Arrow's C data interface \
+                 (pyarrow, the trainer's batches) cuts names there; rename it, or leave it out \
+                 with columns="
+            ),
+        });
+    }
     Ok(Plan {
         input: input.to_string(),
         format,
         schema,
         splits,
         read_schema,
+    })
+}
+
+/// The first column name (nested ones included) holding a NUL character.
+fn nul_name(fields: &arrow_schema::Fields) -> Option<String> {
+    use arrow_schema::DataType;
+    fields.iter().find_map(|f| {
+        if f.name().contains('\0') {
+            return Some(f.name().clone());
+        }
+        match f.data_type() {
+            DataType::Struct(fs) => nul_name(fs),
+            DataType::List(c) | DataType::LargeList(c) | DataType::FixedSizeList(c, _) | DataType::Map(c, _) => {
+                nul_name(&arrow_schema::Fields::from(vec![c.clone()]))
+            }
+            _ => None,
+        }
     })
 }
 
