@@ -187,9 +187,10 @@ fn nul_name(fields: &arrow_schema::Fields) -> Option<String> {
         }
         match f.data_type() {
             DataType::Struct(fs) => nul_name(fs),
-            DataType::List(c) | DataType::LargeList(c) | DataType::FixedSizeList(c, _) | DataType::Map(c, _) => {
-                nul_name(&arrow_schema::Fields::from(vec![c.clone()]))
-            }
+            DataType::List(c)
+            | DataType::LargeList(c)
+            | DataType::FixedSizeList(c, _)
+            | DataType::Map(c, _) => nul_name(&arrow_schema::Fields::from(vec![c.clone()])),
             _ => None,
         }
     })
