@@ -160,7 +160,7 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         opts.columns.as_deref(),
     )?;
     if let Some(name) = nul_name(schema.fields()) {
-        return Err(Error::Schema {
+        return Err(crate::Error::Schema {
             path: first_path,
             detail: format!(
                 "column {name:?} has a NUL character in its name: Arrow's C data interface \
