@@ -441,10 +441,14 @@ def test_parquet_matches_pyarrow(case: ArrowCase) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "data.parquet"
         pq.write_table(case.table, p, **case.write)
-        ref = pq.read_table(p)
         # The reference must agree with the file it reads: pyarrow can read fewer rows than the
-        # footer and the written table hold (test_parquet_rows_pyarrow_loses); such an example
-        # says nothing about hydrofeed.
+        # footer and the written table hold, or fail on a column of the same file
+        # (test_parquet_rows_pyarrow_loses); such an example says nothing about hydrofeed.
+        try:
+            ref = pq.read_table(p)
+        except pa.ArrowInvalid as e:
+            note(f"pyarrow cannot read the file it wrote: {e}")
+            assume(False)
         assume(ref.num_rows == pq.ParquetFile(p).metadata.num_rows == case.table.num_rows)
         want = normalize_parquet(project(ref, case.read), stored_arrow_schema(p))
         got = read_hf(p, **case.read)
@@ -707,7 +711,7 @@ def avro_types(names: list[int], depth: int = 2) -> st.SearchStrategy[AvroType]:
         st.just(AvroType("double", st.floats(), pa.float64())),
         st.just(AvroType("bytes", st.binary(max_size=12), pa.binary())),
         st.just(AvroType("string", text(), pa.string())),
-        st.integers(0, 20).map(lambda n: AvroType({"type": "fixed", "name": name("fx"), "size": n}, st.binary(min_size=n, max_size=n), pa.binary(n))),
+        st.integers(1, 20).map(lambda n: AvroType({"type": "fixed", "name": name("fx"), "size": n}, st.binary(min_size=n, max_size=n), pa.binary(n))),
         st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True), min_size=1, max_size=5, unique=True).map(
             lambda syms: AvroType(
                 {"type": "enum", "name": name("en"), "symbols": syms}, st.sampled_from(syms), pa.dictionary(pa.int32(), pa.string())
@@ -1062,6 +1066,31 @@ def test_avro_duration_months_past_int32(tmp_path: Path) -> None:
     except hf.DataError:
         return
     raise AssertionError("2**31 months read without an error")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=hf.DataError,
+    reason="arrow-avro 59 cannot decode a record holding a fixed of size 0 (the block is refused "
+    "with a DataError naming it: 'block decoded to nothing' or 'all columns ... row count')",
+)
+def test_avro_fixed_of_size_zero(tmp_path: Path) -> None:
+    schema = {"type": "record", "name": "r", "fields": [{"name": "f", "type": {"type": "fixed", "name": "z", "size": 0}}]}
+    p = tmp_path / "z.avro"
+    with open(p, "wb") as f:
+        fastavro.writer(f, schema, [{"f": b""}] * 3)
+    assert read_hf(p).column("f").to_pylist() == [b""] * 3
+
+
+def test_parquet_nested_seconds_timestamp_keeps_its_zone(tmp_path: Path) -> None:
+    t = pa.timestamp("s", "+01:00")
+    ty = pa.large_list(pa.struct([("a", pa.list_(t, 1)), ("m", pa.map_(pa.string(), t))]))
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"c": pa.array([[{"a": [1000], "m": [("k", 5)]}], []], ty)}), p)
+    want = pq.read_table(p)
+    got = read_hf(p)
+    assert got.schema.field("c").type == want.schema.field("c").type
+    assert got.column("c").to_pylist() == want.column("c").to_pylist()
 
 
 def test_parquet_seconds_timestamp_keeps_its_zone(tmp_path: Path) -> None:

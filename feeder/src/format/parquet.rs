@@ -74,7 +74,6 @@ fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
 /// when its unit is the one in the file, and otherwise reads `UTC`: pyarrow stores
 /// `timestamp[s, tz=+01:00]` as milliseconds and reads `timestamp[ms, tz=+01:00]` back; so do we.
 fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
-    use arrow_schema::DataType::Timestamp;
     let Some(stored) = stored_arrow_schema(&meta) else {
         return meta;
     };
@@ -83,22 +82,16 @@ fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
         .schema()
         .fields()
         .iter()
-        .map(
-            |f| match (f.data_type(), stored.field_with_name(f.name())) {
-                (Timestamp(unit, Some(tz)), Ok(s)) => match s.data_type() {
-                    Timestamp(_, Some(want)) if want != tz => {
-                        changed = true;
-                        Arc::new(
-                            f.as_ref()
-                                .clone()
-                                .with_data_type(Timestamp(*unit, Some(want.clone()))),
-                        )
-                    }
-                    _ => f.clone(),
-                },
-                _ => f.clone(),
+        .map(|f| match stored.field_with_name(f.name()) {
+            Ok(s) => match zoned(f.data_type(), s.data_type()) {
+                Some(t) => {
+                    changed = true;
+                    Arc::new(f.as_ref().clone().with_data_type(t))
+                }
+                None => f.clone(),
             },
-        )
+            Err(_) => f.clone(),
+        })
         .collect();
     if !changed {
         return meta;
@@ -112,6 +105,49 @@ fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
         ArrowReaderOptions::new().with_schema(schema),
     )
     .unwrap_or(meta)
+}
+
+/// `read` (the type the parquet crate gives) with the zones of `stored` (the type the writer
+/// stored) on its timestamps, nested ones included; `None` when nothing changes.
+fn zoned(
+    read: &arrow_schema::DataType,
+    stored: &arrow_schema::DataType,
+) -> Option<arrow_schema::DataType> {
+    use arrow_schema::DataType as T;
+    let child = |r: &arrow_schema::FieldRef, s: &arrow_schema::FieldRef| {
+        zoned(r.data_type(), s.data_type()).map(|t| Arc::new(r.as_ref().clone().with_data_type(t)))
+    };
+    match (read, stored) {
+        (T::Timestamp(unit, Some(tz)), T::Timestamp(_, Some(want))) if want != tz => {
+            Some(T::Timestamp(*unit, Some(want.clone())))
+        }
+        (T::List(r), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(T::List)
+        }
+        (T::LargeList(r), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(T::LargeList)
+        }
+        (T::FixedSizeList(r, n), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(|c| T::FixedSizeList(c, *n))
+        }
+        (T::Map(r, sorted), T::Map(s, _)) => child(r, s).map(|c| T::Map(c, *sorted)),
+        (T::Struct(rs), T::Struct(ss)) if rs.len() == ss.len() => {
+            let mut any = false;
+            let fields: Vec<arrow_schema::FieldRef> = rs
+                .iter()
+                .zip(ss.iter())
+                .map(|(r, s)| match child(r, s) {
+                    Some(c) => {
+                        any = true;
+                        c
+                    }
+                    None => r.clone(),
+                })
+                .collect();
+            any.then(|| T::Struct(fields.into()))
+        }
+        _ => None,
+    }
 }
 
 /// The Arrow schema stored in the file's key-value metadata (`ARROW:schema`), if any.
