@@ -236,15 +236,12 @@ class DataFeed:
                 timeout,
             )
         )
-        if any(l.get("done") or l.get("partial") for l in st.get("ledgers", [])):
+        if st["remainder"] == "wrap" or any(l.get("done") or l.get("partial") for l in st.get("ledgers", [])):
             return None
-        per_step = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1")) * int(st["batch_size"])
-        total = int(st["total_rows"])
-        if st["remainder"] == "drop":
-            return total // per_step
-        if st["remainder"] == "pad":
-            return -(-total // per_step)
-        return None
+        from hydrofeed.spark.files import steps_per_epoch
+
+        workers = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1"))
+        return steps_per_epoch(int(st["total_rows"]), workers, int(st["batch_size"]), st["remainder"])
 
     def flush_acks(self) -> None:
         """Tells the feeder that every batch handed out so far was consumed (it forwards the

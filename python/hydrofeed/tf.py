@@ -150,13 +150,20 @@ def dataset(
             )
 
     ds = tf.data.Dataset.from_generator(gen, output_signature=signature)
-    if steps_per_epoch is None and os.environ.get("HYDROFEED_STEPS_PER_EPOCH"):
-        steps_per_epoch = int(os.environ["HYDROFEED_STEPS_PER_EPOCH"])
-    if steps_per_epoch is None and per_epoch:
-        steps_per_epoch = feed.steps_per_epoch()
-    if steps_per_epoch is not None and per_epoch:
-        ds = ds.apply(tf.data.experimental.assert_cardinality(steps_per_epoch))
+    if per_epoch:
+        steps_per_epoch = _steps_per_epoch(feed, steps_per_epoch)
+        if steps_per_epoch is not None:
+            ds = ds.apply(tf.data.experimental.assert_cardinality(steps_per_epoch))
     return ds
+
+
+def _steps_per_epoch(feed: DataFeed, given: int | None) -> int | None:
+    """``given``, else ``HYDROFEED_STEPS_PER_EPOCH``, else what the coordinator says."""
+    if given is not None:
+        return given
+    if os.environ.get("HYDROFEED_STEPS_PER_EPOCH"):
+        return int(os.environ["HYDROFEED_STEPS_PER_EPOCH"])
+    return feed.steps_per_epoch()
 
 
 def distributed_dataset(
@@ -199,10 +206,7 @@ def distributed_dataset(
     # across epochs when steps_per_epoch is given (it does not start a new one per epoch), and
     # takes steps_per_epoch batches from it in each.
     local = dataset(feed, batch_size=batch_size, x=x, y=y, shapes=shapes, per_epoch=False)
-    if steps_per_epoch is None and os.environ.get("HYDROFEED_STEPS_PER_EPOCH"):
-        steps_per_epoch = int(os.environ["HYDROFEED_STEPS_PER_EPOCH"])
-    if steps_per_epoch is None:
-        steps_per_epoch = feed.steps_per_epoch()
+    steps_per_epoch = _steps_per_epoch(feed, steps_per_epoch)
     per_replica = batch_size or feed._feed.batch_size
     replicas = int(strategy.num_replicas_in_sync)
     if global_batch_size is not None:

@@ -562,8 +562,8 @@ pub struct AvroReader {
     on_error: OnError,
     skipped: SkipStats,
     done: bool,
-    /// Whether a column holds a `duration` (checked per block, see [`check_durations`]).
-    has_durations: bool,
+    /// The columns holding a `duration` (checked per block, see [`check_durations`]).
+    duration_columns: Vec<usize>,
 }
 
 impl AvroReader {
@@ -610,7 +610,10 @@ impl AvroReader {
             head,
             builder_opts: opts.clone(),
             projection,
-            schema: out.clone(),
+            duration_columns: (0..out.fields().len())
+                .filter(|&i| holds_duration(out.field(i).data_type()))
+                .collect(),
+            schema: out,
             walker,
             current: None,
             pending: Rebatcher::default(),
@@ -618,7 +621,6 @@ impl AvroReader {
             on_error: opts.on_error,
             skipped: SkipStats::default(),
             done: false,
-            has_durations: out.fields().iter().any(|f| holds_duration(f.data_type())),
         })
     }
 
@@ -668,10 +670,9 @@ impl AvroReader {
                 batch.num_rows()
             )));
         }
-        if self.has_durations {
-            for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
-                check_durations(f.name(), &c.to_data()).map_err(|e| self.block_error(e))?;
-            }
+        for &i in &self.duration_columns {
+            check_durations(self.schema.field(i).name(), &batch.column(i).to_data())
+                .map_err(|e| self.block_error(e))?;
         }
         Ok(Some(batch))
     }

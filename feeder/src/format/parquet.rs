@@ -74,28 +74,14 @@ fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
 /// when its unit is the one in the file, and otherwise reads `UTC`: pyarrow stores
 /// `timestamp[s, tz=+01:00]` as milliseconds and reads `timestamp[ms, tz=+01:00]` back; so do we.
 fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::DataType::Struct;
     let Some(stored) = stored_arrow_schema(&meta) else {
         return meta;
     };
-    let mut changed = false;
-    let fields: Vec<arrow_schema::FieldRef> = meta
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| match stored.field_with_name(f.name()) {
-            Ok(s) => match zoned(f.data_type(), s.data_type()) {
-                Some(t) => {
-                    changed = true;
-                    Arc::new(f.as_ref().clone().with_data_type(t))
-                }
-                None => f.clone(),
-            },
-            Err(_) => f.clone(),
-        })
-        .collect();
-    if !changed {
+    let read = Struct(meta.schema().fields().clone());
+    let Some(Struct(fields)) = zoned(&read, &Struct(stored.fields().clone())) else {
         return meta;
-    }
+    };
     let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
         fields,
         meta.schema().metadata().clone(),
@@ -131,12 +117,11 @@ fn zoned(
             child(r, s).map(|c| T::FixedSizeList(c, *n))
         }
         (T::Map(r, sorted), T::Map(s, _)) => child(r, s).map(|c| T::Map(c, *sorted)),
-        (T::Struct(rs), T::Struct(ss)) if rs.len() == ss.len() => {
+        (T::Struct(rs), T::Struct(ss)) => {
             let mut any = false;
             let fields: Vec<arrow_schema::FieldRef> = rs
                 .iter()
-                .zip(ss.iter())
-                .map(|(r, s)| match child(r, s) {
+                .map(|r| match ss.find(r.name()).and_then(|(_, s)| child(r, s)) {
                     Some(c) => {
                         any = true;
                         c
