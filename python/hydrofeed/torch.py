@@ -1,11 +1,18 @@
 """``hydrofeed.torch``: a feed as a ``torch.utils.data.IterableDataset`` (needs torch).
 
 torch is imported when :func:`IterableDataset` is first called, so this module imports without
-it. Columns become tensors through DLPack (``torch.from_dlpack`` on the numpy views: no copy,
-the tensor keeps the ring slot alive); ragged columns become ``(values, row_splits)`` tensor
-pairs; strings stay ``pyarrow`` arrays. Each iteration is one feed epoch. Use it with
+it. Columns become tensors; ragged columns become ``(values, row_splits)`` tensor pairs;
+strings stay ``pyarrow`` arrays. Each iteration is one feed epoch. Use it with
 ``DataLoader(ds, batch_size=None)``: batches are already made by the feeder, and one worker
-(``num_workers=0``): a ``DataFeed`` cannot cross a fork.
+(``num_workers=0``): a ``DataFeed`` cannot cross a fork, and the feeder already reads and
+batches in its own process.
+
+Copies: torch has no read-only tensors. It takes numpy's read-only DLPack flag and hands out a
+writeable tensor, so a view of the ring would let an in-place op (``x.div_(255)``) write into
+ring memory, and crash (SIGSEGV) on a batch the feed copied out of the ring under pressure
+(those pages are read-only). The tensors are therefore copies by default (one ``memcpy`` per
+column, and they hold nothing of the ring). ``copy=False`` gives views through DLPack, no
+copy: then never write to them; a kept view pins its ring slot until the feed copies it out.
 """
 
 from __future__ import annotations
@@ -22,16 +29,19 @@ from hydrofeed.feed import DataFeed
 __all__ = ["IterableDataset", "to_torch"]
 
 
-def to_torch(col: Any) -> Any:
-    """One column of a batch as torch tensor(s), without a copy where DLPack allows."""
+def to_torch(col: Any, copy: bool = True) -> Any:
+    """One column of a batch as torch tensor(s): copies (default), or with ``copy=False``
+    views of the ring through DLPack where torch takes them (never write to those)."""
     import torch
+    from torch.utils.dlpack import from_dlpack
 
     def one(a: np.ndarray[Any, Any]) -> Any:
-        try:
-            return torch.from_dlpack(a)
-        except (BufferError, TypeError, RuntimeError):
-            # Older torch cannot take read-only arrays through DLPack: copy.
-            return torch.from_numpy(np.array(a))
+        if not copy:
+            try:
+                return from_dlpack(a)
+            except (BufferError, TypeError, RuntimeError):
+                pass  # Older torch cannot take read-only arrays through DLPack: copy.
+        return torch.from_numpy(np.array(a))
 
     if isinstance(col, Ragged):
         return one(col.values), one(col.row_splits)
@@ -43,8 +53,19 @@ def to_torch(col: Any) -> Any:
 _cls: Any = None
 
 
-def IterableDataset(feed: DataFeed, per_epoch: bool = True) -> Any:  # noqa: N802 (a class to users)
-    """A ``torch.utils.data.IterableDataset`` yielding dicts of column -> tensor."""
+_WORKERS = (
+    "hydrofeed.torch.IterableDataset reads its DataFeed in the trainer process only: use "
+    "DataLoader(ds, batch_size=None, num_workers=0) (the feeder already reads and batches in "
+    "its own process)"
+)
+
+
+def IterableDataset(  # noqa: N802 (a class to users)
+    feed: DataFeed, per_epoch: bool = True, copy: bool = True
+) -> Any:
+    """A ``torch.utils.data.IterableDataset`` yielding dicts of column -> tensor.
+
+    ``copy=False``: tensors view ring memory (no copy); treat them as read-only."""
     global _cls
     try:
         import torch.utils.data
@@ -54,17 +75,24 @@ def IterableDataset(feed: DataFeed, per_epoch: bool = True) -> Any:  # noqa: N80
         ) from e
     if _cls is None:
 
-        class _FeedDataset(torch.utils.data.IterableDataset):  # type: ignore[misc, unused-ignore]
-            def __init__(self, feed: DataFeed, per_epoch: bool) -> None:
+        class _FeedDataset(torch.utils.data.IterableDataset[dict[str, Any]]):  # type: ignore[misc, unused-ignore]
+            def __init__(self, feed: DataFeed, per_epoch: bool, copy: bool) -> None:
                 super().__init__()
                 self._epochs = EpochIterator(feed, per_epoch=per_epoch)
-                # torch holds the tensors it made from ring memory; copying them out of the
-                # ring when they pin too much of it needs no warning to the script.
+                self._copy = copy
+                # With copy=False torch holds tensors made from ring memory; copying them out
+                # of the ring when they pin too much of it needs no warning to the script.
                 feed._feed.warn_pressure = False
 
             def __iter__(self) -> Iterator[dict[str, Any]]:
+                if torch.utils.data.get_worker_info() is not None:
+                    raise RuntimeError(_WORKERS)  # a forked DataLoader worker
                 for b in self._epochs.epoch():
-                    yield {k: to_torch(b[k]) for k in b.keys()}
+                    yield {k: to_torch(b[k], self._copy) for k in b.keys()}
+
+            def __reduce__(self) -> Any:
+                # A DataLoader worker under spawn/forkserver pickles the dataset.
+                raise TypeError(_WORKERS)
 
         _cls = _FeedDataset
-    return _cls(feed, per_epoch)
+    return _cls(feed, per_epoch, copy)

@@ -1,0 +1,255 @@
+"""hydrofeed.jax with the real JAX (CPU): epochs larger than the ring, kept arrays, ragged and
+string columns, a jitted training step over the feed.
+
+The big feeds here are about 5x their 4 MiB ring; on the CPU backend a jax.Array may view ring
+memory, so an adapter or array that holds it wrongly either loses values or stops the feeder
+(a hang: the timeouts make it a failure). Expected values come from TensorFlow's TFRecord
+reader.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hydrofeed as hf
+from helpers import tf_read_mnist
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import hydrofeed.jax as hj  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+
+ROWS = 6500  # 20 MB of float32 images: about 5x a 4 MiB ring
+RING_MB = "4"
+BATCH = 100
+
+
+@pytest.fixture(scope="module")
+def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
+    out = tmp_path_factory.mktemp("jax_mnist")
+    subprocess.run(
+        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(ROWS), "--files", "3", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def want(big_mnist: Path) -> dict[str, np.ndarray]:
+    return tf_read_mnist(big_mnist)
+
+
+def as_numpy(a: Any) -> np.ndarray:
+    """An array's values, copied (so later ring reuse cannot change what was seen)."""
+    assert isinstance(a, jax.Array), type(a)
+    return np.array(a, copy=True)
+
+
+def seen(el: dict[str, Any]) -> dict[str, np.ndarray]:
+    return {k: as_numpy(el[k]) for k in ("id", "image", "label")}
+
+
+def check_epoch(batches: list[dict[str, np.ndarray]], want: dict[str, np.ndarray]) -> None:
+    """Every row exactly once, with the reference's image and label."""
+    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
+    assert len(ids) == ROWS, len(ids)
+    np.testing.assert_array_equal(np.sort(ids), np.arange(ROWS))
+    order = np.argsort(ids)
+    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
+    np.testing.assert_array_equal(img, want["image"])
+    lab = np.concatenate([np.asarray(b["label"]).ravel() for b in batches])[order]
+    np.testing.assert_array_equal(lab, want["label"].ravel())
+
+
+def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    feed = hf.DataFeed(str(s.sock), timeout=60)
+    got = []
+    for el in hj.dataset(feed, batch_size=BATCH):
+        assert sorted(el) == ["id", "image", "label"]
+        assert el["image"].dtype == jnp.float32 and el["image"].shape == (BATCH, 784)
+        assert el["id"].shape == (BATCH,)
+        got.append(seen(el))
+    check_epoch(got, want)
+    # Neither the adapter nor JAX kept a batch once its arrays were gone.
+    assert feed.metrics()["pressure_copies"] == 0, feed.metrics()
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_two_epochs_back_to_back(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+    feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
+    ds = hj.dataset(feed)
+    for _ in range(2):
+        check_epoch([seen(el) for el in ds], want)
+    assert list(ds) == []  # the feed ended: no third epoch
+    assert feed.metrics()["rows"] == 2 * ROWS
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_batches_reads_every_epoch(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+    feed = hf.DataFeed(str(s.sock), timeout=60)
+    got = [seen(el) for el in hj.batches(feed, BATCH)]
+    assert len(got) == 2 * ROWS // BATCH
+    check_epoch(got[: ROWS // BATCH], want)
+    check_epoch(got[ROWS // BATCH :], want)
+    code, err = s.wait()
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("every", [10, 1])
+def test_kept_arrays_keep_their_values(serve: Any, big_mnist: Path, want: Any, every: int) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
+    kept = [el for i, el in enumerate(hj.dataset(feed)) if i % every == 0]
+    assert len(kept) == -(-ROWS // BATCH // every)
+    # Checked only now, after the feeder wrote the whole epoch (5x the ring) past them.
+    for el in kept:
+        ids = as_numpy(el["id"])
+        np.testing.assert_array_equal(as_numpy(el["image"]), want["image"][ids])
+        np.testing.assert_array_equal(as_numpy(el["label"]).ravel(), want["label"].ravel()[ids])
+    if every == 1:
+        check_epoch([seen(el) for el in kept], want)
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_a_cpu_array_holds_its_ring_slot(serve: Any, big_mnist: Path, want: Any) -> None:
+    """Where JAX wraps the ring's memory without a copy, the array keeps the slot: the feed
+    copies it out of the ring rather than letting the feeder overwrite it."""
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
+    feed._feed.warn_pressure = False
+    b = feed.next()
+    assert b is not None
+    first = hj.to_jax(b["image"])
+    ids = b["id"].copy()
+    if first.unsafe_buffer_pointer() != b["image"].ctypes.data:
+        pytest.skip(f"JAX copies host arrays on {jax.default_backend()}")
+    del b
+    rows = BATCH
+    for b in feed.batches():
+        rows += b.num_rows
+        assert b["image"].ctypes.data != first.unsafe_buffer_pointer()
+    del b
+    assert rows == ROWS
+    np.testing.assert_array_equal(np.asarray(first), want["image"][ids])
+    m = feed.metrics()
+    assert m["copied_batches"] >= 1, m
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_donated_arrays_never_write_the_ring(serve: Any, big_mnist: Path, want: Any) -> None:
+    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
+    step = jax.jit(lambda x: x * 2.0 + 1.0, donate_argnums=0)
+    n = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Some donated buffers were not usable"
+        for b in feed.batches():
+            before = b["image"].copy()
+            y = step(hj.to_jax(b["image"]))
+            np.testing.assert_array_equal(np.asarray(y), before * 2.0 + 1.0)
+            np.testing.assert_array_equal(b["image"], before)
+            np.testing.assert_array_equal(b["image"], want["image"][b["id"]])
+            n += b.num_rows
+    assert n == ROWS
+
+
+def test_ragged_and_string_columns(serve: Any, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    v = [[float(i)] * (i % 4) for i in range(50)]
+    names = [f"row{i}" * (i % 3) for i in range(50)]
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(range(50), pa.int64()),
+                "v": pa.array(v, pa.list_(pa.float32())),
+                "name": pa.array(names),
+            }
+        ),
+        tmp_path / "r.parquet",
+    )
+    s = serve("--input", str(tmp_path / "r.parquet"))
+    feed = hf.DataFeed(str(s.sock), batch_size=7, timeout=30)
+    got_v: list[list[float]] = []
+    got_names: list[str] = []
+    for el in hj.dataset(feed):
+        values, splits = el["v"]
+        assert isinstance(values, jax.Array) and isinstance(splits, jax.Array)
+        assert values.dtype == jnp.float32 and splits.dtype == jnp.int32
+        vals, sp = np.asarray(values), np.asarray(splits)
+        assert sp[0] == 0 and sp[-1] == len(vals) and len(sp) == len(el["id"]) + 1
+        got_v += [vals[sp[i] : sp[i + 1]].tolist() for i in range(len(sp) - 1)]
+        assert isinstance(el["name"], pa.Array)
+        got_names += el["name"].to_pylist()
+    assert got_v == v
+    assert got_names == names
+
+
+def _loss(params: Any, x: Any, y: Any) -> Any:
+    logits = x @ params["w"] + params["b"]
+    return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+
+@jax.jit
+def _step(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    loss, g = jax.value_and_grad(_loss)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, d: p - 0.5 * d, params, g), loss
+
+
+def _params() -> Any:
+    return {"w": jnp.zeros((784, 10), jnp.float32), "b": jnp.zeros((10,), jnp.float32)}
+
+
+def test_jitted_training_over_the_feed(serve: Any, mnist_dir: Path) -> None:
+    """Softmax regression, 3 epochs of 10 batches: the parameters match the same steps run on
+    the reference reader's rows in the order the feed gave them."""
+    s = serve("--input", str(mnist_dir), "--epochs", "3")
+    feed = hf.DataFeed(str(s.sock), timeout=60)
+    ds = hj.dataset(feed, batch_size=250)
+    params = _params()
+    order: list[np.ndarray] = []
+    losses: list[list[float]] = []
+    for _ in range(3):
+        losses.append([])
+        for el in ds:
+            params, loss = _step(params, el["image"], el["label"])
+            losses[-1].append(float(loss))
+            order.append(np.array(el["id"]))
+    assert [len(e) for e in losses] == [10, 10, 10]
+    assert all(np.isfinite(e).all() for e in losses), losses
+    assert np.mean(losses[2]) < np.mean(losses[0]), losses
+    for e in range(3):
+        np.testing.assert_array_equal(np.sort(np.concatenate(order[10 * e : 10 * e + 10])), np.arange(2500))
+
+    ref = tf_read_mnist(mnist_dir)
+    replay = _params()
+    for ids in order:
+        replay, _ = _step(replay, jnp.asarray(ref["image"][ids]), jnp.asarray(ref["label"].ravel()[ids]))
+    for k in params:
+        np.testing.assert_allclose(np.asarray(params[k]), np.asarray(replay[k]), rtol=1e-5, atol=1e-6)
+    code, err = s.wait()
+    assert code == 0, err
+
+
+def test_missing_jax_is_a_clear_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jax", None)
+    with pytest.raises(ImportError, match=r"hydrofeed.jax needs JAX: pip install"):
+        hj.to_jax(np.zeros(3))
