@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use hydrofeed_ipc::RingConfig;
-use hydrofeed_tfbridge::FrameKind;
+use hydrofeed_ipc::{ControlError, Listener, Producer, RingConfig};
+use hydrofeed_tfbridge::{Control, FrameKind, Piece as Lineage};
 
 use crate::coord::client::CoordClient;
 use crate::coord::cluster::{Registration, Role};
@@ -103,6 +103,10 @@ pub struct FeederOptions {
     /// Otherwise it ends the feeder at once. Either way the feeder then fails with
     /// [`Error::PeerLost`] naming the ranks.
     pub keep_going: bool,
+    /// This feeder replaces one that died under the same ranks (`launch` restarts it): each
+    /// rank first takes back its trainer, which re-attaches and reports the rows it read after
+    /// its last ack (`Control::Rejoin`), then registers with that report. Needs `ranks`.
+    pub rejoin: bool,
 }
 
 /// Counters of one rank, shared with the heartbeat and metrics threads.
@@ -296,13 +300,33 @@ fn run_rank(
     pool: &Arc<rayon::ThreadPool>,
 ) -> Result<(u32, u64, u64, u64)> {
     let mut client = connect(opts)?;
-    let reg = client.register(&Registration {
-        rank: opts.ranks.as_ref().and_then(|r| r.get(i as usize).copied()),
-        host: opts.host.clone(),
-        port: opts.trainer_ports.get(i as usize).copied().unwrap_or(0),
-        gpus: Vec::new(),
-        role: Role::Worker,
-    })?;
+    let want = opts.ranks.as_ref().and_then(|r| r.get(i as usize).copied());
+    // A restarted feeder takes its trainer back first: the trainer says what it read after
+    // its last ack, and the registration carries that to the coordinator.
+    let attached = match (opts.rejoin, want) {
+        (false, _) => None,
+        (true, Some(rank)) => Some(attach(opts, rank, true)?),
+        (true, None) => {
+            return Err(Error::InvalidArgument(
+                "--rejoin needs --ranks: the restarted feeder serves the ranks it served".into(),
+            ))
+        }
+    };
+    let consumed = attached
+        .as_ref()
+        .and_then(|a| a.rejoin.as_ref())
+        .map(|r| r.consumed.clone())
+        .unwrap_or_default();
+    let reg = client.rejoin(
+        &Registration {
+            rank: want,
+            host: opts.host.clone(),
+            port: opts.trainer_ports.get(i as usize).copied().unwrap_or(0),
+            gpus: Vec::new(),
+            role: Role::Worker,
+        },
+        &consumed,
+    )?;
     let (rank, inc) = (reg.rank, reg.incarnation);
     stats.rank.store(u64::from(rank), Ordering::Relaxed);
     if reg.num_splits as usize != plan.splits.len() || reg.total_rows != plan.total_rows() {
@@ -325,7 +349,7 @@ fn run_rank(
             .spawn(move || heartbeat(&o, rank, inc, &st, &stop, every))
             .map_err(|e| Error::Internal(format!("spawning a heartbeat thread: {e}")))?
     };
-    let r = feed_rank(opts, &reg, plan, storage, stats, client, pool);
+    let r = feed_rank(opts, &reg, plan, storage, stats, client, pool, attached);
     stats.set(Stage::Done);
     stop.store(true, Ordering::Relaxed);
     let _ = hb.join();
@@ -613,17 +637,28 @@ impl AckBook {
     }
 }
 
-fn feed_rank(
-    opts: &FeederOptions,
-    reg: &crate::coord::client::Registered,
-    plan: &Arc<Plan>,
-    storage: &Arc<dyn Storage>,
-    st: &Arc<RankStats>,
-    client: CoordClient,
-    pool: &Arc<rayon::ThreadPool>,
-) -> Result<(u64, u64, u64)> {
-    let (rank, inc) = (reg.rank, reg.incarnation);
-    let mut bs = reg.batch_size as usize;
+/// A trainer attached to a rank's ring, before any batch.
+struct Attached {
+    listener: Listener,
+    producer: Producer,
+    /// The batch size its `Hello` asked for.
+    asked: Option<usize>,
+    /// What a re-attaching trainer reported (`--rejoin`).
+    rejoin: Option<Rejoin>,
+}
+
+/// Where a trainer that re-attaches to a restarted feeder is in the feed.
+#[derive(Debug, Default)]
+struct Rejoin {
+    epoch: Option<u32>,
+    epoch_done: bool,
+    epoch_rows: u64,
+    consumed: Vec<(u64, u32, u64)>,
+}
+
+/// Binds `rank`'s socket, takes its trainer's attach and `Hello` (and with `rejoin`, its
+/// `Rejoin` report).
+fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<Attached> {
     let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
     let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
     let listener = serve::bind(
@@ -636,8 +671,93 @@ fn feed_rank(
     tracing::info!(rank, socket = %socket.display(), "waiting for the trainer");
     let mut producer = serve::accept(&listener, opts.accept_timeout)?;
     let asked = serve::hello(&mut producer, opts.accept_timeout)?;
+    let rejoin = if rejoin {
+        Some(rejoin_report(&mut producer, opts.accept_timeout)?)
+    } else {
+        None
+    };
+    Ok(Attached {
+        listener,
+        producer,
+        asked,
+        rejoin,
+    })
+}
+
+/// Reads the `Rejoin` message(s) of a trainer re-attaching to a restarted feeder.
+fn rejoin_report(p: &mut Producer, timeout: Duration) -> Result<Rejoin> {
+    let deadline = Instant::now().checked_add(timeout);
+    let mut r = Rejoin::default();
+    loop {
+        match p.wait_control(POLL) {
+            Ok(Some(m)) => match Control::from_bytes(&m) {
+                Ok(Control::Rejoin {
+                    epoch,
+                    epoch_done,
+                    epoch_rows,
+                    consumed,
+                    more,
+                }) => {
+                    r.epoch = epoch;
+                    r.epoch_done = epoch_done;
+                    r.epoch_rows = epoch_rows;
+                    r.consumed.extend(consumed);
+                    if !more {
+                        return Ok(r);
+                    }
+                }
+                Ok(other) => tracing::warn!("expected Rejoin from the trainer, got {other:?}"),
+                Err(e) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "trainer (pid {}): {e}",
+                        p.peer_pid()
+                    )))
+                }
+            },
+            Ok(None) | Err(ControlError::Timeout) => {}
+            Err(e) => {
+                return Err(Error::PeerLost(format!(
+                    "trainer (pid {}) left before saying where it was in the feed: {e}",
+                    p.peer_pid()
+                )))
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::Timeout {
+                what: format!(
+                    "the trainer (pid {}) to say where it was in the feed (stage: rejoin)",
+                    p.peer_pid()
+                ),
+                secs: timeout.as_secs_f64(),
+            });
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // the rank's parts, each owned elsewhere
+fn feed_rank(
+    opts: &FeederOptions,
+    reg: &crate::coord::client::Registered,
+    plan: &Arc<Plan>,
+    storage: &Arc<dyn Storage>,
+    st: &Arc<RankStats>,
+    client: CoordClient,
+    pool: &Arc<rayon::ThreadPool>,
+    attached: Option<Attached>,
+) -> Result<(u64, u64, u64)> {
+    let (rank, inc) = (reg.rank, reg.incarnation);
+    let mut bs = reg.batch_size as usize;
+    let Attached {
+        listener,
+        producer,
+        asked,
+        rejoin,
+    } = match attached {
+        Some(a) => a,
+        None => attach(opts, rank, false)?,
+    };
     let mut told = "`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed coordinator`";
-    if opts.batch_size_from_trainers {
+    if opts.batch_size_from_trainers && rejoin.is_none() {
         bs = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
         told = "what the other ranks' trainers asked for";
     }
@@ -704,7 +824,15 @@ fn feed_rank(
             .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
             .map_err(|e| Error::Internal(format!("spawning a reader thread: {e}")))?
     };
-    let mut r = write_rank(&mut w, &rx, bs, &book, st, opts.stall_timeout);
+    let mut r = write_rank(
+        &mut w,
+        &rx,
+        bs,
+        &book,
+        st,
+        opts.stall_timeout,
+        rejoin.as_ref(),
+    );
     reader_stop.store(true, Ordering::Relaxed);
     drop(rx);
     if r.is_err() && w.bye {
@@ -737,16 +865,22 @@ fn write_rank(
     book: &Arc<Mutex<AckBook>>,
     st: &RankStats,
     stall: Duration,
+    rejoin: Option<&Rejoin>,
 ) -> Result<u64> {
     let schema = w
         .enc
         .schema_frame(w.meta(0, u32::MAX, 0))
         .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
     w.put(&schema)?;
-    let mut epoch: Option<u32> = None;
+    // A trainer that re-attached is in the middle of an epoch (its end-of-epoch frame still
+    // to come unless it read it), maybe in the middle of a batch that was cut in frames.
+    let mut epoch: Option<u32> = rejoin.filter(|r| !r.epoch_done).and_then(|r| r.epoch);
     let mut pending: Vec<RecordBatch> = Vec::new();
     let mut pieces: Vec<Piece> = Vec::new();
-    let mut pending_rows = 0usize;
+    let mut pending_rows = match (rejoin, epoch) {
+        (Some(r), Some(_)) => (r.epoch_rows % bs as u64) as usize,
+        _ => 0,
+    };
     let mut last_split = u32::MAX;
     let flush = |w: &mut Writer,
                  pending: &mut Vec<RecordBatch>,
@@ -757,7 +891,11 @@ fn write_rank(
      -> Result<()> {
         if let Some(b) = serve::glue(pending)? {
             *pending_rows = 0;
-            w.batch(epoch, split, &b)?;
+            let lineage: Vec<Lineage> = pieces
+                .iter()
+                .map(|&(lease, split, rows)| Lineage { lease, split, rows })
+                .collect();
+            w.batch(epoch, split, &b, &lineage)?;
             st.batches.store(w.report.batches, Ordering::Relaxed);
             st.bytes.store(w.report.bytes, Ordering::Relaxed);
             let last = w.seq - 1;
@@ -810,6 +948,8 @@ fn write_rank(
                         let rows = w.report.rows;
                         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
                     }
+                    // (A re-attached trainer's cut batch belongs to the epoch that ended.)
+                    pending_rows = 0;
                     epoch = Some(l.epoch);
                 }
             }

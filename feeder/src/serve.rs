@@ -27,7 +27,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
 use hydrofeed_tfbridge::{
     error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameError, FrameKind,
-    FrameMeta,
+    FrameMeta, Piece,
 };
 
 use crate::error::Location;
@@ -145,6 +145,27 @@ fn read_epoch(storage: Arc<dyn Storage>, plan: Arc<Plan>, opts: ReadOptions, tx:
             return;
         }
     }
+}
+
+/// The pieces of the first `rows` rows of `pieces` (in order), and those of the rest.
+pub(crate) fn split_pieces(pieces: &[Piece], mut rows: u64) -> (Vec<Piece>, Vec<Piece>) {
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    for p in pieces {
+        if rows >= p.rows {
+            rows -= p.rows;
+            head.push(*p);
+        } else if rows > 0 {
+            head.push(Piece { rows, ..*p });
+            tail.push(Piece {
+                rows: p.rows - rows,
+                ..*p
+            });
+            rows = 0;
+        } else {
+            tail.push(*p);
+        }
+    }
+    (head, tail)
 }
 
 /// Called with the sequence number of every `Ack` control message (the daemon forwards the
@@ -265,8 +286,15 @@ impl Writer {
     }
 
     /// Writes one batch, halving it while it is larger than the ring's largest frame (a frame
-    /// dropped that way is never committed, so its dictionaries do not count as sent).
-    pub(crate) fn batch(&mut self, epoch: u32, split: u32, b: &RecordBatch) -> Result<()> {
+    /// dropped that way is never committed, so its dictionaries do not count as sent). Each
+    /// frame carries its share of `pieces` (the leases its rows belong to) as lineage.
+    pub(crate) fn batch(
+        &mut self,
+        epoch: u32,
+        split: u32,
+        b: &RecordBatch,
+        pieces: &[Piece],
+    ) -> Result<()> {
         let meta = self.meta(epoch, split, 0);
         let f = self
             .enc
@@ -274,11 +302,13 @@ impl Writer {
             .map_err(|e| match e {
                 FrameError::DictionaryTooLarge { .. } => Error::InvalidArgument(e.to_string()),
                 e => Error::Internal(format!("frame encoding: {e}")),
-            })?;
+            })?
+            .with_lineage(pieces);
         if f.len() > self.producer.max_frame() && b.num_rows() > 1 {
             let half = b.num_rows() / 2;
-            self.batch(epoch, split, &b.slice(0, half))?;
-            return self.batch(epoch, split, &b.slice(half, b.num_rows() - half));
+            let (head, tail) = split_pieces(pieces, half as u64);
+            self.batch(epoch, split, &b.slice(0, half), &head)?;
+            return self.batch(epoch, split, &b.slice(half, b.num_rows() - half), &tail);
         }
         self.put(&f)?;
         self.enc
@@ -520,7 +550,7 @@ fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> R
      -> Result<()> {
         if let Some(b) = glue(pending)? {
             *pending_rows = 0;
-            w.batch(epoch, split, &b)?;
+            w.batch(epoch, split, &b, &[])?;
         }
         for (s, rows) in ends.drain(..) {
             w.marker(FrameKind::EndOfSplit, epoch, s, rows)?;

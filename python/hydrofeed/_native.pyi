@@ -91,6 +91,7 @@ class Feed:
         timeout: float = 600.0,
         connect_timeout: float = 60.0,
         on_ring_pressure: str = "copy",
+        rejoin_timeout: float = 0.0,
     ) -> Feed: ...
     def next(self, timeout: float | None = None) -> Batch | None: ...
     warn_pressure: bool

@@ -15,7 +15,10 @@ from typing import Any
 
 from hydrofeed._native import SOCKET_ENV, Batch, Feed
 
-__all__ = ["SOCKET_ENV", "DataFeed"]
+__all__ = ["SOCKET_ENV", "REJOIN_ENV", "DataFeed"]
+
+#: Seconds a trainer waits for a restarted feeder (``hydrofeed launch`` sets it).
+REJOIN_ENV = "HYDROFEED_REJOIN_TIMEOUT"
 
 
 class DataFeed:
@@ -36,6 +39,11 @@ class DataFeed:
             feeder): ``"copy"`` (default) copies them out of the ring once and warns once
             (:class:`hydrofeed.RingPressureWarning`); ``"raise"`` raises
             :class:`hydrofeed.RingExhaustedError` instead.
+        rejoin_timeout: when the feeder dies, seconds to wait for a restarted one to take this
+            trainer back (it reports the rows it read after its last ack, so none comes twice)
+            instead of raising :class:`hydrofeed.PeerLostError`. Default: ``0`` (raise), or
+            ``$HYDROFEED_REJOIN_TIMEOUT``, which ``hydrofeed launch`` sets: it restarts a
+            feeder that was killed.
 
     Batch lifetime: a batch's arrays view ring memory until the last of them is collected.
     Keep :meth:`hydrofeed.Batch.copy` (or ``np.array(...)``) of data you mean to keep.
@@ -52,7 +60,10 @@ class DataFeed:
         connect_timeout: float = 60.0,
         input_mapping: Mapping[str, str] | None = None,
         on_ring_pressure: str = "copy",
+        rejoin_timeout: float | None = None,
     ) -> None:
+        if rejoin_timeout is None:
+            rejoin_timeout = float(os.environ.get(REJOIN_ENV) or 0)
         if address is None:
             address = os.environ.get(SOCKET_ENV)
             if not address:
@@ -68,6 +79,7 @@ class DataFeed:
             timeout=timeout,
             connect_timeout=connect_timeout,
             on_ring_pressure=on_ring_pressure,
+            rejoin_timeout=rejoin_timeout,
         )
         self._pending: list[Any] = []  # TFoS path: pyarrow batches not yet handed out
         self._pending_rows = 0

@@ -1,15 +1,19 @@
 //! The trainer's end of a feed: attach to a feeder's ring, decode frames, hand out batches whose
 //! numpy arrays view the ring.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use hydrofeed_ipc::{connect, AttachError, Consumer, Held, Lease, NextError};
-use hydrofeed_tfbridge::{owned_buffer, Control, Frame, FrameDecoder, FrameMeta, NO_SPLIT};
+use hydrofeed_tfbridge::{
+    lineage, owned_buffer, Control, Frame, FrameDecoder, FrameHeader, FrameMeta, NO_SPLIT,
+    REJOIN_LEASES_PER_MESSAGE,
+};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -32,6 +36,13 @@ struct Inner {
     /// `next()` call counts as consumed.
     acked: u64,
     last_ack: Instant,
+    /// Where the trainer is, for a restarted feeder (`Control::Rejoin`): rows read per lease
+    /// since the last end of epoch (from the frames' lineage), the epoch of the last batch,
+    /// whether its end-of-epoch frame was read, rows read in it.
+    consumed: HashMap<u64, (u32, u64)>,
+    epoch: Option<u32>,
+    epoch_done: bool,
+    epoch_rows: u64,
 }
 
 /// Counters and position, behind a lock of their own that is only held for a few assignments
@@ -60,6 +71,8 @@ struct Stats {
     copied_frames: u64,
     copied_bytes: u64,
     warned: bool,
+    /// Times a restarted feeder took this trainer back.
+    rejoins: u64,
 }
 
 /// What a trainer that holds too much of the ring gets.
@@ -99,6 +112,33 @@ fn send_ack(consumer: &mut Consumer, acked: &mut u64, last: &mut Instant, frames
     }
 }
 
+/// Keeps `inner`'s position for a restarted feeder up to date with one frame read.
+fn track(inner: &mut Inner, frame: &arrow_buffer::Buffer) {
+    let Ok(h) = FrameHeader::parse(frame.as_slice()) else {
+        return; // the decoder names the corruption
+    };
+    match h.kind() {
+        Some(hydrofeed_tfbridge::FrameKind::Batch) => {
+            if inner.epoch != Some(h.epoch) {
+                inner.epoch = Some(h.epoch);
+                inner.epoch_rows = 0;
+            }
+            inner.epoch_done = false;
+            inner.epoch_rows += h.rows;
+            for p in lineage(frame.as_slice(), &h) {
+                let e = inner.consumed.entry(p.lease).or_insert((p.split, 0));
+                e.1 += p.rows;
+            }
+        }
+        Some(hydrofeed_tfbridge::FrameKind::EndOfEpoch) => {
+            // The coordinator's epoch barrier passed: every lease so far is acked there.
+            inner.epoch_done = true;
+            inner.consumed.clear();
+        }
+        _ => {}
+    }
+}
+
 /// A copy of `b` whose buffers are all fresh allocations of this process.
 fn deep_copy(b: &RecordBatch) -> PyResult<RecordBatch> {
     use arrow_data::transform::MutableArrayData;
@@ -130,8 +170,11 @@ pub struct Feed {
     warn_pressure: AtomicBool,
     owner: Owner,
     address: String,
-    peer: u32,
+    /// The feeder's pid (changes when a restarted feeder takes the trainer back).
+    peer: AtomicU32,
     timeout: Duration,
+    /// How long to wait for a restarted feeder when this one dies (zero: raise at once).
+    rejoin_timeout: Duration,
     /// The batch size asked of the feeder (0: none, the feeder's default).
     batch_size: AtomicU64,
 }
@@ -181,7 +224,7 @@ impl Feed {
              ring frees space in order",
             held.leases,
             mib(held.bytes),
-            self.peer,
+            self.peer(),
             mib(held.pinned),
             mib(cap)
         );
@@ -244,7 +287,7 @@ impl Feed {
             "timed out after {:.1}s waiting for a batch from the feeder (pid {}) at {} \
              (stage: waiting on ring): {cause}",
             timeout.as_secs_f64(),
-            self.peer,
+            self.peer(),
             self.address
         )
     }
@@ -279,12 +322,97 @@ fn send_hello(consumer: &mut Consumer, batch_size: Option<u64>, address: &str) -
     })
 }
 
+/// Attaches to the feeder listening on `address`, waiting up to `timeout` for it to appear.
+fn attach(py: Python<'_>, address: &str, timeout: Duration) -> PyResult<Consumer> {
+    let path = Path::new(address).to_path_buf();
+    let what = format!("the feeder at {address} to accept (stage: attach)");
+    let started = Instant::now();
+    // Each attempt may take a while: the feeder creates (and may prefault) the ring inside
+    // the handshake, and an attempt that times out mid-handshake resets it (the feeder then
+    // starts over with a new ring). Ctrl-C is checked between attempts (1 s).
+    let attempt = timeout.min(Duration::from_secs(1));
+    let r = wait(py, timeout, &what, || {
+        match connect(&path, attempt) {
+            Ok(c) => Step::Ready(c),
+            // Not there yet (the feeder may still be starting): retry until the deadline.
+            Err(AttachError::Timeout) => Step::Again,
+            Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
+                if started.elapsed() + TICK >= timeout {
+                    Step::Failed(e)
+                } else {
+                    std::thread::sleep(TICK / 2);
+                    Step::Again
+                }
+            }
+            Err(e) => Step::Failed(e),
+        }
+    })?;
+    r.map_err(|e| error::attach(e, address))
+}
+
+impl Feed {
+    fn peer(&self) -> u32 {
+        self.peer.load(Ordering::Relaxed)
+    }
+
+    /// The feeder died and `launch` restarts it: attach to the new one at the same address,
+    /// say hello again and report where this trainer is (`Control::Rejoin`), so the rows read
+    /// after the last ack that reached the coordinator are not handed out again.
+    fn rejoin(&self, py: Python<'_>, inner: &mut Inner) -> PyResult<()> {
+        let old = self.peer();
+        let mut c = attach(py, &self.address, self.rejoin_timeout).map_err(|e| {
+            PeerLostError::new_err(format!(
+                "feeder (pid {old}) at {} died, and no feeder took this trainer back within                  {:.0} s: {e}",
+                self.address,
+                self.rejoin_timeout.as_secs_f64()
+            ))
+        })?;
+        let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
+        send_hello(&mut c, bs, &self.address)?;
+        let consumed: Vec<(u64, u32, u64)> = inner
+            .consumed
+            .iter()
+            .map(|(&lease, &(split, rows))| (lease, split, rows))
+            .collect();
+        let mut parts: Vec<&[(u64, u32, u64)]> =
+            consumed.chunks(REJOIN_LEASES_PER_MESSAGE).collect();
+        if parts.is_empty() {
+            parts.push(&[]);
+        }
+        let last = parts.len() - 1;
+        for (i, part) in parts.into_iter().enumerate() {
+            let m = Control::Rejoin {
+                epoch: inner.epoch,
+                epoch_done: inner.epoch_done,
+                epoch_rows: inner.epoch_rows,
+                consumed: part.to_vec(),
+                more: i < last,
+            };
+            c.send_control(&m.to_bytes()).map_err(|e| {
+                PeerLostError::new_err(format!(
+                    "feeder (pid {}) at {}: sending where this trainer is: {e}",
+                    c.peer_pid(),
+                    self.address
+                ))
+            })?;
+        }
+        self.peer.store(c.peer_pid(), Ordering::Relaxed);
+        inner.consumer = Some(c);
+        inner.dec = FrameDecoder::new();
+        inner.frames = 0;
+        inner.acked = 0;
+        inner.hello_sent = true;
+        self.stats().rejoins += 1;
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl Feed {
     /// Attaches to the feeder listening on `address` (a Unix socket path) and tells it the
     /// batch size wanted. Waits up to `connect_timeout` seconds for the feeder to appear.
     #[new]
-    #[pyo3(signature = (address, batch_size=None, timeout=600.0, connect_timeout=60.0, on_ring_pressure="copy"))]
+    #[pyo3(signature = (address, batch_size=None, timeout=600.0, connect_timeout=60.0, on_ring_pressure="copy", rejoin_timeout=0.0))]
     fn new(
         py: Python<'_>,
         address: &str,
@@ -292,6 +420,7 @@ impl Feed {
         timeout: f64,
         connect_timeout: f64,
         on_ring_pressure: &str,
+        rejoin_timeout: f64,
     ) -> PyResult<Self> {
         let pressure = match on_ring_pressure {
             "copy" => Pressure::Copy,
@@ -307,33 +436,12 @@ impl Feed {
         if batch_size == Some(0) {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
         }
-        let path = Path::new(address).to_path_buf();
-        let what = format!("the feeder at {address} to accept (stage: attach)");
-        let mut last = None;
-        let started = Instant::now();
-        // Each attempt may take a while: the feeder creates (and may prefault) the ring inside
-        // the handshake, and an attempt that times out mid-handshake resets it (the feeder
-        // then starts over with a new ring). Ctrl-C is checked between attempts (1 s).
-        let attempt = connect_timeout.min(Duration::from_secs(1));
-        let r = wait(py, connect_timeout, &what, || {
-            match connect(&path, attempt) {
-                Ok(c) => Step::Ready(c),
-                // Not there yet (the feeder may still be starting): retry until the deadline.
-                Err(AttachError::Timeout) => Step::Again,
-                Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
-                    last = Some(e);
-                    if started.elapsed() + TICK >= connect_timeout {
-                        Step::Failed(e)
-                    } else {
-                        std::thread::sleep(TICK / 2);
-                        Step::Again
-                    }
-                }
-                Err(e) => Step::Failed(e),
-            }
-        })?;
-        let _ = last;
-        let mut consumer = r.map_err(|e| error::attach(e, address))?;
+        let rejoin_timeout = if rejoin_timeout == 0.0 {
+            Duration::ZERO
+        } else {
+            secs("rejoin_timeout", rejoin_timeout)?
+        };
+        let mut consumer = attach(py, address, connect_timeout)?;
         let peer = consumer.peer_pid();
         let hello_sent = batch_size.is_some();
         if hello_sent {
@@ -348,6 +456,10 @@ impl Feed {
                 frames: 0,
                 acked: 0,
                 last_ack: Instant::now(),
+                consumed: HashMap::new(),
+                epoch: None,
+                epoch_done: false,
+                epoch_rows: 0,
             }),
             stats: Mutex::new(Stats {
                 split: NO_SPLIT,
@@ -359,8 +471,9 @@ impl Feed {
             warn_pressure: AtomicBool::new(true),
             owner: Owner::here(),
             address: address.to_string(),
-            peer,
+            peer: AtomicU32::new(peer),
             timeout,
+            rejoin_timeout,
             batch_size: AtomicU64::new(batch_size.unwrap_or(0)),
         })
     }
@@ -426,18 +539,26 @@ impl Feed {
                     self.relieve(py, consumer, held)?;
                     continue;
                 }
+                Ok(Err(Stop::Next(NextError::PeerLost)))
+                    if !self.rejoin_timeout.is_zero() && !self.closing.load(Ordering::Acquire) =>
+                {
+                    // Every frame the dead feeder committed was read: what this trainer
+                    // consumed is exactly what `inner.consumed` says.
+                    self.rejoin(py, inner)?;
+                    continue;
+                }
                 Ok(Err(Stop::Next(e))) => {
                     self.stats().done = true;
                     if self.closing.load(Ordering::Acquire) {
                         return Ok(None);
                     }
-                    return Err(error::next(e, self.peer, "waiting on ring"));
+                    return Err(error::next(e, self.peer(), "waiting on ring"));
                 }
                 Ok(Err(Stop::Eof)) => {
                     self.stats().done = true;
                     return Err(PeerLostError::new_err(format!(
                         "feeder (pid {}) closed the ring before end-of-feed",
-                        self.peer
+                        self.peer()
                     )));
                 }
                 Err(e) if e.is_instance_of::<FeedTimeoutError>(py) => {
@@ -448,10 +569,13 @@ impl Feed {
             inner.frames += 1;
             let frame_len = lease.len() as u64;
             let buf = owned_buffer(lease);
+            if !self.rejoin_timeout.is_zero() {
+                track(inner, &buf);
+            }
             let decoded = inner
                 .dec
                 .decode(&buf)
-                .map_err(|e| error::frame(e, self.peer));
+                .map_err(|e| error::frame(e, self.peer()));
             let mut st = self.stats();
             st.frames += 1;
             st.bytes += frame_len;
@@ -487,7 +611,7 @@ impl Feed {
                 }
                 Frame::Error(_, code, msg) => {
                     st.done = true;
-                    return Err(error::from_frame(code, &msg, self.peer));
+                    return Err(error::from_frame(code, &msg, self.peer()));
                 }
             }
         }
@@ -521,7 +645,8 @@ impl Feed {
             };
             let what = format!(
                 "the schema from the feeder (pid {}) at {} (stage: feeder planning the input)",
-                self.peer, self.address
+                self.peer(),
+                self.address
             );
             let r = wait(py, timeout, &what, || match consumer.next(TICK) {
                 Ok(l) => Step::Ready(l),
@@ -534,12 +659,12 @@ impl Feed {
                     self.stats().done = true;
                     return Err(PeerLostError::new_err(format!(
                         "feeder (pid {}) closed the ring before sending a schema",
-                        self.peer
+                        self.peer()
                     )));
                 }
                 Err(e) => {
                     self.stats().done = true;
-                    return Err(error::next(e, self.peer, "waiting for the schema"));
+                    return Err(error::next(e, self.peer(), "waiting for the schema"));
                 }
             };
             inner.frames += 1;
@@ -550,20 +675,20 @@ impl Feed {
             }
             let decoded = inner.dec.decode(&owned_buffer(lease)).map_err(|e| {
                 self.stats().done = true;
-                error::frame(e, self.peer)
+                error::frame(e, self.peer())
             })?;
             match decoded {
                 Frame::Schema(..) => {}
                 Frame::Error(_, code, msg) => {
                     self.stats().done = true;
-                    return Err(error::from_frame(code, &msg, self.peer));
+                    return Err(error::from_frame(code, &msg, self.peer()));
                 }
                 other => {
                     return Err(error::frame(
                         hydrofeed_tfbridge::FrameError::Corrupt(format!(
                             "expected the schema frame first, got {other:?}"
                         )),
-                        self.peer,
+                        self.peer(),
                     ))
                 }
             }
@@ -607,7 +732,7 @@ impl Feed {
     /// The feeder's pid.
     #[getter]
     fn peer_pid(&self) -> u32 {
-        self.peer
+        self.peer()
     }
 
     /// The batch size asked of the feeder (None: the feeder's default, or not asked yet).
@@ -773,7 +898,8 @@ impl Feed {
         d.set_item("pressure_copies", g.pressure_copies)?;
         d.set_item("copied_batches", g.copied_frames)?;
         d.set_item("copied_bytes", g.copied_bytes)?;
-        d.set_item("feeder_pid", self.peer)?;
+        d.set_item("feeder_pid", self.peer())?;
+        d.set_item("rejoins", g.rejoins)?;
         Ok(d)
     }
 }

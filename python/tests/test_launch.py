@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -39,6 +40,25 @@ def data7(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "x": pa.array([float(v) for v in range(n)], pa.float32()),
             }
         )
+        pq.write_table(t, d / f"part-{i:05d}.parquet", row_group_size=1000)
+        start += n
+    return d
+
+
+WIDE_SIZES = [5000, 7000, 6000]
+WIDE_TOTAL = sum(WIDE_SIZES)
+
+
+@pytest.fixture(scope="module")
+def data_wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 files of 4 KiB rows (id + 1024 float32): 72 MiB per epoch, far more than the rings
+    of `--memory-mb 48` (8 MiB per rank) hold, so a feeder restart has rows left to feed."""
+    d = tmp_path_factory.mktemp("wide")
+    start = 0
+    for i, n in enumerate(WIDE_SIZES):
+        ids = pa.array(range(start, start + n), pa.int64())
+        vals = pa.array(np.arange(n * 1024, dtype=np.float32))
+        t = pa.table({"id": ids, "x": pa.FixedSizeListArray.from_arrays(vals, 1024)})
         pq.write_table(t, d / f"part-{i:05d}.parquet", row_group_size=1000)
         start += n
     return d
@@ -145,7 +165,8 @@ def test_feeder_killed_fails_fast_naming_stage(hf_bin: str, data7: Path, tmp_pat
         port = sk.getsockname()[1]
     p = subprocess.Popen(
         [hf_bin, "launch", "--workers", "3", "--input", str(data7), "--batch-size", str(BATCH),
-         "--feeder-metrics", f"127.0.0.1:{port}", "--", sys.executable, TRAINER],
+         "--feeder-metrics", f"127.0.0.1:{port}", "--feeder-restarts", "0",
+         "--", sys.executable, TRAINER],
         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -179,6 +200,81 @@ def test_feeder_killed_fails_fast_naming_stage(hf_bin: str, data7: Path, tmp_pat
     assert took < 15, took
     assert shm_listing() <= shm0
     no_leftovers(str(out))
+
+
+def feeder_pids(tag: str) -> list[int]:
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [int(l.split()[0]) for l in ps.splitlines()
+            if " feeder " in l and tag in l and "ps -eo" not in l]
+
+
+def rows_recorded(out: Path, workers: int) -> int:
+    n = 0
+    for k in range(workers):
+        f = out / f"rank-{k}.jsonl"
+        if f.exists():
+            n += sum(len(json.loads(line).get("ids", [])) for line in f.read_text().splitlines()
+                     if line.endswith("}"))
+    return n
+
+
+def test_feeder_killed_is_restarted_and_every_row_comes_once(
+    hf_bin: str, data_wide: Path, tmp_path: Path
+) -> None:
+    """`kill -9` of the feeder at 30% of epoch 0 and at 70% of epoch 1: `launch` restarts it,
+    the trainers read what the dead feeder left in their rings, re-attach and report what they
+    read after their last ack, and the new feeder feeds the rest: every row exactly once per
+    epoch, the same steps on every rank."""
+    shm0 = shm_listing()
+    out = tmp_path / "out"
+    out.mkdir()
+    e = dict(os.environ, OUT=str(out), SLOW="0.005")
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "3", "--input", str(data_wide), "--batch-size",
+         str(BATCH), "--epochs", "2", "--memory-mb", "48", "--columns", "id,x",
+         "--", sys.executable, TRAINER],
+        env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    killed: list[int] = []
+    try:
+        for frac in (0.15, 0.85):  # of the job's 2 epochs: 30% of epoch 0, 70% of epoch 1
+            deadline = time.time() + 60
+            while rows_recorded(out, 3) < frac * 2 * WIDE_TOTAL:
+                assert p.poll() is None, p.communicate()[1][-3000:]
+                assert time.time() < deadline, "training stalled"
+                time.sleep(0.01)
+            pids = [q for q in feeder_pids(str(data_wide)) if q not in killed]
+            assert len(pids) == 1, pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+        _, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err[-3000:]
+    assert err.count("restarting it") == 2, err[-3000:]
+    # The restarted feeders fed rows themselves (not only the dead ones' rings).
+    fed = [int(m) for m in re.findall(r"\[feeder\] hydrofeed feeder: rank \d+: (\d+) rows", err)]
+    assert sum(fed) > 0, err[-3000:]
+    s_e = WIDE_TOTAL // (3 * BATCH)
+    drop = dropped(err)
+    assert drop == 2 * (WIDE_TOTAL - s_e * 3 * BATCH)
+    seen: dict[int, list[int]] = {0: [], 1: []}
+    for k in range(3):
+        recs = records(out, k)
+        st = steps_of(recs)
+        for s in st:
+            assert len(s["ids"]) == BATCH
+            seen[s["epoch"]].extend(s["ids"])
+        assert [sum(1 for s in st if s["epoch"] == ep) for ep in (0, 1)] == [s_e, s_e], k
+        assert recs[-1]["should_stop"] is True
+        assert recs[-1]["metrics"]["rejoins"] == 2
+    for ep in (0, 1):
+        ids = seen[ep]
+        assert len(ids) == len(set(ids)), f"epoch {ep}: a row was delivered twice"
+        assert set(ids) <= set(range(WIDE_TOTAL))
+        assert len(ids) == WIDE_TOTAL - drop // 2, ep
+    assert shm_listing() <= shm0
+    no_leftovers(str(tmp_path))
 
 
 def test_resume_with_fewer_workers(hf_bin: str, data7: Path, tmp_path: Path) -> None:

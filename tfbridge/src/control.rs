@@ -7,6 +7,9 @@
 //! - `Bye`: the trainer stops reading on purpose (the producer ends without an error).
 //! - `Ack`: frames consumed so far (a few per second at most; `hydrofeed feeder` forwards them
 //!   to the coordinator as row acks).
+//! - `Rejoin`: after `Hello`, from a trainer re-attaching to a restarted feeder: where it is in
+//!   the feed and the rows it consumed per lease (from the frames' lineage), so the coordinator
+//!   counts them before it hands the rest out again.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,7 +37,25 @@ pub enum Control {
         /// Sequence number of the last consumed frame.
         seq: u64,
     },
+    /// Sent after `Hello` by a trainer whose feeder died, to the feeder that replaces it.
+    Rejoin {
+        /// Epoch of the last batch the trainer read (`None`: it read none).
+        epoch: Option<u32>,
+        /// Whether it read that epoch's end-of-epoch frame.
+        epoch_done: bool,
+        /// Rows it read in that epoch (a batch cut by the restart is completed, not restarted).
+        epoch_rows: u64,
+        /// `[lease, split, rows read]` of every lease it read from since its last end of
+        /// epoch (rows are cumulative from the lease's first row).
+        consumed: Vec<(u64, u32, u64)>,
+        /// More `Rejoin` messages follow (a long list travels in parts).
+        more: bool,
+    },
 }
+
+/// Leases per `Rejoin` message: keeps each message far below the control channel's limit
+/// (a lease takes at most 60 bytes of JSON).
+pub const REJOIN_LEASES_PER_MESSAGE: usize = 500;
 
 impl Control {
     /// Encodes the message.
@@ -70,7 +91,15 @@ mod tests {
             },
             Control::Results { count: 3 },
             Control::Bye,
+            Control::Rejoin {
+                epoch: Some(2),
+                epoch_done: false,
+                epoch_rows: 640,
+                consumed: vec![(u64::MAX, u32::MAX, u64::MAX); REJOIN_LEASES_PER_MESSAGE],
+                more: true,
+            },
         ] {
+            assert!(m.to_bytes().len() < 64 * 1024);
             assert_eq!(Control::from_bytes(&m.to_bytes()).unwrap(), m);
         }
         assert!(Control::from_bytes(b"{").is_err());

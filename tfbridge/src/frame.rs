@@ -46,6 +46,37 @@ pub const HEADER_LEN: usize = 64;
 pub const ALIGN: usize = 64;
 /// `split` of a frame that belongs to no split.
 pub const NO_SPLIT: u32 = u32::MAX;
+/// Bytes of one [`Piece`] in a lineage trailer.
+pub const PIECE_LEN: usize = 20;
+
+/// Rows of one lease in a batch frame: the frame holds the next `rows` rows of `lease` (rows
+/// of one lease come in order). A frame's pieces are its lineage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Piece {
+    /// The coordinator's lease id.
+    pub lease: u64,
+    /// The lease's split.
+    pub split: u32,
+    /// Rows of the lease in this frame.
+    pub rows: u64,
+}
+
+/// The lineage trailer of `frame` (a whole slot whose header [`FrameHeader::parse`] checked):
+/// the pieces the producer attached with [`Encoded::with_lineage`], empty if none.
+pub fn lineage(frame: &[u8], h: &FrameHeader) -> Vec<Piece> {
+    let at = HEADER_LEN + h.payload_len as usize;
+    let n = h.lineage as usize;
+    let Some(t) = frame.get(at..at + n * PIECE_LEN) else {
+        return Vec::new();
+    };
+    t.chunks_exact(PIECE_LEN)
+        .map(|c| Piece {
+            lease: u64::from_le_bytes(c[0..8].try_into().unwrap_or_default()),
+            split: u32::from_le_bytes(c[8..12].try_into().unwrap_or_default()),
+            rows: u64::from_le_bytes(c[12..20].try_into().unwrap_or_default()),
+        })
+        .collect()
+}
 
 /// What a frame carries.
 #[repr(u16)]
@@ -142,8 +173,10 @@ pub struct FrameHeader {
     pub code: u32,
     /// Reserved, zero.
     pub flags: u32,
+    /// Number of [`Piece`]s in the lineage trailer after the payload (0: none).
+    pub lineage: u32,
     /// Reserved, zero.
-    pub reserved: [u8; 16],
+    pub reserved: [u8; 12],
 }
 
 const _: () = assert!(std::mem::size_of::<FrameHeader>() == HEADER_LEN);
@@ -174,7 +207,8 @@ impl FrameHeader {
             payload_len,
             code,
             flags: 0,
-            reserved: [0; 16],
+            lineage: 0,
+            reserved: [0; 12],
         }
     }
 
@@ -191,7 +225,8 @@ impl FrameHeader {
         b[32..40].copy_from_slice(&self.payload_len.to_le_bytes());
         b[40..44].copy_from_slice(&self.code.to_le_bytes());
         b[44..48].copy_from_slice(&self.flags.to_le_bytes());
-        b[48..64].copy_from_slice(&self.reserved);
+        b[48..52].copy_from_slice(&self.lineage.to_le_bytes());
+        b[52..64].copy_from_slice(&self.reserved);
         b
     }
 
@@ -217,8 +252,8 @@ impl FrameHeader {
         if version != VERSION {
             return Err(FrameError::Version(version));
         }
-        let mut reserved = [0u8; 16];
-        reserved.copy_from_slice(&buf[48..64]);
+        let mut reserved = [0u8; 12];
+        reserved.copy_from_slice(&buf[52..64]);
         let h = Self {
             magic,
             version,
@@ -230,6 +265,7 @@ impl FrameHeader {
             payload_len: u64_at(32),
             code: u32_at(40),
             flags: u32_at(44),
+            lineage: u32_at(48),
             reserved,
         };
         if FrameKind::from_u16(h.kind).is_none() {
@@ -241,6 +277,16 @@ impl FrameHeader {
         if h.payload_len > (buf.len() - HEADER_LEN) as u64 {
             return Err(FrameError::Corrupt(format!(
                 "frame header says {} payload bytes but the frame holds {}",
+                h.payload_len,
+                buf.len() - HEADER_LEN
+            )));
+        }
+        // Checked here, once: the lineage trailer lies inside the frame.
+        let trailer = u64::from(h.lineage) * PIECE_LEN as u64;
+        if trailer > (buf.len() - HEADER_LEN) as u64 - h.payload_len {
+            return Err(FrameError::Corrupt(format!(
+                "frame header says {} lineage pieces after {} payload bytes but the frame holds {}",
+                h.lineage,
                 h.payload_len,
                 buf.len() - HEADER_LEN
             )));
@@ -324,14 +370,30 @@ pub struct Encoded {
     header: FrameHeader,
     parts: Vec<Buffer>,
     inline: Vec<u8>,
+    /// The lineage trailer (`header.lineage` pieces), after the payload.
+    trailer: Vec<u8>,
     /// Which [`FrameEncoder::batch`] call made it (0: not a batch frame).
     token: u64,
 }
 
 impl Encoded {
-    /// Total bytes of the frame (header + payload).
+    /// Total bytes of the frame (header + payload + lineage trailer).
     pub fn len(&self) -> usize {
-        HEADER_LEN + self.header.payload_len as usize
+        HEADER_LEN + self.header.payload_len as usize + self.trailer.len()
+    }
+
+    /// Attaches the frame's lineage: which rows of which leases it holds, in order. The
+    /// trainer reads it back with [`lineage`] and reports it when it re-attaches to a
+    /// restarted feeder, so rows it consumed after its last ack are not fed again.
+    pub fn with_lineage(mut self, pieces: &[Piece]) -> Self {
+        self.trailer = Vec::with_capacity(pieces.len() * PIECE_LEN);
+        for p in pieces {
+            self.trailer.extend_from_slice(&p.lease.to_le_bytes());
+            self.trailer.extend_from_slice(&p.split.to_le_bytes());
+            self.trailer.extend_from_slice(&p.rows.to_le_bytes());
+        }
+        self.header.lineage = pieces.len() as u32;
+        self
     }
 
     /// Always false (a frame holds at least its header).
@@ -360,6 +422,8 @@ impl Encoded {
             at += p.len();
         }
         dst[at..at + self.inline.len()].copy_from_slice(&self.inline);
+        at += self.inline.len();
+        dst[at..at + self.trailer.len()].copy_from_slice(&self.trailer);
         Ok(())
     }
 
@@ -585,6 +649,7 @@ impl FrameEncoder {
             header: FrameHeader::new(kind, meta, len as u64, 0),
             parts,
             inline: Vec::new(),
+            trailer: Vec::new(),
             token,
         }
     }
@@ -596,6 +661,7 @@ pub fn marker(kind: FrameKind, meta: FrameMeta) -> Encoded {
         header: FrameHeader::new(kind, meta, 0, 0),
         parts: Vec::new(),
         inline: Vec::new(),
+        trailer: Vec::new(),
         token: 0,
     }
 }
@@ -613,6 +679,7 @@ pub fn error_frame(code: ErrorCode, message: &str, meta: FrameMeta, max_len: usi
         header: FrameHeader::new(FrameKind::Error, meta, inline.len() as u64, code as u32),
         parts: Vec::new(),
         inline,
+        trailer: Vec::new(),
         token: 0,
     }
 }

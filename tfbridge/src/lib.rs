@@ -34,9 +34,10 @@ pub mod control;
 pub mod frame;
 pub mod layout;
 
-pub use control::Control;
+pub use control::{Control, REJOIN_LEASES_PER_MESSAGE};
 pub use frame::{
-    error_frame, marker, owned_buffer, Encoded, ErrorCode, Frame, FrameDecoder, FrameEncoder,
-    FrameError, FrameHeader, FrameKind, FrameMeta, HEADER_LEN, NO_SPLIT,
+    error_frame, lineage, marker, owned_buffer, Encoded, ErrorCode, Frame, FrameDecoder,
+    FrameEncoder, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, HEADER_LEN, NO_SPLIT,
+    PIECE_LEN,
 };
 pub use layout::{to_tensor, DType, Dense, LayoutError, Ragged, Tensor};

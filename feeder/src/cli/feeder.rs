@@ -77,6 +77,11 @@ pub struct Args {
     /// and waits for the size `launch` agreed there.
     #[arg(long, hide = true)]
     pub batch_size_from_trainers: bool,
+    /// This feeder replaces one that died (`hydrofeed launch` restarts it): each rank takes its
+    /// trainer back first (it re-attaches and reports what it read after its last ack), then
+    /// registers. Needs `--ranks`.
+    #[arg(long, hide = true)]
+    pub rejoin: bool,
 }
 
 /// Exit status of a feeder whose trainer left before its end of feed (the trainer's own exit
@@ -141,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         decode_threads: args.decode_threads,
         keep_going: args.keep_going,
         batch_size_from_trainers: args.batch_size_from_trainers,
+        rejoin: args.rejoin,
     };
     stop_on_signals();
     let r = match run_feeder(&opts) {

@@ -35,6 +35,11 @@ use crate::coord::{Config, Machine, Remainder, SplitInfo};
 use crate::daemon::SKIPPED_LINE;
 use crate::serve::SOCKET_ENV;
 
+/// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
+pub const REJOIN_ENV: &str = "HYDROFEED_REJOIN_TIMEOUT";
+/// What `launch` gives its trainers in [`REJOIN_ENV`]: the restarts and their backoff fit.
+const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Environment variable naming a state file to resume from (same as `--resume`).
 pub const RESUME_ENV: &str = "HYDROFEED_RESUME";
 
@@ -88,6 +93,12 @@ pub struct Args {
     /// Seconds without a heartbeat before a rank is declared dead.
     #[arg(long, default_value_t = 30.0)]
     pub dead_after: f64,
+    /// Restarts of a feeder killed by a signal (`kill -9`, the OOM killer, a crash): the
+    /// trainers re-attach to the new one and report what they read after their last ack, so
+    /// every row still comes exactly once. A feeder that fails by itself (bad input: exit
+    /// status 1) is not restarted. 0: a dead feeder ends the job.
+    #[arg(long, default_value_t = 3)]
+    pub feeder_restarts: u32,
     /// The trainer command (after `--`).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -276,6 +287,18 @@ fn spawn(
     job: &mut Job,
     name: String,
     prefix: String,
+    cmd: Command,
+    pb: &ProgressBar,
+) -> std::io::Result<u32> {
+    spawn_at(job, None, name, prefix, cmd, pb)
+}
+
+/// [`spawn`] into child slot `slot` (replacing a child that was reaped), or a new slot.
+fn spawn_at(
+    job: &mut Job,
+    slot: Option<usize>,
+    name: String,
+    prefix: String,
     mut cmd: Command,
     pb: &ProgressBar,
 ) -> std::io::Result<u32> {
@@ -287,9 +310,17 @@ fn spawn(
     let mut c = cmd.spawn()?;
     let pid = c.id();
     let (o, e) = (c.stdout.take(), c.stderr.take());
-    job.children
-        .push((name, c, Arc::new(Mutex::new(VecDeque::new()))));
-    let i = job.children.len() - 1;
+    let entry = (name, c, Arc::new(Mutex::new(VecDeque::new())));
+    let i = match slot {
+        Some(i) => {
+            job.children[i] = entry;
+            i
+        }
+        None => {
+            job.children.push(entry);
+            job.children.len() - 1
+        }
+    };
     if let Some(o) = o {
         pipe_lines(job, i, o, prefix.clone(), false, pb.clone());
     }
@@ -475,50 +506,8 @@ fn supervise(
     let n = args.workers;
     let epochs = svc.shared.with_machine(|m| m.config().epochs);
     let ports = free_ports(n)?;
-    let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
-    let mut feeder = Command::new(exe);
-    feeder
-        .arg("feeder")
-        .args(["--input", &args.input, "--coordinator", addr])
-        .arg("--socket-dir")
-        .arg(dir)
-        .args(["--trainers", &n.to_string()])
-        .arg("--ranks")
-        .arg((0..n).map(|r| r.to_string()).collect::<Vec<_>>().join(","))
-        .arg("--trainer-ports")
-        .arg(
-            ports
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        )
-        .args(["--memory-mb", &args.memory_mb.to_string()])
-        // A trainer that leaves ends only its rank: `launch` decides from its exit status.
-        .arg("--keep-going")
-        .env(TOKEN_ENV, token.as_str());
-    if let Some(c) = &args.columns {
-        feeder.arg("--columns").arg(c.join(","));
-    }
-    if let Some(f) = args.format {
-        let v = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
-        if let Some(v) = v {
-            feeder.args(["--format", &v]);
-        }
-    }
-    if let Some(a) = args.feeder_metrics {
-        feeder.args(["--metrics", &a.to_string()]);
-    }
-    if args.skip_errors {
-        feeder.arg("--skip-errors");
-    }
-    if let Some(s) = &args.schema {
-        feeder.arg("--schema").arg(s);
-    }
     let from_trainers = args.batch_size.is_none() && args.resume.is_none();
-    if from_trainers {
-        feeder.arg("--batch-size-from-trainers");
-    }
+    let feeder = feeder_command(args, addr, token, dir, &ports, from_trainers, false)?;
     spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
         .context("starting the feeder")?;
 
@@ -555,6 +544,10 @@ fn supervise(
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
             .env("PYTHONUNBUFFERED", "1");
+        if args.feeder_restarts > 0 {
+            // A killed feeder is restarted: the trainer waits for the new one.
+            c.env(REJOIN_ENV, REJOIN_TIMEOUT.as_secs().to_string());
+        }
         spawn(
             job,
             format!("trainer rank {rank}"),
@@ -573,6 +566,7 @@ fn supervise(
     let mut last_epoch = 0;
     let mut last_line = Instant::now();
     let mut agreed = !from_trainers;
+    let mut restarts = 0u32;
     let plain = !std::io::stderr().is_terminal();
     let total = svc
         .shared
@@ -629,7 +623,26 @@ fn supervise(
         if feeder_status.is_none() {
             feeder_status = job.children[0].1.try_wait()?;
             if let Some(s) = feeder_status {
-                if failed_by_itself(s) && stop.is_none() {
+                let restart = s.signal().is_some()
+                    && stop.is_none()
+                    && agreed
+                    && restarts < args.feeder_restarts
+                    && status.iter().any(Option::is_none);
+                if restart {
+                    restarts += 1;
+                    restart_feeder(job, s, restarts, args.feeder_restarts, pb)?;
+                    let cmd = feeder_command(args, addr, token, dir, &ports, false, true)?;
+                    spawn_at(
+                        job,
+                        Some(0),
+                        "the feeder".into(),
+                        "[feeder]".into(),
+                        cmd,
+                        pb,
+                    )
+                    .context("restarting the feeder")?;
+                    feeder_status = None;
+                } else if failed_by_itself(s) && stop.is_none() {
                     return Err(feeder_failed(job, svc, s));
                 }
             }
@@ -743,6 +756,70 @@ fn supervise(
     }
 }
 
+/// The `hydrofeed feeder` command of the job (`rejoin`: it replaces one that died).
+fn feeder_command(
+    args: &Args,
+    addr: &str,
+    token: &Token,
+    dir: &Path,
+    ports: &[u32],
+    from_trainers: bool,
+    rejoin: bool,
+) -> anyhow::Result<Command> {
+    let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
+    let mut feeder = Command::new(exe);
+    feeder
+        .arg("feeder")
+        .args(["--input", &args.input, "--coordinator", addr])
+        .arg("--socket-dir")
+        .arg(dir)
+        .args(["--trainers", &ports.len().to_string()])
+        .arg("--ranks")
+        .arg(
+            (0..ports.len())
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .arg("--trainer-ports")
+        .arg(
+            ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .args(["--memory-mb", &args.memory_mb.to_string()])
+        // A trainer that leaves ends only its rank: `launch` decides from its exit status.
+        .arg("--keep-going")
+        .env(TOKEN_ENV, token.as_str());
+    if let Some(c) = &args.columns {
+        feeder.arg("--columns").arg(c.join(","));
+    }
+    if let Some(f) = args.format {
+        let v = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
+        if let Some(v) = v {
+            feeder.args(["--format", &v]);
+        }
+    }
+    if let Some(a) = args.feeder_metrics {
+        feeder.args(["--metrics", &a.to_string()]);
+    }
+    if args.skip_errors {
+        feeder.arg("--skip-errors");
+    }
+    if let Some(s) = &args.schema {
+        feeder.arg("--schema").arg(s);
+    }
+    if from_trainers {
+        feeder.arg("--batch-size-from-trainers");
+    }
+    if rejoin {
+        feeder.arg("--rejoin");
+    }
+    Ok(feeder)
+}
+
 /// Batch size when no trainer asks for one and `--batch-size` is not given.
 const DEFAULT_BATCH_SIZE: u64 = 256;
 
@@ -797,6 +874,29 @@ fn agree_batch_size(
         )
     });
     Ok(true)
+}
+
+/// Says that the feeder died and will be restarted (the `k`-th time of `of`), after a backoff
+/// of 250 ms doubling with each restart (a feeder that crashes again at once is not hammered).
+fn restart_feeder(
+    job: &mut Job,
+    s: ExitStatus,
+    k: u32,
+    of: u32,
+    pb: &ProgressBar,
+) -> anyhow::Result<()> {
+    let pid = job.children[0].1.id();
+    job.drain_output(Some(0));
+    pb.suspend(|| {
+        eprintln!(
+            "hydrofeed launch: the feeder (pid {pid}) was {}; restarting it ({k} of {of}): the \
+             trainers re-attach and report what they read, the rows they did not read are \
+             handed out again",
+            describe(s)
+        )
+    });
+    thread::sleep(Duration::from_millis(250 << (k - 1).min(4)));
+    Ok(())
 }
 
 /// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).

@@ -158,6 +158,16 @@ impl CoordClient {
 
     /// Registers this process.
     pub fn register(&mut self, reg: &Registration) -> Result<Registered> {
+        self.rejoin(reg, &[])
+    }
+
+    /// [`CoordClient::register`] of a restarted feeder: `consumed` holds `(lease, split, rows
+    /// read)` of its trainer (see `Machine::rejoin`).
+    pub fn rejoin(
+        &mut self,
+        reg: &Registration,
+        consumed: &[(u64, u32, u64)],
+    ) -> Result<Registered> {
         let role = match reg.role {
             Role::Worker => proto::Role::Worker,
             Role::Chief => proto::Role::Chief,
@@ -170,6 +180,10 @@ impl CoordClient {
             port: reg.port,
             gpus: reg.gpus.clone(),
             role: role as i32,
+            consumed: consumed
+                .iter()
+                .map(|&(lease, split, rows)| proto::LeaseRows { lease, split, rows })
+                .collect(),
         };
         let t = self.call_timeout;
         let r = self.call(

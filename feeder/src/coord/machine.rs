@@ -756,6 +756,42 @@ impl Machine {
         Ok(r.incarnation)
     }
 
+    /// [`Machine::join`] of a feeder restarted under `rank` while its trainer kept running:
+    /// first counts `consumed` (`(lease, split, rows read)`, cumulative per lease, reported by
+    /// the trainer from its frames' lineage) as acks of the previous incarnation, so only rows
+    /// nobody read go back to the queue. Leases no longer outstanding (acked whole, or of an
+    /// older incarnation) are skipped. Refused when the previous incarnation was declared dead
+    /// in between: its rows were queued again already, and the trainer's would come twice.
+    pub fn rejoin(
+        &mut self,
+        rank: u32,
+        host: &str,
+        now_ms: u64,
+        consumed: &[(u64, u32, u64)],
+    ) -> Result<u64> {
+        self.check_rank(rank)?;
+        if !consumed.is_empty() {
+            let r = &self.ranks[rank as usize];
+            if !r.joined || !r.alive {
+                return Err(Error::Coordinator(format!(
+                    "rank {rank} was declared dead (silent for {} ms) before its feeder came                      back: the rows its trainer read after the last ack were queued again and                      would come twice; restart the feeder sooner or raise the dead-after time",
+                    self.cfg.dead_after_ms
+                )));
+            }
+            let inc = r.incarnation;
+            for &(lease, split, rows) in consumed {
+                let ours = self
+                    .leases
+                    .get(&lease)
+                    .is_some_and(|l| l.rank == rank && l.incarnation == inc);
+                if ours && rows > 0 {
+                    self.ack(rank, inc, lease, split, rows, now_ms)?;
+                }
+            }
+        }
+        self.join(rank, host, now_ms)
+    }
+
     fn check_rank(&self, rank: u32) -> Result<()> {
         if rank >= self.cfg.workers {
             return Err(Error::Coordinator(format!(

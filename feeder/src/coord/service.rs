@@ -251,7 +251,13 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let gone = |r: u32| r < w && dead[r as usize];
         let rank = g.res.register_replacing(reg, gone).map_err(status_of)?;
         let incarnation = if rank < g.m.config().workers {
-            g.m.join(rank, &r.host, now).map_err(status_of)?
+            let consumed: Vec<(u64, u32, u64)> = r
+                .consumed
+                .iter()
+                .map(|c| (c.lease, c.split, c.rows))
+                .collect();
+            g.m.rejoin(rank, &r.host, now, &consumed)
+                .map_err(status_of)?
         } else {
             1
         };

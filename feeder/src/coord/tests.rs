@@ -480,3 +480,47 @@ fn wrap_requeued_rows_go_before_next_epoch_rows() {
     assert_eq!(m.epoch(), 1);
     assert_eq!(m.counters().rows_dropped, 0);
 }
+
+#[test]
+fn a_restarted_feeder_reports_what_its_trainer_read_and_only_the_rest_comes_again() {
+    // 1 worker, batch 10, one split of 100 rows: the feeder took a lease of all 100, its trainer
+    // read 37 rows but only 20 were acked before the feeder died.
+    let mut m = Machine::new(splits(&[100]), cfg(1, 10, 1, 0, Remainder::Drop)).unwrap();
+    let inc = m.join(0, "h", 0).unwrap();
+    let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else {
+        panic!("no lease")
+    };
+    assert_eq!((l.first_row, l.rows), (0, 100));
+    m.ack(0, inc, l.lease, l.split, 20, 0).unwrap();
+    // The new feeder registers with the trainer's report (a stale lease id is skipped).
+    let inc2 = m
+        .rejoin(0, "h", 1, &[(l.lease, l.split, 37), (999, 0, 5)])
+        .unwrap();
+    assert_eq!(inc2, inc + 1);
+    assert_eq!(m.counters().rows_acked, 37);
+    // The rest, rows 37..100, comes again, once.
+    let Work::Lease(l2) = m.request_work(0, inc2, None, 2).unwrap() else {
+        panic!("no lease")
+    };
+    assert_eq!((l2.split, l2.first_row, l2.rows), (0, 37, 63));
+    m.ack(0, inc2, l2.lease, l2.split, 63, 3).unwrap();
+    assert!(m.finished());
+    assert_eq!(m.counters().rows_acked, 100);
+}
+
+#[test]
+fn a_report_after_the_rank_was_declared_dead_is_refused() {
+    let mut m = Machine::new(splits(&[100]), cfg(1, 10, 1, 0, Remainder::Drop)).unwrap();
+    let inc = m.join(0, "h", 0).unwrap();
+    let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else {
+        panic!("no lease")
+    };
+    // Silent past dead_after (100 ms): its rows are queued again.
+    assert!(!m.tick(500).is_empty());
+    let e = m
+        .rejoin(0, "h", 501, &[(l.lease, l.split, 37)])
+        .unwrap_err();
+    assert!(e.to_string().contains("declared dead"), "{e}");
+    // Without a report (the trainer read nothing un-acked) the rank comes back as usual.
+    m.rejoin(0, "h", 502, &[]).unwrap();
+}
