@@ -3,8 +3,8 @@
 Most users want :class:`DataFeed` (in a trainer that a launcher or ``hydrofeed serve`` feeds)
 or :func:`read` (an input's batches as ``pyarrow.RecordBatch`` in this process).
 
-``hydrofeed.tf`` and ``hydrofeed.torch`` are imported on first use, so neither TensorFlow nor
-torch is needed to import ``hydrofeed``.
+``hydrofeed.tf``, ``hydrofeed.torch`` and ``hydrofeed.jax`` are imported on first use, so neither
+TensorFlow, torch nor JAX is needed to import ``hydrofeed``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ collections.abc.Mapping.register(Batch)
 
 if TYPE_CHECKING:
     from hydrofeed import tf as tf
+    from hydrofeed import jax as jax
     from hydrofeed import torch as torch
 
 __all__ = [
@@ -53,6 +54,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("tf", "torch"):
+    if name in ("tf", "torch", "jax"):
         return importlib.import_module(f"hydrofeed.{name}")
     raise AttributeError(f"module 'hydrofeed' has no attribute {name!r}")
