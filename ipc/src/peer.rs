@@ -32,12 +32,61 @@ fn ts(d: Duration) -> rustix::time::Timespec {
     }
 }
 
+/// `SO_PEERPIDFD` (Linux 6.5) where its value is the generic one.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+))]
+const SO_PEERPIDFD: Option<libc::c_int> = Some(77);
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+)))]
+const SO_PEERPIDFD: Option<libc::c_int> = None;
+
+/// A pidfd of the process at the other end of `sock`. `SO_PEERPIDFD` (Linux 6.5) gives the
+/// process that connected, pinned by the kernel at connect time: it cannot name another
+/// process that reused `pid` after the peer died. Older kernels: `pidfd_open(pid)` (Linux
+/// 5.3), which can in that window (the socket still reports the peer's death); without
+/// either, the socket alone detects it.
+fn peer_pidfd(sock: &OwnedFd, pid: u32) -> Option<OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    if let Some(opt) = SO_PEERPIDFD {
+        let mut fd: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `fd`, a c_int of that size; the
+        // socket is a valid open descriptor for the duration of the call.
+        let r = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&mut fd as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 && fd >= 0 {
+            // SAFETY: the kernel just created `fd` for us; nothing else owns it.
+            return Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+    }
+    rustix::process::Pid::from_raw(pid as i32)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+}
+
 impl Peer {
     pub(crate) fn new(sock: OwnedFd, pid: u32) -> Peer {
-        // pidfd_open needs Linux 5.3; without it the socket alone detects death.
-        let pidfd = rustix::process::Pid::from_raw(pid as i32).and_then(|p| {
-            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()
-        });
+        let pidfd = peer_pidfd(&sock, pid);
         Peer {
             sock,
             pidfd,
@@ -212,5 +261,49 @@ impl Peer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pid a pidfd refers to, from `/proc/self/fdinfo`.
+    fn pid_of(fd: &OwnedFd) -> Option<u32> {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("Pid:"))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The pidfd names the process at the other end of the socket, whatever pid the handshake
+    /// said (a pid can be reused once its process died; the socket's peer cannot).
+    #[test]
+    fn pidfd_comes_from_the_socket_not_the_pid() {
+        let (a, _b) = rustix::net::socketpair(
+            rustix::net::AddressFamily::UNIX,
+            rustix::net::SocketType::STREAM,
+            rustix::net::SocketFlags::CLOEXEC,
+            None,
+        )
+        .unwrap();
+        let me = std::process::id();
+        // A pid that is not ours (pid 1 exists in every namespace, so pidfd_open would work).
+        let fd = peer_pidfd(&a, 1).expect("a pidfd");
+        let kernel_has_it = {
+            let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            let mut v = r
+                .trim()
+                .split(['.', '-'])
+                .map(|x| x.parse::<u32>().unwrap_or(0));
+            (v.next().unwrap_or(0), v.next().unwrap_or(0)) >= (6, 5)
+        };
+        if kernel_has_it && SO_PEERPIDFD.is_some() {
+            assert_eq!(pid_of(&fd), Some(me), "the pidfd must be the socket's peer");
+        } else {
+            eprintln!("SO_PEERPIDFD needs Linux 6.5: checked the pidfd_open fallback only");
+            assert_eq!(pid_of(&fd), Some(1));
+        }
     }
 }
