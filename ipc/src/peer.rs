@@ -32,8 +32,8 @@ fn ts(d: Duration) -> rustix::time::Timespec {
     }
 }
 
-/// `SO_PEERPIDFD` (Linux 6.5) where its value is the generic one.
-#[cfg(any(
+/// `SO_PEERPIDFD` (Linux 6.5) on the architectures where it has the generic value.
+const SO_PEERPIDFD: Option<libc::c_int> = if cfg!(any(
     target_arch = "x86_64",
     target_arch = "x86",
     target_arch = "aarch64",
@@ -41,18 +41,11 @@ fn ts(d: Duration) -> rustix::time::Timespec {
     target_arch = "riscv64",
     target_arch = "loongarch64",
     target_arch = "s390x"
-))]
-const SO_PEERPIDFD: Option<libc::c_int> = Some(77);
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "x86",
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "riscv64",
-    target_arch = "loongarch64",
-    target_arch = "s390x"
-)))]
-const SO_PEERPIDFD: Option<libc::c_int> = None;
+)) {
+    Some(77)
+} else {
+    None
+};
 
 /// A pidfd of the process at the other end of `sock`. `SO_PEERPIDFD` (Linux 6.5) gives the
 /// process that connected, pinned by the kernel at connect time: it cannot name another

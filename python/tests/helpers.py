@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,3 +59,26 @@ class DLPackCapsule:
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)
+
+
+def gen_tfrecord_mnist(hf_bin: str, out: Path, rows: int) -> Path:
+    """`hydrofeed gen` of `rows` MNIST-shaped TFRecord rows in 3 files under `out`."""
+    subprocess.run(
+        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(rows), "--files", "3", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def check_mnist_epoch(batches: list[Any], want: dict[str, np.ndarray], rows: int) -> None:
+    """Every row of `rows` exactly once, with the reference's image (and label, if fed)."""
+    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
+    assert len(ids) == rows, len(ids)
+    np.testing.assert_array_equal(np.sort(ids), np.arange(rows))
+    order = np.argsort(ids)
+    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
+    np.testing.assert_array_equal(img, want["image"])
+    if batches and "label" in batches[0]:  # (a feed of some columns only has no label)
+        lab = np.concatenate([np.asarray(b["label"]).ravel() for b in batches])[order]
+        np.testing.assert_array_equal(lab, want["label"].ravel())

@@ -9,7 +9,6 @@ reader.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 import hydrofeed as hf
-from helpers import tf_read_mnist
+from helpers import check_mnist_epoch, gen_tfrecord_mnist, tf_read_mnist
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -35,13 +34,7 @@ BATCH = 100
 
 @pytest.fixture(scope="module")
 def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
-    out = tmp_path_factory.mktemp("jax_mnist")
-    subprocess.run(
-        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(ROWS), "--files", "3", "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("jax_mnist"), ROWS)
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +52,8 @@ def seen(el: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: as_numpy(el[k]) for k in ("id", "image", "label")}
 
 
-def check_epoch(batches: list[dict[str, np.ndarray]], want: dict[str, np.ndarray]) -> None:
-    """Every row exactly once, with the reference's image and label."""
-    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
-    assert len(ids) == ROWS, len(ids)
-    np.testing.assert_array_equal(np.sort(ids), np.arange(ROWS))
-    order = np.argsort(ids)
-    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
-    np.testing.assert_array_equal(img, want["image"])
-    lab = np.concatenate([np.asarray(b["label"]).ravel() for b in batches])[order]
-    np.testing.assert_array_equal(lab, want["label"].ravel())
+def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
+    check_mnist_epoch(batches, want, ROWS)
 
 
 def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> None:

@@ -4,7 +4,6 @@ fork() child, a second thread. Every test here feeds several times the ring's si
 from __future__ import annotations
 
 import gc
-import subprocess
 import time
 import warnings
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 import hydrofeed as hf
-from helpers import run_python, tf_read_mnist
+from helpers import check_mnist_epoch, gen_tfrecord_mnist, run_python, tf_read_mnist
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -23,13 +22,7 @@ ROWS = 10000  # 31 MB of float32 images: about 8x a 4 MiB ring, 30x a 1 MiB ring
 
 @pytest.fixture(scope="module")
 def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
-    out = tmp_path_factory.mktemp("big")
-    subprocess.run(
-        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(ROWS), "--files", "3", "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("big"), ROWS)
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +31,7 @@ def want(big_mnist: Path) -> dict[str, np.ndarray]:
 
 
 def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
-    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
-    np.testing.assert_array_equal(np.sort(ids), np.arange(ROWS))
-    order = np.argsort(ids)
-    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
-    np.testing.assert_array_equal(img, want["image"])
+    check_mnist_epoch(batches, want, ROWS)
 
 
 def test_list_of_all_batches_copies_once_and_warns_once(serve: Any, big_mnist: Path, want: Any) -> None:

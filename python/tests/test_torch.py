@@ -7,7 +7,6 @@ it a failure). Expected values come from TensorFlow's own TFRecord reader.
 
 from __future__ import annotations
 
-import subprocess
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 import hydrofeed as hf
-from helpers import run_python, tf_read_mnist
+from helpers import check_mnist_epoch, gen_tfrecord_mnist, run_python, tf_read_mnist
 
 torch = pytest.importorskip("torch")
 import hydrofeed.torch as ht  # noqa: E402
@@ -30,13 +29,7 @@ BATCH = 100
 
 @pytest.fixture(scope="module")
 def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
-    out = tmp_path_factory.mktemp("torch_mnist")
-    subprocess.run(
-        [hf_bin, "gen", "--format", "tfrecord", "--rows", str(ROWS), "--files", "3", "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("torch_mnist"), ROWS)
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +43,8 @@ def as_numpy(t: Any) -> np.ndarray:
     return np.array(t.numpy(), copy=True)
 
 
-def check_epoch(batches: list[dict[str, np.ndarray]], want: dict[str, np.ndarray]) -> None:
-    """Every row exactly once, with the reference's image and label."""
-    ids = np.concatenate([np.asarray(b["id"]).ravel() for b in batches])
-    assert len(ids) == ROWS, len(ids)
-    np.testing.assert_array_equal(np.sort(ids), np.arange(ROWS))
-    order = np.argsort(ids)
-    img = np.concatenate([np.asarray(b["image"]) for b in batches])[order]
-    np.testing.assert_array_equal(img, want["image"])
-    lab = np.concatenate([np.asarray(b["label"]).ravel() for b in batches])[order]
-    np.testing.assert_array_equal(lab, want["label"].ravel())
+def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
+    check_mnist_epoch(batches, want, ROWS)
 
 
 def seen(el: dict[str, Any]) -> dict[str, np.ndarray]:
