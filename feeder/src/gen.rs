@@ -5,11 +5,11 @@
 //! Values depend only on `(seed, id)`, so any file layout of the same rows holds the same data
 //! and [`mnist_rows`] regenerates any range for comparison.
 //!
-//! Per format:
-//! - Parquet: `image` is `fixed_size_list<float32, 784>` (snappy, 16k-row row groups);
-//! - ORC: `image` is `binary` holding 784 little-endian float32 (3136 bytes), because
-//!   orc-rust 0.9's writer has no list types (it panics on them);
-//! - Avro: `image` is an `array<float>` (arrow-avro writer, uncompressed);
+//! Per format, `image` is 784 float32 in the format's list type:
+//! - Parquet: `fixed_size_list<float32, 784>` (snappy, 16k-row row groups);
+//! - ORC: `list<float>` (ORC has no fixed-size list; the vendored orc-rust writer's list
+//!   support, `vendor/orc-rust`);
+//! - Avro: `array<float>` (arrow-avro writer, uncompressed);
 //! - TFRecord: `tf.train.Example` with `image` a float_list of 784, `label` and `id` int64_lists
 //!   of 1 (plain, GZIP or ZLIB).
 
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_array::{Array, ArrayRef, BinaryArray, FixedSizeListArray, Float32Array, Int64Array};
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use prost::Message;
 
@@ -93,15 +93,13 @@ pub fn mnist_row(seed: u64, id: u64, pixels: &mut Vec<f32>) -> i64 {
     label
 }
 
-/// The Arrow schema of the generated data in `format` (`image` type differs, see module doc).
-pub fn mnist_schema(format: Format) -> SchemaRef {
-    let image = match format {
-        Format::Orc => DataType::Binary,
-        _ => DataType::FixedSizeList(
-            Arc::new(Field::new("item", DataType::Float32, false)),
-            PIXELS as i32,
-        ),
-    };
+/// The Arrow schema of the generated data (every format writes it; ORC stores `image` as a
+/// list, see the module doc).
+pub fn mnist_schema(_format: Format) -> SchemaRef {
+    let image = DataType::FixedSizeList(
+        Arc::new(Field::new("item", DataType::Float32, false)),
+        PIXELS as i32,
+    );
     Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("image", image, false),
@@ -121,25 +119,12 @@ pub fn mnist_rows(format: Format, seed: u64, first_id: u64, rows: usize) -> Reco
         pix.extend_from_slice(&row);
     }
     let schema = mnist_schema(format);
-    let image: ArrayRef = match format {
-        Format::Orc => {
-            let bytes: Vec<u8> = pix.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let offsets = (0..=rows)
-                .map(|i| (i * PIXELS * 4) as i32)
-                .collect::<Vec<_>>();
-            Arc::new(BinaryArray::new(
-                arrow_buffer::OffsetBuffer::new(offsets.into()),
-                bytes.into(),
-                None,
-            ))
-        }
-        _ => Arc::new(FixedSizeListArray::new(
-            Arc::new(Field::new("item", DataType::Float32, false)),
-            PIXELS as i32,
-            Arc::new(Float32Array::from(pix)),
-            None,
-        )),
-    };
+    let image: ArrayRef = Arc::new(FixedSizeListArray::new(
+        Arc::new(Field::new("item", DataType::Float32, false)),
+        PIXELS as i32,
+        Arc::new(Float32Array::from(pix)),
+        None,
+    ));
     // The columns match the schema by construction.
     RecordBatch::try_new(
         schema,
@@ -303,12 +288,7 @@ pub fn verify_batch(batch: &RecordBatch, seed: u64) -> std::result::Result<Vec<i
                 labels.value(r)
             ));
         }
-        let got: Vec<f32> = if let Some(b) = image.as_any().downcast_ref::<BinaryArray>() {
-            b.value(r)
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        } else if let Some(l) = image.as_any().downcast_ref::<FixedSizeListArray>() {
+        let got: Vec<f32> = if let Some(l) = image.as_any().downcast_ref::<FixedSizeListArray>() {
             let v = l.value(r);
             v.as_any()
                 .downcast_ref::<Float32Array>()

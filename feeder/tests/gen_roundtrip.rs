@@ -48,7 +48,8 @@ if mode == "read":
         for f in files:
             t = orc.read_table(f)
             ids.append(t["id"].to_numpy()); labels.append(t["label"].to_numpy())
-            images.append(np.frombuffer(b"".join(t["image"].to_pylist()), dtype="<f4").reshape(-1, 784))
+            assert str(t.schema.field("image").type) == "list<item: float>", t.schema
+            images.append(t["image"].combine_chunks().flatten().to_numpy().reshape(-1, 784))
     elif fmt == "avro":
         import fastavro
         for f in files:

@@ -11,7 +11,7 @@ use crate::split::Format;
 pub enum GenFormat {
     /// Parquet (`image` `fixed_size_list<float32, 784>`).
     Parquet,
-    /// ORC (`image` binary of 784 little-endian float32).
+    /// ORC (`image` a `list<float>` of 784: ORC has no fixed-size list).
     Orc,
     /// Avro (`image` `array<float>`).
     Avro,

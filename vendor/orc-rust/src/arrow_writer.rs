@@ -190,16 +190,19 @@ impl<W: Write> ArrowWriter<W> {
 }
 
 fn serialize_schema(schema: &SchemaRef) -> Vec<proto::Type> {
-    let mut types = vec![];
-
+    // Column IDs in pre-order: the root struct is 0, each field then its children.
+    let mut types = vec![proto::Type::default()];
+    let subtypes = schema
+        .fields()
+        .iter()
+        .map(|f| push_type(f.data_type(), &mut types))
+        .collect();
     let field_names = schema
         .fields()
         .iter()
         .map(|f| f.name().to_owned())
         .collect();
-    // TODO: consider nested types
-    let subtypes = (1..(schema.fields().len() as u32 + 1)).collect();
-    let root_type = proto::Type {
+    types[0] = proto::Type {
         kind: Some(proto::r#type::Kind::Struct.into()),
         subtypes,
         field_names,
@@ -208,65 +211,82 @@ fn serialize_schema(schema: &SchemaRef) -> Vec<proto::Type> {
         scale: None,
         attributes: vec![],
     };
-    types.push(root_type);
-    for field in schema.fields() {
-        let t = match field.data_type() {
-            ArrowDataType::Float32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Float.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Float64 => proto::Type {
-                kind: Some(proto::r#type::Kind::Double.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int8 => proto::Type {
-                kind: Some(proto::r#type::Kind::Byte.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int16 => proto::Type {
-                kind: Some(proto::r#type::Kind::Short.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Int.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Int64 => proto::Type {
-                kind: Some(proto::r#type::Kind::Long.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Date32 => proto::Type {
-                kind: Some(proto::r#type::Kind::Date.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Timestamp(_, None) => proto::Type {
-                kind: Some(proto::r#type::Kind::Timestamp.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Timestamp(_, Some(timezone)) if timezone.as_ref() == "UTC" => {
-                proto::Type {
-                    kind: Some(proto::r#type::Kind::TimestampInstant.into()),
-                    ..Default::default()
-                }
-            }
-            ArrowDataType::Utf8 | ArrowDataType::LargeUtf8 => proto::Type {
-                kind: Some(proto::r#type::Kind::String.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Binary | ArrowDataType::LargeBinary => proto::Type {
-                kind: Some(proto::r#type::Kind::Binary.into()),
-                ..Default::default()
-            },
-            ArrowDataType::Boolean => proto::Type {
-                kind: Some(proto::r#type::Kind::Boolean.into()),
-                ..Default::default()
-            },
-            // TODO: support more types
-            _ => unimplemented!("unsupported datatype"),
-        };
-        types.push(t);
-    }
     types
+}
+
+/// Appends the type of a column of `dt` (and its children's) to `types`; returns its ID.
+fn push_type(dt: &ArrowDataType, types: &mut Vec<proto::Type>) -> u32 {
+    let id = types.len() as u32;
+    match dt {
+        ArrowDataType::List(f)
+        | ArrowDataType::LargeList(f)
+        | ArrowDataType::FixedSizeList(f, _) => {
+            types.push(proto::Type::default());
+            let child = push_type(f.data_type(), types);
+            types[id as usize] = proto::Type {
+                kind: Some(proto::r#type::Kind::List.into()),
+                subtypes: vec![child],
+                ..Default::default()
+            };
+        }
+        dt => types.push(primitive_type(dt)),
+    }
+    id
+}
+
+fn primitive_type(dt: &ArrowDataType) -> proto::Type {
+    match dt {
+        ArrowDataType::Float32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Float.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Float64 => proto::Type {
+            kind: Some(proto::r#type::Kind::Double.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int8 => proto::Type {
+            kind: Some(proto::r#type::Kind::Byte.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int16 => proto::Type {
+            kind: Some(proto::r#type::Kind::Short.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Int.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Int64 => proto::Type {
+            kind: Some(proto::r#type::Kind::Long.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Date32 => proto::Type {
+            kind: Some(proto::r#type::Kind::Date.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Timestamp(_, None) => proto::Type {
+            kind: Some(proto::r#type::Kind::Timestamp.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Timestamp(_, Some(timezone)) if timezone.as_ref() == "UTC" => proto::Type {
+            kind: Some(proto::r#type::Kind::TimestampInstant.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Utf8 | ArrowDataType::LargeUtf8 => proto::Type {
+            kind: Some(proto::r#type::Kind::String.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Binary | ArrowDataType::LargeBinary => proto::Type {
+            kind: Some(proto::r#type::Kind::Binary.into()),
+            ..Default::default()
+        },
+        ArrowDataType::Boolean => proto::Type {
+            kind: Some(proto::r#type::Kind::Boolean.into()),
+            ..Default::default()
+        },
+        // TODO: support more types
+        _ => unimplemented!("unsupported datatype"),
+    }
 }
 
 fn serialize_footer(stripes: &[StripeInformation], schema: &SchemaRef) -> proto::Footer {
@@ -421,6 +441,92 @@ mod tests {
 
         let rows = roundtrip(std::slice::from_ref(&batch));
         assert_eq!(batch, rows[0]);
+    }
+
+    #[test]
+    fn test_roundtrip_write_lists() {
+        use arrow::array::{Array, AsArray, FixedSizeListArray, ListArray};
+        use arrow::buffer::{NullBuffer, OffsetBuffer};
+        // Nulls at the list level (one with a non-empty value range, which ORC does not store),
+        // null values inside, an empty list, and a list of lists.
+        let values = Int64Array::from(vec![
+            Some(1),
+            None,
+            Some(3),
+            Some(4),
+            Some(5),
+            Some(6),
+            Some(7),
+        ]);
+        let item = Arc::new(Field::new("item", ArrowDataType::Int64, true));
+        let lists = ListArray::new(
+            item.clone(),
+            OffsetBuffer::new(vec![0, 2, 2, 5, 7].into()),
+            Arc::new(values),
+            Some(NullBuffer::from(vec![true, true, false, true])),
+        );
+        let nested = ListArray::new(
+            Arc::new(Field::new("item", lists.data_type().clone(), true)),
+            OffsetBuffer::new(vec![0, 1, 1, 4, 4].into()),
+            Arc::new(lists.clone()),
+            None,
+        );
+        let floats = Float32Array::from((0..12).map(|v| v as f32).collect::<Vec<_>>());
+        let fixed = FixedSizeListArray::new(
+            Arc::new(Field::new("item", ArrowDataType::Float32, false)),
+            3,
+            Arc::new(floats),
+            None,
+        );
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("lists", lists.data_type().clone(), true),
+            Field::new("nested", nested.data_type().clone(), true),
+            Field::new("fixed", fixed.data_type().clone(), false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(lists), Arc::new(nested), Arc::new(fixed)],
+        )
+        .unwrap();
+        // Two batches (one sliced) into one stripe, read back as lists.
+        let rows = roundtrip(&[batch.clone(), batch.slice(1, 3)]);
+        let got = arrow::compute::concat_batches(&rows[0].schema(), &rows).unwrap();
+        assert_eq!(got.num_rows(), 7);
+        let want_lists: Vec<Option<Vec<Option<i64>>>> = vec![
+            Some(vec![Some(1), None]),
+            Some(vec![]),
+            None,
+            Some(vec![Some(6), Some(7)]),
+        ];
+        let l = got.column(0).as_list::<i32>();
+        let read = |i: usize| -> Option<Vec<Option<i64>>> {
+            l.is_valid(i).then(|| {
+                l.value(i)
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .iter()
+                    .collect()
+            })
+        };
+        let all: Vec<_> = (0..7).map(read).collect();
+        let mut want = want_lists.clone();
+        want.extend_from_slice(&want_lists[1..]);
+        assert_eq!(all, want);
+        let n = got.column(1).as_list::<i32>();
+        assert_eq!(n.value_length(2), 3);
+        assert_eq!(n.value(2).as_list::<i32>().value_length(1), 0);
+        let f = got.column(2).as_list::<i32>();
+        assert_eq!(
+            f.value(3)
+                .as_primitive::<arrow::datatypes::Float32Type>()
+                .values(),
+            &[9.0, 10.0, 11.0]
+        );
+        assert_eq!(
+            f.value(4)
+                .as_primitive::<arrow::datatypes::Float32Type>()
+                .values(),
+            &[3.0, 4.0, 5.0]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::io::Write;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{
-    DataType as ArrowDataType, FieldRef, SchemaRef, TimeUnit, TimestampMicrosecondType,
+    DataType as ArrowDataType, SchemaRef, TimeUnit, TimestampMicrosecondType,
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
 };
 use prost::Message;
@@ -34,7 +34,7 @@ use super::column::{
     BinaryColumnEncoder, BooleanColumnEncoder, ByteColumnEncoder, ColumnStripeEncoder,
     DateColumnEncoder, DoubleColumnEncoder, FloatColumnEncoder, Int16ColumnEncoder,
     Int32ColumnEncoder, Int64ColumnEncoder, LargeBinaryColumnEncoder, LargeStringColumnEncoder,
-    StringColumnEncoder, TimestampColumnEncoder,
+    ListColumnEncoder, StringColumnEncoder, TimestampColumnEncoder,
 };
 use super::{ColumnEncoding, StreamType};
 
@@ -93,7 +93,11 @@ impl<W: Write> StripeWriter<W> {
         compressor: Compressor,
         timezone: Option<String>,
     ) -> Self {
-        let columns = schema.fields().iter().map(create_encoder).collect();
+        let columns = schema
+            .fields()
+            .iter()
+            .flat_map(|f| create_encoders(f.data_type()))
+            .collect();
         Self {
             writer,
             columns,
@@ -106,9 +110,17 @@ impl<W: Write> StripeWriter<W> {
     /// Attempt to encode entire [`RecordBatch`]. Relies on caller slicing the batch
     /// to required batch size.
     pub fn encode_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        // TODO: consider how to handle nested types (including parent nullability)
-        for (array, encoder) in batch.columns().iter().zip(self.columns.iter_mut()) {
-            encoder.encode_array(array)?;
+        // Columns are in ORC column-ID order (pre-order): a list's encoder is followed by its
+        // values' encoder, which gets the values the list encoder hands over.
+        let mut at = 0;
+        for array in batch.columns() {
+            let mut next = Some(array.clone());
+            while let Some(a) = next.take() {
+                let encoder = &mut self.columns[at];
+                encoder.encode_array(&a)?;
+                next = encoder.take_child();
+                at += 1;
+            }
         }
         self.row_count += batch.num_rows();
         Ok(())
@@ -186,8 +198,22 @@ impl<W: Write> StripeWriter<W> {
     }
 }
 
-fn create_encoder(field: &FieldRef) -> Box<dyn ColumnStripeEncoder> {
-    match field.data_type() {
+/// The encoders of a column of type `dt` and of its children, in column-ID order.
+fn create_encoders(dt: &ArrowDataType) -> Vec<Box<dyn ColumnStripeEncoder>> {
+    match dt {
+        ArrowDataType::List(f)
+        | ArrowDataType::LargeList(f)
+        | ArrowDataType::FixedSizeList(f, _) => {
+            let mut v: Vec<Box<dyn ColumnStripeEncoder>> = vec![Box::new(ListColumnEncoder::new())];
+            v.extend(create_encoders(f.data_type()));
+            v
+        }
+        dt => vec![create_encoder(dt)],
+    }
+}
+
+fn create_encoder(dt: &ArrowDataType) -> Box<dyn ColumnStripeEncoder> {
+    match dt {
         ArrowDataType::Float32 => Box::new(FloatColumnEncoder::new(ColumnEncoding::Direct)),
         ArrowDataType::Float64 => Box::new(DoubleColumnEncoder::new(ColumnEncoding::Direct)),
         ArrowDataType::Int8 => Box::new(ByteColumnEncoder::new(ColumnEncoding::Direct)),
