@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CARGO := cargo
 
 PHONY_EXTRA := develop-debug valgrind
-.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff check bench clean
+.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
 help: ## List the targets
@@ -54,6 +54,39 @@ test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than s
 
 fuzz-diff: venv build develop ## Differential suite, long run: 5000 random files per format against the reference readers
 	HYPOTHESIS_PROFILE=fuzz HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests/test_differential.py
+
+# Coverage-guided fuzzing on stable Rust: the sancov passes instrument every crate for the
+# libFuzzer that libfuzzer-sys builds (no nightly, no cargo-fuzz); `--target` keeps the flags off
+# build scripts and proc macros. Each target runs FUZZ_SECONDS from its corpus in
+# fuzz/corpus/<target> (seeded by the target itself), crashes land in fuzz/artifacts/<target>/
+# with the log of the last run; a crash ends that target's run unless
+# FUZZ_FLAGS="-fork=1 -ignore_crashes=1". See fuzz/README.md.
+FUZZ_TARGETS ?= frame ring tfrecord parquet orc avro
+FUZZ_SECONDS ?= 120
+FUZZ_FLAGS ?=
+FUZZ_TARGET_DIR := $(CURDIR)/fuzz/target
+FUZZ_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing
+
+fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS (120) s; fails on a crash
+	cd fuzz && CARGO_TARGET_DIR=$(FUZZ_TARGET_DIR) RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
+	  $(CARGO) build --release --target $(FUZZ_TRIPLE) $(addprefix --bin ,$(FUZZ_TARGETS))
+	fail=0; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p fuzz/corpus/$$t fuzz/artifacts/$$t; log=fuzz/artifacts/$$t/last-run.log; rc=0; \
+	  HYDROFEED_FUZZ_SEEDS=fuzz/corpus/$$t $(FUZZ_TARGET_DIR)/$(FUZZ_TRIPLE)/release/$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=30 -print_final_stats=1 \
+	    -artifact_prefix=fuzz/artifacts/$$t/ $(FUZZ_FLAGS) fuzz/corpus/$$t >$$log 2>&1 || rc=$$?; \
+	  runs=$$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 runs in \2 s/p' $$log | tail -n1); \
+	  [ -n "$$runs" ] || runs=$$(sed -n 's/^#\([0-9]*\): cov: .* time: \([0-9]*\)s.*/\1 runs in \2 s (fork)/p' $$log | tail -n1); \
+	  [ -n "$$runs" ] || runs=$$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)/stopped by a crash after \1 runs/p' $$log | tail -n1); \
+	  cov=$$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' $$log | tail -n1 || true); \
+	  caught=$$(grep -c '^hydrofeed-fuzz: caught panic' $$log || true); \
+	  crashes=$$(find fuzz/artifacts/$$t -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' | wc -l); \
+	  echo "$$t: $${runs:-no summary (exit $$rc)}, $${cov:-no coverage line}, panics caught at $$caught location(s), $$crashes crash file(s)"; \
+	  if [ $$rc -ne 0 ] || [ $$crashes -ne 0 ]; then fail=1; echo "  see $$log and fuzz/artifacts/$$t/"; fi; \
+	done; exit $$fail
 
 test: venv ## All tests
 	$(MAKE) test-rust

@@ -1,4 +1,6 @@
-//! libFuzzer entry point of the avro decoder (`cargo fuzz run avro`).
+//! libFuzzer entry point of the avro reader: `make fuzz`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| hydrofeed_fuzz::avro(data));
+libfuzzer_sys::fuzz_target!(init: hydrofeed_fuzz::panics::init("avro"), |data: &[u8]| {
+    hydrofeed_fuzz::panics::run("avro", hydrofeed_fuzz::avro, data)
+});

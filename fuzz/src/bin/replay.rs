@@ -1,18 +1,24 @@
 //! Runs one fuzz target over files or directories of inputs (stable Rust):
-//! `cargo run --bin replay -- tfrecord fuzz/artifacts/tfrecord/`.
+//! `cargo run --bin replay -- tfrecord artifacts/tfrecord/`. Panics as under libFuzzer
+//! ([`hydrofeed_fuzz::panics`]): a caught one is reported, one that escapes aborts with its
+//! stack.
 
 use std::path::Path;
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let Some(name) = args.next() else {
-        eprintln!("usage: replay <tfrecord|parquet|orc|avro> <file or dir>...");
+        eprintln!(
+            "usage: replay <{}> <file or dir>...",
+            hydrofeed_fuzz::TARGETS.join("|")
+        );
         std::process::exit(2);
     };
     let Some(target) = hydrofeed_fuzz::target(&name) else {
         eprintln!("unknown target {name:?}");
         std::process::exit(2);
     };
+    hydrofeed_fuzz::panics::install();
     let mut n = 0;
     for a in args {
         let p = Path::new(&a);
@@ -26,12 +32,13 @@ fn main() {
         for f in files {
             match std::fs::read(&f) {
                 Ok(data) => {
-                    target(&data);
+                    eprintln!("{}", f.display());
+                    hydrofeed_fuzz::panics::run(&name, target, &data);
                     n += 1;
                 }
                 Err(e) => eprintln!("{}: {e}", f.display()),
             }
         }
     }
-    println!("{name}: ran {n} inputs without a panic");
+    println!("{name}: ran {n} inputs, no panic escaped");
 }
