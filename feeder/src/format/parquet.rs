@@ -337,6 +337,8 @@ impl ParquetReader {
     }
 
     fn rg_error(&self, rg: usize, detail: String) -> Error {
+        // (Not `byte_range()`: it panics on the negative offsets of a corrupt footer, and this
+        // runs outside the decode guard.)
         if let Some(e) = self.chunks.take_error() {
             return e;
         }
@@ -346,7 +348,7 @@ impl ParquetReader {
             .row_group(rg)
             .columns()
             .first()
-            .map(|c| c.byte_range().0);
+            .and_then(chunk_start);
         Error::data(
             loc(
                 &self.path,
@@ -669,4 +671,13 @@ impl SplitReader for ParquetReader {
     fn skipped(&self) -> SkipStats {
         self.skipped.clone()
     }
+}
+
+/// Where a column chunk starts in the file, if its footer says so sensibly.
+fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> Option<u64> {
+    let start = match c.dictionary_page_offset() {
+        Some(d) => d,
+        None => c.data_page_offset(),
+    };
+    u64::try_from(start).ok()
 }

@@ -153,6 +153,7 @@ impl RootDataType {
     /// Construct from protobuf types.
     pub(crate) fn from_proto(types: &[proto::Type]) -> Result<Self> {
         ensure!(!types.is_empty(), NoTypesSnafu {});
+        check_type_tree(types)?;
         let children = parse_struct_children_from_proto(types, 0)?;
         let all_children = get_all_children_indices_set(&children);
         Ok(Self {
@@ -199,6 +200,40 @@ impl Display for NamedColumn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.name(), self.data_type())
     }
+}
+
+/// Deepest type nesting accepted from a file footer (writers nest a few levels; a corrupt or
+/// hostile footer must not recurse the parser off its stack).
+const MAX_TYPE_DEPTH: usize = 256;
+
+/// Checks, without recursing, that the footer's types form a tree the parser can walk: column
+/// IDs are in pre-order, so every subtype's ID is larger than its parent's (which also rules out
+/// cycles) and in range, and the nesting is at most [`MAX_TYPE_DEPTH`] deep.
+fn check_type_tree(types: &[proto::Type]) -> Result<()> {
+    let mut depth = vec![1usize; types.len()];
+    for (i, ty) in types.iter().enumerate().rev() {
+        for &c in &ty.subtypes {
+            let c = c as usize;
+            ensure!(
+                c > i && c < types.len(),
+                UnexpectedSnafu {
+                    msg: format!(
+                        "type {i} lists subtype {c}: subtypes must come after their parent and \
+                         before {} (corrupt footer)",
+                        types.len()
+                    )
+                }
+            );
+            depth[i] = depth[i].max(depth[c] + 1);
+        }
+        ensure!(
+            depth[i] <= MAX_TYPE_DEPTH,
+            UnexpectedSnafu {
+                msg: format!("types nest deeper than {MAX_TYPE_DEPTH} levels (corrupt footer)")
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Helper function since this is duplicated for [`RootDataType`] and [`DataType::Struct`]
@@ -639,5 +674,48 @@ impl Display for DataType {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod type_tree_tests {
+    use super::*;
+    use crate::proto::r#type::Kind;
+
+    fn ty(kind: Kind, subtypes: Vec<u32>) -> proto::Type {
+        proto::Type {
+            kind: Some(kind.into()),
+            field_names: if kind == Kind::Struct {
+                subtypes.iter().map(|i| format!("f{i}")).collect()
+            } else {
+                vec![]
+            },
+            subtypes,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cyclic_or_too_deep_footer_types_are_errors() {
+        // struct 0 -> list 1 -> back to 0: a cycle (it overflowed the stack before).
+        let cyclic = vec![ty(Kind::Struct, vec![1]), ty(Kind::List, vec![0])];
+        let e = RootDataType::from_proto(&cyclic).unwrap_err().to_string();
+        assert!(e.contains("subtype 0"), "{e}");
+        // 10,000 nested lists: deeper than any writer makes.
+        let mut deep = vec![ty(Kind::Struct, vec![1])];
+        for i in 1..10_000u32 {
+            deep.push(ty(Kind::List, vec![i + 1]));
+        }
+        deep.push(ty(Kind::Int, vec![]));
+        let e = RootDataType::from_proto(&deep).unwrap_err().to_string();
+        assert!(e.contains("deeper"), "{e}");
+        // A normal tree still parses.
+        let ok = vec![
+            ty(Kind::Struct, vec![1, 3]),
+            ty(Kind::List, vec![2]),
+            ty(Kind::Int, vec![]),
+            ty(Kind::Long, vec![]),
+        ];
+        assert_eq!(RootDataType::from_proto(&ok).unwrap().children().len(), 2);
     }
 }
