@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,23 @@ def hydrofeed_bin() -> str:
 @pytest.fixture(scope="session")
 def hf_bin() -> str:
     return hydrofeed_bin()
+
+
+@pytest.fixture(scope="session")
+def adapter_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
+    """`ADAPTER_ROWS` MNIST-shaped TFRecord rows: about 5x a 4 MiB ring (the torch and JAX
+    adapter tests)."""
+    from helpers import ADAPTER_ROWS, gen_tfrecord_mnist
+
+    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("adapter_mnist"), ADAPTER_ROWS)
+
+
+@pytest.fixture(scope="session")
+def adapter_want(adapter_mnist: Path) -> dict[str, Any]:
+    """`adapter_mnist` as TensorFlow reads it (the reference)."""
+    from helpers import tf_read_mnist
+
+    return tf_read_mnist(adapter_mnist)
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,11 @@ class DLPackCapsule:
         return (1, 0)
 
 
+#: Rows of the adapter tests' dataset (conftest's `adapter_mnist`): 20 MB of float32 images,
+#: about 5x a 4 MiB ring.
+ADAPTER_ROWS = 6500
+
+
 def gen_tfrecord_mnist(hf_bin: str, out: Path, rows: int) -> Path:
     """`hydrofeed gen` of `rows` MNIST-shaped TFRecord rows in 3 files under `out`."""
     subprocess.run(

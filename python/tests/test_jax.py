@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hydrofeed as hf
-from helpers import check_mnist_epoch, gen_tfrecord_mnist, tf_read_mnist
+from helpers import ADAPTER_ROWS, check_mnist_epoch, tf_read_mnist
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -27,19 +27,9 @@ import hydrofeed.jax as hj  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
-ROWS = 6500  # 20 MB of float32 images: about 5x a 4 MiB ring
+ROWS = ADAPTER_ROWS
 RING_MB = "4"
 BATCH = 100
-
-
-@pytest.fixture(scope="module")
-def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
-    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("jax_mnist"), ROWS)
-
-
-@pytest.fixture(scope="module")
-def want(big_mnist: Path) -> dict[str, np.ndarray]:
-    return tf_read_mnist(big_mnist)
 
 
 def as_numpy(a: Any) -> np.ndarray:
@@ -52,12 +42,12 @@ def seen(el: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: as_numpy(el[k]) for k in ("id", "image", "label")}
 
 
-def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
-    check_mnist_epoch(batches, want, ROWS)
+def check_epoch(batches: list[Any], adapter_want: dict[str, np.ndarray]) -> None:
+    check_mnist_epoch(batches, adapter_want, ROWS)
 
 
-def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_one_epoch_every_row_once(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), timeout=60)
     got = []
     for el in hj.dataset(feed, batch_size=BATCH):
@@ -65,57 +55,57 @@ def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> Non
         assert el["image"].dtype == jnp.float32 and el["image"].shape == (BATCH, 784)
         assert el["id"].shape == (BATCH,)
         got.append(seen(el))
-    check_epoch(got, want)
+    check_epoch(got, adapter_want)
     # Neither the adapter nor JAX kept a batch once its arrays were gone.
     assert feed.metrics()["pressure_copies"] == 0, feed.metrics()
     code, err = s.wait()
     assert code == 0, err
 
 
-def test_two_epochs_back_to_back(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+def test_two_epochs_back_to_back(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB, "--epochs", "2")
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     ds = hj.dataset(feed)
     for _ in range(2):
-        check_epoch([seen(el) for el in ds], want)
+        check_epoch([seen(el) for el in ds], adapter_want)
     assert list(ds) == []  # the feed ended: no third epoch
     assert feed.metrics()["rows"] == 2 * ROWS
     code, err = s.wait()
     assert code == 0, err
 
 
-def test_batches_reads_every_epoch(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+def test_batches_reads_every_epoch(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB, "--epochs", "2")
     feed = hf.DataFeed(str(s.sock), timeout=60)
     got = [seen(el) for el in hj.batches(feed, BATCH)]
     assert len(got) == 2 * ROWS // BATCH
-    check_epoch(got[: ROWS // BATCH], want)
-    check_epoch(got[ROWS // BATCH :], want)
+    check_epoch(got[: ROWS // BATCH], adapter_want)
+    check_epoch(got[ROWS // BATCH :], adapter_want)
     code, err = s.wait()
     assert code == 0, err
 
 
 @pytest.mark.parametrize("every", [10, 1])
-def test_kept_arrays_keep_their_values(serve: Any, big_mnist: Path, want: Any, every: int) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_kept_arrays_keep_their_values(serve: Any, adapter_mnist: Path, adapter_want: Any, every: int) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     kept = [el for i, el in enumerate(hj.dataset(feed)) if i % every == 0]
     assert len(kept) == -(-ROWS // BATCH // every)
     # Checked only now, after the feeder wrote the whole epoch (5x the ring) past them.
     for el in kept:
         ids = as_numpy(el["id"])
-        np.testing.assert_array_equal(as_numpy(el["image"]), want["image"][ids])
-        np.testing.assert_array_equal(as_numpy(el["label"]).ravel(), want["label"].ravel()[ids])
+        np.testing.assert_array_equal(as_numpy(el["image"]), adapter_want["image"][ids])
+        np.testing.assert_array_equal(as_numpy(el["label"]).ravel(), adapter_want["label"].ravel()[ids])
     if every == 1:
-        check_epoch([seen(el) for el in kept], want)
+        check_epoch([seen(el) for el in kept], adapter_want)
     code, err = s.wait()
     assert code == 0, err
 
 
-def test_a_cpu_array_holds_its_ring_slot(serve: Any, big_mnist: Path, want: Any) -> None:
+def test_a_cpu_array_holds_its_ring_slot(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
     """Where JAX wraps the ring's memory without a copy, the array keeps the slot: the feed
     copies it out of the ring rather than letting the feeder overwrite it."""
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     feed._feed.warn_pressure = False
     b = feed.next()
@@ -131,15 +121,15 @@ def test_a_cpu_array_holds_its_ring_slot(serve: Any, big_mnist: Path, want: Any)
         assert b["image"].ctypes.data != first.unsafe_buffer_pointer()
     del b
     assert rows == ROWS
-    np.testing.assert_array_equal(np.asarray(first), want["image"][ids])
+    np.testing.assert_array_equal(np.asarray(first), adapter_want["image"][ids])
     m = feed.metrics()
     assert m["copied_batches"] >= 1, m
     code, err = s.wait()
     assert code == 0, err
 
 
-def test_donated_arrays_never_write_the_ring(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_donated_arrays_never_write_the_ring(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     step = jax.jit(lambda x: x * 2.0 + 1.0, donate_argnums=0)
     n = 0
@@ -150,7 +140,7 @@ def test_donated_arrays_never_write_the_ring(serve: Any, big_mnist: Path, want: 
             y = step(hj.to_jax(b["image"]))
             np.testing.assert_array_equal(np.asarray(y), before * 2.0 + 1.0)
             np.testing.assert_array_equal(b["image"], before)
-            np.testing.assert_array_equal(b["image"], want["image"][b["id"]])
+            np.testing.assert_array_equal(b["image"], adapter_want["image"][b["id"]])
             n += b.num_rows
     assert n == ROWS
 

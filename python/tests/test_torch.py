@@ -15,26 +15,16 @@ import numpy as np
 import pytest
 
 import hydrofeed as hf
-from helpers import check_mnist_epoch, gen_tfrecord_mnist, run_python, tf_read_mnist
+from helpers import ADAPTER_ROWS, check_mnist_epoch, run_python
 
 torch = pytest.importorskip("torch")
 import hydrofeed.torch as ht  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 
-ROWS = 6500  # 20 MB of float32 images: about 5x a 4 MiB ring
+ROWS = ADAPTER_ROWS
 RING_MB = "4"
 BATCH = 100
-
-
-@pytest.fixture(scope="module")
-def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
-    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("torch_mnist"), ROWS)
-
-
-@pytest.fixture(scope="module")
-def want(big_mnist: Path) -> dict[str, np.ndarray]:
-    return tf_read_mnist(big_mnist)
 
 
 def as_numpy(t: Any) -> np.ndarray:
@@ -43,16 +33,16 @@ def as_numpy(t: Any) -> np.ndarray:
     return np.array(t.numpy(), copy=True)
 
 
-def check_epoch(batches: list[Any], want: dict[str, np.ndarray]) -> None:
-    check_mnist_epoch(batches, want, ROWS)
+def check_epoch(batches: list[Any], adapter_want: dict[str, np.ndarray]) -> None:
+    check_mnist_epoch(batches, adapter_want, ROWS)
 
 
 def seen(el: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: as_numpy(el[k]) for k in ("id", "image", "label")}
 
 
-def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_one_epoch_every_row_once(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     ds = ht.IterableDataset(feed)
     assert isinstance(ds, torch.utils.data.IterableDataset)
@@ -62,19 +52,19 @@ def test_one_epoch_every_row_once(serve: Any, big_mnist: Path, want: Any) -> Non
         assert el["image"].dtype == torch.float32 and el["image"].shape == (BATCH, 784)
         assert el["id"].dtype == torch.int64 and el["id"].shape == (BATCH,)
         got.append(seen(el))
-    check_epoch(got, want)
+    check_epoch(got, adapter_want)
     # The adapter keeps nothing, so nothing had to be copied out of the ring.
     assert feed.metrics()["pressure_copies"] == 0, feed.metrics()
     code, err = s.wait()
     assert code == 0, err
 
 
-def test_two_epochs_back_to_back(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+def test_two_epochs_back_to_back(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB, "--epochs", "2")
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     ds = ht.IterableDataset(feed)
     for _ in range(2):
-        check_epoch([seen(el) for el in ds], want)
+        check_epoch([seen(el) for el in ds], adapter_want)
     # The feed ended: a third iteration is empty, not a rerun.
     assert list(ds) == []
     assert feed.metrics()["rows"] == 2 * ROWS
@@ -82,8 +72,8 @@ def test_two_epochs_back_to_back(serve: Any, big_mnist: Path, want: Any) -> None
     assert code == 0, err
 
 
-def test_dataloader_without_workers(serve: Any, big_mnist: Path, want: Any) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB, "--epochs", "2")
+def test_dataloader_without_workers(serve: Any, adapter_mnist: Path, adapter_want: Any) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB, "--epochs", "2")
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     loader = torch.utils.data.DataLoader(ht.IterableDataset(feed), batch_size=None, num_workers=0)
     for _ in range(2):
@@ -91,16 +81,16 @@ def test_dataloader_without_workers(serve: Any, big_mnist: Path, want: Any) -> N
         for el in loader:
             assert isinstance(el["image"], torch.Tensor) and el["image"].shape == (BATCH, 784)
             got.append(seen(el))
-        check_epoch(got, want)
+        check_epoch(got, adapter_want)
     code, err = s.wait()
     assert code == 0, err
 
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_dataloader_workers_are_refused_clearly(
-    serve: Any, big_mnist: Path, want: Any, context: str
+    serve: Any, adapter_mnist: Path, adapter_want: Any, context: str
 ) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     ds = ht.IterableDataset(feed)
     loader = torch.utils.data.DataLoader(
@@ -113,45 +103,45 @@ def test_dataloader_workers_are_refused_clearly(
                 pass
     assert "hydrofeed" in str(exc.value), exc.value
     # The refusal consumed nothing: the trainer's own iteration reads the whole epoch.
-    check_epoch([seen(el) for el in ds], want)
+    check_epoch([seen(el) for el in ds], adapter_want)
     code, err = s.wait()
     assert code == 0, err
 
 
 @pytest.mark.parametrize("every", [10, 1])
 def test_kept_zero_copy_tensors_keep_their_values(
-    serve: Any, big_mnist: Path, want: Any, every: int
+    serve: Any, adapter_mnist: Path, adapter_want: Any, every: int
 ) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     ds = ht.IterableDataset(feed, copy=False)
     kept = [el for i, el in enumerate(ds) if i % every == 0]
     # Checked only now, after the feeder wrote the whole epoch (5x the ring) past them.
     if every == 1:
-        check_epoch([{k: as_numpy(el[k]) for k in el} for el in kept], want)
+        check_epoch([{k: as_numpy(el[k]) for k in el} for el in kept], adapter_want)
         m = feed.metrics()
         # Every tensor views the ring and was kept: the ring could only go on by copying
         # held batches out of it.
         assert m["copied_batches"] > 0, m
     for el in kept:
         ids = as_numpy(el["id"])
-        np.testing.assert_array_equal(as_numpy(el["image"]), want["image"][ids])
-        np.testing.assert_array_equal(as_numpy(el["label"]).ravel(), want["label"].ravel()[ids])
+        np.testing.assert_array_equal(as_numpy(el["image"]), adapter_want["image"][ids])
+        np.testing.assert_array_equal(as_numpy(el["label"]).ravel(), adapter_want["label"].ravel()[ids])
     assert len(kept) == -(-ROWS // BATCH // every)
     code, err = s.wait()
     assert code == 0, err
 
 
 @pytest.mark.parametrize("every", [10, 1])
-def test_kept_tensors_keep_their_values(serve: Any, big_mnist: Path, want: Any, every: int) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_kept_tensors_keep_their_values(serve: Any, adapter_mnist: Path, adapter_want: Any, every: int) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), batch_size=BATCH, timeout=60)
     kept = [el for i, el in enumerate(ht.IterableDataset(feed)) if i % every == 0]
     for el in kept:
         ids = as_numpy(el["id"])
-        np.testing.assert_array_equal(as_numpy(el["image"]), want["image"][ids])
+        np.testing.assert_array_equal(as_numpy(el["image"]), adapter_want["image"][ids])
     if every == 1:
-        check_epoch([{k: as_numpy(el[k]) for k in el} for el in kept], want)
+        check_epoch([{k: as_numpy(el[k]) for k in el} for el in kept], adapter_want)
     code, err = s.wait()
     assert code == 0, err
 
@@ -170,11 +160,11 @@ print("ok", len(kept), feed.metrics()["copied_batches"])
 """
 
 
-def test_in_place_ops_on_kept_tensors(serve: Any, big_mnist: Path) -> None:
+def test_in_place_ops_on_kept_tensors(serve: Any, adapter_mnist: Path) -> None:
     """torch has no read-only tensors: a tensor from the adapter is written in place as often
     as not, so it must not be a view of ring memory (read-only once copied out under
     pressure: SIGSEGV)."""
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     r = run_python(IN_PLACE.format(sock=str(s.sock)), timeout=120)
     assert r.returncode == 0 and "ok 65" in r.stdout, (r.returncode, r.stdout, r.stderr[-3000:])
     code, err = s.wait()
@@ -182,8 +172,8 @@ def test_in_place_ops_on_kept_tensors(serve: Any, big_mnist: Path) -> None:
 
 
 @pytest.mark.parametrize("every", [10, 1])
-def test_plain_from_dlpack_on_batches_kept(serve: Any, big_mnist: Path, want: Any, every: int) -> None:
-    s = serve("--input", str(big_mnist), "--ring-mb", RING_MB)
+def test_plain_from_dlpack_on_batches_kept(serve: Any, adapter_mnist: Path, adapter_want: Any, every: int) -> None:
+    s = serve("--input", str(adapter_mnist), "--ring-mb", RING_MB)
     feed = hf.DataFeed(str(s.sock), timeout=60)
     kept = []
     with warnings.catch_warnings():
@@ -198,12 +188,12 @@ def test_plain_from_dlpack_on_batches_kept(serve: Any, big_mnist: Path, want: An
     if every == 1:
         ids = [as_numpy(i) for i, _ in kept]
         check_epoch(
-            [{"id": i, "image": as_numpy(t), "label": want["label"][i]} for i, (_, t) in zip(ids, kept)],
-            want,
+            [{"id": i, "image": as_numpy(t), "label": adapter_want["label"][i]} for i, (_, t) in zip(ids, kept)],
+            adapter_want,
         )
         assert feed.metrics()["copied_batches"] > 0, feed.metrics()
     for i, t in kept:
-        np.testing.assert_array_equal(as_numpy(t), want["image"][as_numpy(i)])
+        np.testing.assert_array_equal(as_numpy(t), adapter_want["image"][as_numpy(i)])
     assert len(kept) == -(-ROWS // BATCH // every)
     code, err = s.wait()
     assert code == 0, err
