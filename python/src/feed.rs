@@ -362,7 +362,8 @@ impl Feed {
         let old = self.peer();
         let mut c = attach(py, &self.address, self.rejoin_timeout).map_err(|e| {
             PeerLostError::new_err(format!(
-                "feeder (pid {old}) at {} died, and no feeder took this trainer back within                  {:.0} s: {e}",
+                "feeder (pid {old}) at {} died, and no feeder took this trainer back within \
+                 {:.0} s: {e}",
                 self.address,
                 self.rejoin_timeout.as_secs_f64()
             ))

@@ -774,7 +774,9 @@ impl Machine {
             let r = &self.ranks[rank as usize];
             if !r.joined || !r.alive {
                 return Err(Error::Coordinator(format!(
-                    "rank {rank} was declared dead (silent for {} ms) before its feeder came                      back: the rows its trainer read after the last ack were queued again and                      would come twice; restart the feeder sooner or raise the dead-after time",
+                    "rank {rank} was declared dead (silent for {} ms) before its feeder came \
+                     back: the rows its trainer read after the last ack were queued again and \
+                     would come twice; restart the feeder sooner or raise the dead-after time",
                     self.cfg.dead_after_ms
                 )));
             }

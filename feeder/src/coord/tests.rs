@@ -521,6 +521,7 @@ fn a_report_after_the_rank_was_declared_dead_is_refused() {
         .rejoin(0, "h", 501, &[(l.lease, l.split, 37)])
         .unwrap_err();
     assert!(e.to_string().contains("declared dead"), "{e}");
+    assert!(e.to_string().contains("feeder came back: the rows"), "{e}");
     // Without a report (the trainer read nothing un-acked) the rank comes back as usual.
     m.rejoin(0, "h", 502, &[]).unwrap();
 }
