@@ -22,6 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use hydrofeed_ipc::{ControlError, Listener, Producer, RingConfig};
-use hydrofeed_tfbridge::{Control, FrameKind, Piece as Lineage};
+use hydrofeed_ipc::{Listener, Producer, RingConfig};
+use hydrofeed_tfbridge::{Control, FrameKind, Piece};
 
 use crate::coord::client::CoordClient;
 use crate::coord::cluster::{Registration, Role};
@@ -602,11 +603,9 @@ fn agree_batch_size(
     }
 }
 
-/// Rows of one lease in one batch: `(lease, split, rows)`.
-type Piece = (u64, u32, u64);
-
 /// Batches written but not yet acked, and per-lease acked rows.
 struct AckBook {
+    /// `(last frame seq, the batch's pieces: rows of one lease each)`.
     frames: VecDeque<(u64, Vec<Piece>)>,
     acked: HashMap<u64, u64>,
     client: CoordClient,
@@ -621,7 +620,7 @@ impl AckBook {
         while self.frames.front().is_some_and(|(s, _)| *s <= seq) {
             let (_, pieces) = self.frames.pop_front().unwrap_or_default();
             self.st.batches_acked.fetch_add(1, Ordering::Relaxed);
-            for (lease, split, rows) in pieces {
+            for Piece { lease, split, rows } in pieces {
                 *self.acked.entry(lease).or_default() += rows;
                 self.st.rows_acked.fetch_add(rows, Ordering::Relaxed);
                 if !touched.contains(&(lease, split)) {
@@ -686,52 +685,33 @@ fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<Attached> {
 
 /// Reads the `Rejoin` message(s) of a trainer re-attaching to a restarted feeder.
 fn rejoin_report(p: &mut Producer, timeout: Duration) -> Result<Rejoin> {
-    let deadline = Instant::now().checked_add(timeout);
     let mut r = Rejoin::default();
-    loop {
-        match p.wait_control(POLL) {
-            Ok(Some(m)) => match Control::from_bytes(&m) {
-                Ok(Control::Rejoin {
-                    epoch,
-                    epoch_done,
-                    epoch_rows,
-                    consumed,
-                    more,
-                }) => {
-                    r.epoch = epoch;
-                    r.epoch_done = epoch_done;
-                    r.epoch_rows = epoch_rows;
-                    r.consumed.extend(consumed);
-                    if !more {
-                        return Ok(r);
-                    }
+    serve::await_control(
+        p,
+        timeout,
+        "Rejoin",
+        "say where it was in the feed (stage: rejoin)",
+        |c| match c {
+            Control::Rejoin {
+                epoch,
+                epoch_done,
+                epoch_rows,
+                consumed,
+                more,
+            } => {
+                r.epoch = epoch;
+                r.epoch_done = epoch_done;
+                r.epoch_rows = epoch_rows;
+                r.consumed.extend(consumed);
+                if more {
+                    ControlFlow::Continue(None)
+                } else {
+                    ControlFlow::Break(std::mem::take(&mut r))
                 }
-                Ok(other) => tracing::warn!("expected Rejoin from the trainer, got {other:?}"),
-                Err(e) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "trainer (pid {}): {e}",
-                        p.peer_pid()
-                    )))
-                }
-            },
-            Ok(None) | Err(ControlError::Timeout) => {}
-            Err(e) => {
-                return Err(Error::PeerLost(format!(
-                    "trainer (pid {}) left before saying where it was in the feed: {e}",
-                    p.peer_pid()
-                )))
             }
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(Error::Timeout {
-                what: format!(
-                    "the trainer (pid {}) to say where it was in the feed (stage: rejoin)",
-                    p.peer_pid()
-                ),
-                secs: timeout.as_secs_f64(),
-            });
-        }
-    }
+            other => ControlFlow::Continue(Some(other)),
+        },
+    )
 }
 
 #[allow(clippy::too_many_arguments)] // the rank's parts, each owned elsewhere
@@ -891,11 +871,7 @@ fn write_rank(
      -> Result<()> {
         if let Some(b) = serve::glue(pending)? {
             *pending_rows = 0;
-            let lineage: Vec<Lineage> = pieces
-                .iter()
-                .map(|&(lease, split, rows)| Lineage { lease, split, rows })
-                .collect();
-            w.batch(epoch, split, &b, &lineage)?;
+            w.batch(epoch, split, &b, pieces)?;
             st.batches.store(w.report.batches, Ordering::Relaxed);
             st.bytes.store(w.report.bytes, Ordering::Relaxed);
             let last = w.seq - 1;
@@ -959,7 +935,11 @@ fn write_rank(
                 while b.num_rows() > 0 {
                     let take = (bs - pending_rows).min(b.num_rows());
                     pending.push(b.slice(0, take));
-                    pieces.push((lease, split, take as u64));
+                    pieces.push(Piece {
+                        lease,
+                        split,
+                        rows: take as u64,
+                    });
                     pending_rows += take;
                     b = b.slice(take, b.num_rows() - take);
                     if pending_rows == bs {

@@ -17,6 +17,7 @@
 //! closing), and `serve` exits with `Error::PeerLost`. The ring is a memfd, so nothing is left
 //! in /dev/shm either way; the socket file is removed when the listener drops.
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread;
@@ -379,15 +380,29 @@ impl Writer {
     }
 }
 
-/// Waits for the trainer's `Hello`; returns the batch size it asked for.
-pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+/// Waits up to `timeout` for the control messages `take` is after: it returns `Break` with the
+/// result, `Continue(None)` for a message it used and wants more, `Continue(Some(m))` for a
+/// message it does not expect (logged and skipped). `expected` names the message kind, `doing`
+/// what the trainer is waiting to do ("send its batch size"), for errors.
+pub(crate) fn await_control<T>(
+    p: &mut Producer,
+    timeout: Duration,
+    expected: &str,
+    doing: &str,
+    mut take: impl FnMut(Control) -> ControlFlow<T, Option<Control>>,
+) -> Result<T> {
     // A huge timeout (`--accept-timeout inf`) waits for ever instead of overflowing.
     let deadline = Instant::now().checked_add(timeout);
     loop {
         match p.wait_control(TICK) {
             Ok(Some(m)) => match Control::from_bytes(&m) {
-                Ok(Control::Hello { batch_size, .. }) => return Ok(batch_size.map(|b| b as usize)),
-                Ok(other) => tracing::warn!("expected Hello from the trainer, got {other:?}"),
+                Ok(c) => match take(c) {
+                    ControlFlow::Break(t) => return Ok(t),
+                    ControlFlow::Continue(None) => {}
+                    ControlFlow::Continue(Some(other)) => {
+                        tracing::warn!("expected {expected} from the trainer, got {other:?}")
+                    }
+                },
                 Err(e) => {
                     return Err(Error::InvalidArgument(format!(
                         "trainer (pid {}): {e}",
@@ -399,18 +414,26 @@ pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>
             Err(ControlError::Timeout) => {}
             Err(e) => {
                 return Err(Error::PeerLost(format!(
-                    "trainer (pid {}) left before saying hello: {e}",
+                    "trainer (pid {}) left before it could {doing}: {e}",
                     p.peer_pid()
                 )))
             }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Error::Timeout {
-                what: format!("the trainer (pid {}) to send its batch size", p.peer_pid()),
+                what: format!("the trainer (pid {}) to {doing}", p.peer_pid()),
                 secs: timeout.as_secs_f64(),
             });
         }
     }
+}
+
+/// Waits for the trainer's `Hello`; returns the batch size it asked for.
+pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+    await_control(p, timeout, "Hello", "send its batch size", |c| match c {
+        Control::Hello { batch_size, .. } => ControlFlow::Break(batch_size.map(|b| b as usize)),
+        other => ControlFlow::Continue(Some(other)),
+    })
 }
 
 pub(crate) fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
