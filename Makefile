@@ -23,7 +23,7 @@ $(VENV)/.stamp: requirements-dev.txt
 venv: $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
 
 build: ## Build the hydrofeed binary (release) and link it into .venv/bin, so `hydrofeed` is on the venv's PATH
-	$(CARGO) build --release -p hydrofeed-feeder --bin hydrofeed
+	$(CARGO) build --release -p hydrofeed-cli --bin hydrofeed
 	test ! -d $(VENV)/bin || ln -sf $(BIN) $(VENV)/bin/hydrofeed
 
 develop: venv ## Build the Python extension into .venv (release)
@@ -49,7 +49,7 @@ test-python: venv build develop ## Python tests against the release build (pytes
 	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
 
 test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
-	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-feeder --test hdfs
+	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-format --test hdfs
 	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
 
 fuzz-diff: venv build develop ## Differential suite, long run: 5000 random files per format against the reference readers

@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
-use hydrofeed_feeder::format::tfrecord::Compression;
-use hydrofeed_feeder::format::{self, OnError, ReadOptions, SplitReader};
-use hydrofeed_feeder::gen::{write_dataset, GenOptions};
-use hydrofeed_feeder::split::{Format, Split};
-use hydrofeed_feeder::storage::{BlockLocation, FileStatus, RandomAccess, Storage};
-use hydrofeed_feeder::{Error, Result};
+use hydrofeed_format::tfrecord::Compression;
+use hydrofeed_format::{self as format, OnError, ReadOptions, SplitReader};
+use hydrofeed_format::gen::{write_dataset, GenOptions};
+use hydrofeed_format::split::{Format, Split};
+use hydrofeed_storage::{BlockLocation, FileStatus, RandomAccess, Storage};
+use hydrofeed_error::{Error, Result};
 
 /// One file held in memory.
 struct MemFile {

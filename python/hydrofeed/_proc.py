@@ -26,7 +26,7 @@ def hydrofeed_bin() -> str:
     if found:
         return found
     raise FileNotFoundError(
-        "no hydrofeed binary: set HYDROFEED_BIN, or build it (cargo build -p hydrofeed-feeder)"
+        "no hydrofeed binary: set HYDROFEED_BIN, or build it (cargo build -p hydrofeed-cli)"
     )
 
 

@@ -12,7 +12,7 @@
 //! Missing files raise `FileNotFoundError`, refused access `PermissionError`, bad arguments
 //! `ValueError`; `RuntimeError` only for "internal error, please report".
 
-use hydrofeed_feeder::Error as FeedError;
+use hydrofeed_error::Error as FeedError;
 use hydrofeed_ipc::{AttachError, NextError};
 use hydrofeed_tfbridge::{ErrorCode, FrameError, LayoutError};
 use pyo3::create_exception;

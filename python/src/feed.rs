@@ -805,8 +805,8 @@ impl Feed {
         min_rows_acked: u64,
         timeout: f64,
     ) -> PyResult<String> {
-        use hydrofeed_feeder::coord::client::CoordClient;
-        use hydrofeed_feeder::coord::token::Token;
+        use hydrofeed_coord::client::CoordClient;
+        use hydrofeed_coord::token::Token;
         let timeout = secs("timeout", timeout)?;
         let token = Token::new(token).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let addr = address.to_string();

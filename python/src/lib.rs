@@ -26,6 +26,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<feed::Batch>()?;
     m.add_class::<tensor::Ragged>()?;
     m.add_class::<tensor::BufferOwner>()?;
-    m.add("SOCKET_ENV", hydrofeed_feeder::serve::SOCKET_ENV)?;
+    m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     Ok(())
 }

@@ -3,10 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use hydrofeed_feeder::format::{OnError, Plan, ReadOptions, Rebatcher, SplitReader};
-use hydrofeed_feeder::serve::{open_split, plan_input};
-use hydrofeed_feeder::split::Format;
-use hydrofeed_feeder::storage::{open_storage, Storage};
+use hydrofeed_format::split::Format;
+use hydrofeed_format::{open_split, plan, OnError, Plan, ReadOptions, Rebatcher, SplitReader};
+use hydrofeed_storage::{open_storage, Storage};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3_arrow::PyRecordBatch;
@@ -60,7 +59,7 @@ pub(crate) fn parse_on_error(s: &str) -> PyResult<OnError> {
 
 impl Reader {
     /// The next batch of a split as the reader yields it.
-    fn next_read(&self, st: &mut State) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
+    fn next_read(&self, st: &mut State) -> hydrofeed_error::Result<Option<RecordBatch>> {
         loop {
             if let Some(r) = st.current.as_mut() {
                 match r.next() {
@@ -82,9 +81,9 @@ impl Reader {
         }
     }
 
-    fn next_batch(&self) -> hydrofeed_feeder::Result<Option<RecordBatch>> {
+    fn next_batch(&self) -> hydrofeed_error::Result<Option<RecordBatch>> {
         let mut st = self.state.lock().map_err(|_| {
-            hydrofeed_feeder::Error::Internal("reader poisoned by an earlier panic".into())
+            hydrofeed_error::Error::Internal("reader poisoned by an earlier panic".into())
         })?;
         let Some(n) = self.batch_size else {
             return self.next_read(&mut st);
@@ -132,9 +131,9 @@ impl Reader {
         let path = path.to_string();
         let o = opts.clone();
         let (storage, plan) = py
-            .detach(move || -> hydrofeed_feeder::Result<_> {
+            .detach(move || -> hydrofeed_error::Result<_> {
                 let storage = open_storage(&path)?;
-                let plan = plan_input(&storage, &path, &o)?;
+                let plan = plan(&storage, &path, &o)?;
                 Ok((storage, plan))
             })
             .map_err(error::feeder)?;

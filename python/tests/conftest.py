@@ -24,7 +24,7 @@ def hydrofeed_bin() -> str:
     for p in (ROOT / "target/release/hydrofeed", ROOT / "target/debug/hydrofeed"):
         if p.exists():
             return str(p)
-    pytest.fail("no hydrofeed binary: cargo build -p hydrofeed-feeder, or set HYDROFEED_BIN")
+    pytest.fail("no hydrofeed binary: cargo build -p hydrofeed-cli, or set HYDROFEED_BIN")
 
 
 @pytest.fixture(scope="session")

@@ -869,7 +869,7 @@ def test_avro_matches_fastavro(case: AvroCase) -> None:
 
 # ---- TFRecord ------------------------------------------------------------------------------
 
-SAMPLE_RECORDS = 100  # feeder/src/format/tfrecord/mod.rs: records the schema is inferred from
+SAMPLE_RECORDS = 100  # feeder/format/src/tfrecord/mod.rs: records the schema is inferred from
 
 
 @dataclass

@@ -41,3 +41,7 @@ pub use frame::{
     PIECE_LEN,
 };
 pub use layout::{to_tensor, DType, Dense, LayoutError, Ragged, Tensor};
+
+/// The environment variable that names a trainer's feed socket (`HYDROFEED_FEED_SOCKET`): set
+/// by `hydrofeed launch` and the Spark integration, read by the trainer's `DataFeed`.
+pub const SOCKET_ENV: &str = "HYDROFEED_FEED_SOCKET";

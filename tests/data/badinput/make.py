@@ -4,7 +4,7 @@ Run from anywhere: `.venv/bin/python tests/data/badinput/make.py`. Each file sta
 valid file from an independent writer (pyarrow, pyorc, fastavro) and is then damaged in one
 way; `manifest.json` records, per file, where the damage is (offsets and units computed from
 the writer's own metadata) and how many rows a reader skipping the bad unit must still yield.
-feeder/tests/bad_input.rs has one test per file, and a test that fails if a file has none.
+feeder/format/tests/bad_input.rs has one test per file, and a test that fails if a file has none.
 """
 
 import io

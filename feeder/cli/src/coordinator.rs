@@ -1,0 +1,241 @@
+//! `hydrofeed coordinator`: plans the input, then serves the control protocol until every
+//! worker got end-of-feed (or Ctrl-C), writing the resumable state on the way out.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use hydrofeed_coord::service::{self, ServiceOptions};
+use hydrofeed_coord::token::Token;
+use hydrofeed_coord::{Config, Machine, Remainder, SplitInfo, Stage, State};
+
+/// Arguments of `hydrofeed coordinator`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Input: file, directory (Spark/Hive layout) or glob, local or hdfs://.
+    #[arg(long, required_unless_present = "splits")]
+    pub input: Option<String>,
+    /// Instead of --input: a JSON list of splits `[{"id": 0, "rows": 100, "hosts": ["dn1"]}]`
+    /// (ids 0..n in order; hosts optional), e.g. a plan with HDFS block locations.
+    #[arg(long, conflicts_with = "input")]
+    pub splits: Option<PathBuf>,
+    /// Data workers (ranks).
+    #[arg(long)]
+    pub workers: u32,
+    /// Rows per batch per worker.
+    #[arg(long)]
+    pub batch_size: u64,
+    /// Epochs (from the state when resuming).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// Job seed (from the state when resuming).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Feed the splits in plan order (files by path, then row groups/stripes/blocks in file
+    /// order) instead of shuffling them by (seed, epoch) (from the state when resuming).
+    #[arg(long)]
+    pub no_shuffle: bool,
+    /// Input format (when file names do not tell); the feeders must be given the same.
+    #[arg(long, value_enum)]
+    pub format: Option<super::serve::ServeFormat>,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<std::path::PathBuf>,
+    /// Rows that do not fill a step on every worker: drop, pad or wrap.
+    #[arg(long, value_enum)]
+    pub remainder: Option<Remainder>,
+    /// Address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Token file, written with mode 0600 (a fresh token per job, unless HYDROFEED_TOKEN is
+    /// set, which is then used as is).
+    #[arg(long, default_value = "hydrofeed-coord.token")]
+    pub token_file: PathBuf,
+    /// Resume from a state file written by an earlier run (`--state-out`, or GetState).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Write the state here on exit (end of feed or Ctrl-C).
+    #[arg(long)]
+    pub state_out: Option<PathBuf>,
+    /// Append every assignment to this JSONL log.
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// Serve Prometheus text metrics on this address (`GET /metrics`).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// Parameter servers expected at reservation.
+    #[arg(long, default_value_t = 0)]
+    pub ps: u32,
+    /// Evaluators expected at reservation.
+    #[arg(long, default_value_t = 0)]
+    pub evaluators: u32,
+    /// Seconds the reservation may take from start.
+    #[arg(long, default_value_t = 120.0)]
+    pub reservation_timeout: f64,
+    /// Seconds of silence before a worker is reported stalled.
+    #[arg(long, default_value_t = 10.0)]
+    pub stall_after: f64,
+    /// Seconds of silence before a worker is declared dead and its rows re-queued.
+    #[arg(long, default_value_t = 30.0)]
+    pub dead_after: f64,
+}
+
+/// Reads a state file (`--resume`), errors naming the file.
+pub(crate) fn read_state(p: &std::path::Path) -> anyhow::Result<State> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+    State::from_json(&text).with_context(|| format!("{}", p.display()))
+}
+
+fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
+    if let Some(p) = &args.splits {
+        #[derive(serde::Deserialize)]
+        struct S {
+            id: u32,
+            rows: u64,
+            #[serde(default)]
+            hosts: Vec<String>,
+        }
+        let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+        let v: Vec<S> = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a split list", p.display()))?;
+        return Ok(v
+            .into_iter()
+            .map(|s| SplitInfo::new(s.id, s.rows).with_hosts(s.hosts))
+            .collect());
+    }
+    let input = args
+        .input
+        .as_deref()
+        .expect("clap requires input or splits");
+    let storage = hydrofeed_storage::open_storage(input)?;
+    let opts = super::serve::read_options(None, args.format, false, args.schema.as_deref())?;
+    let plan = hydrofeed_format::plan(&storage, input, &opts)?;
+    Ok(crate::split_infos(&plan))
+}
+
+/// Runs `hydrofeed coordinator`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let splits = splits_of(&args)?;
+    let mut cfg = Config {
+        epochs: args.epochs.unwrap_or(1),
+        seed: args.seed.unwrap_or(0),
+        shuffle: !args.no_shuffle,
+        remainder: args.remainder.unwrap_or_default(),
+        stall_after_ms: (args.stall_after * 1000.0) as u64,
+        dead_after_ms: (args.dead_after * 1000.0) as u64,
+        ..Config::new(args.workers, args.batch_size)
+    };
+    let m = match &args.resume {
+        Some(p) => {
+            let st = read_state(p)?;
+            for (what, given, saved) in [
+                ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
+                ("--seed", args.seed, st.seed),
+                ("--batch-size", Some(args.batch_size), st.batch_size),
+            ] {
+                if let Some(g) = given {
+                    anyhow::ensure!(
+                        g == saved,
+                        "{what} {g} differs from the resumed state's {saved}"
+                    );
+                }
+            }
+            anyhow::ensure!(
+                !(args.no_shuffle && st.shuffle),
+                "--no-shuffle differs from the resumed state, which shuffles"
+            );
+            if let Some(r) = args.remainder {
+                anyhow::ensure!(
+                    r == st.remainder,
+                    "--remainder differs from the resumed state's {:?}",
+                    st.remainder
+                );
+            }
+            cfg.seed = st.seed;
+            Machine::resume(splits, cfg, &st)?
+        }
+        None => Machine::new(splits, cfg)?,
+    };
+    let token = match Token::from_env()? {
+        Some(t) => t,
+        None => {
+            let t = Token::generate()?;
+            t.write(&args.token_file)?;
+            t
+        }
+    };
+    let opts = ServiceOptions {
+        ps: args.ps,
+        evaluators: args.evaluators,
+        reservation_timeout: super::secs("--reservation-timeout", args.reservation_timeout)?,
+        heartbeat_interval: Duration::from_secs(1),
+        log_path: args.log.clone(),
+        token,
+    };
+    let (workers, quota, total) = (m.config().workers, m.quota(), m.total_rows());
+    let svc = service::spawn(m, opts, args.listen, args.metrics)?;
+    println!("hydrofeed coordinator listening on {}", svc.addr);
+    if std::env::var_os(hydrofeed_coord::token::TOKEN_ENV).is_none() {
+        println!("token file: {}", args.token_file.display());
+    }
+    if let Some(a) = svc.metrics_addr {
+        println!("metrics: http://{a}/metrics");
+    }
+    std::io::stdout().flush()?;
+    tracing::info!(
+        workers,
+        total_rows = total,
+        rows_per_worker = quota,
+        "epoch 0"
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let interrupted = rt.block_on(async {
+        let done = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let all_told = svc.shared.with_machine(|m| {
+                    m.finished() && m.ranks().iter().all(|r| !r.alive || r.stage == Stage::Done)
+                });
+                if all_told {
+                    // Let the last replies leave before the server goes.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            () = done => false,
+            _ = tokio::signal::ctrl_c() => true,
+        }
+    });
+    let st = svc.shared.with_machine(Machine::state);
+    let k = svc.shared.with_machine(Machine::counters);
+    svc.shutdown()?;
+    if let Some(p) = &args.state_out {
+        std::fs::write(p, st.to_json()).with_context(|| format!("{}", p.display()))?;
+        println!("state written to {}", p.display());
+    }
+    println!(
+        "{}: epoch {}, {} rows acked, {} dropped, {} padded, {} wrapped, {} leases, {} stalls, {} deaths",
+        if interrupted { "interrupted" } else { "end of feed" },
+        st.epoch,
+        k.rows_acked,
+        k.rows_dropped,
+        k.rows_padded,
+        k.rows_wrapped,
+        k.assignments,
+        k.stalls,
+        k.deaths
+    );
+    if std::env::var_os(hydrofeed_coord::token::TOKEN_ENV).is_none() {
+        let _ = std::fs::remove_file(&args.token_file);
+    }
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! `hydrofeed feeder`: the per-node daemon. Registers one rank per local trainer with the
+//! coordinator, serves each trainer a ring on `<socket-dir>/rank-<rank>.sock`, and feeds it the
+//! row ranges the coordinator hands out (see `hydrofeed_feeder::daemon`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::serve::{read_options, ServeFormat};
+use hydrofeed_coord::token::Token;
+use hydrofeed_feeder::daemon::{run_feeder, FeederOptions};
+
+/// Arguments of `hydrofeed feeder`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Input: file, directory or glob (local path or hdfs:// URI); the same the coordinator
+    /// planned.
+    #[arg(long)]
+    pub input: String,
+    /// Coordinator address, `host:port`.
+    #[arg(long, env = "HYDROFEED_COORDINATOR")]
+    pub coordinator: String,
+    /// File holding the job token (else `HYDROFEED_TOKEN`).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// Directory for the trainer sockets (`rank-<rank>.sock`).
+    #[arg(long)]
+    pub socket_dir: PathBuf,
+    /// Number of local trainers (one rank each).
+    #[arg(long, default_value_t = 1)]
+    pub trainers: u32,
+    /// Ranks to register, comma-separated (default: the coordinator picks).
+    #[arg(long, value_delimiter = ',')]
+    pub ranks: Option<Vec<u32>>,
+    /// TF server port of each local trainer, comma-separated (for the cluster spec).
+    #[arg(long, value_delimiter = ',')]
+    pub trainer_ports: Option<Vec<u32>>,
+    /// This host's name or address (locality, cluster spec).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Columns to read, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Input format (when file names do not tell).
+    #[arg(long, value_enum)]
+    pub format: Option<ServeFormat>,
+    /// Skip corrupt records/blocks instead of failing.
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// Memory budget in MiB: half for the rings, the rest for decoded batches in flight.
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: usize,
+    /// Seconds to wait for each trainer to attach.
+    #[arg(long, default_value_t = 300.0)]
+    pub accept_timeout: f64,
+    /// Seconds a trainer may leave its ring full before the feeder gives up.
+    #[arg(long, default_value_t = 600.0)]
+    pub stall_timeout: f64,
+    /// Serve Prometheus text metrics on this address (`/metrics`).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// Threads decoding splits, shared by all local trainers (0: one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub decode_threads: usize,
+    /// A trainer that leaves before its end of feed ends only its rank (the feeder still exits
+    /// with status 3 at the end); without it the feeder stops at once (status 3).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Take the job's batch size from the trainers (`hydrofeed launch` without
+    /// `--batch-size`): each rank writes what its trainer asked for into the socket directory
+    /// and waits for the size `launch` agreed there.
+    #[arg(long, hide = true)]
+    pub batch_size_from_trainers: bool,
+    /// This feeder replaces one that died (`hydrofeed launch` restarts it): each rank takes its
+    /// trainer back first (it re-attaches and reports what it read after its last ack), then
+    /// registers. Needs `--ranks`.
+    #[arg(long, hide = true)]
+    pub rejoin: bool,
+}
+
+/// Exit status of a feeder whose trainer left before its end of feed (the trainer's own exit
+/// status tells whether that was a crash or a clean early stop).
+pub const TRAINER_LEFT_EXIT: i32 = 3;
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SEEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // A second signal: leave now.
+        // SAFETY: `_exit` is async-signal-safe.
+        unsafe { libc::_exit(128 + sig) };
+    }
+    hydrofeed_feeder::daemon::request_stop();
+}
+
+/// SIGTERM and SIGINT end the feed gracefully ([`hydrofeed_feeder::daemon::request_stop`]): the trainers
+/// get end-of-feed and their last acks reach the coordinator. A second signal exits at once.
+fn stop_on_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler does an atomic swap, an atomic store or `_exit`, all
+        // async-signal-safe; it is a valid `extern "C" fn(c_int)` for the whole program.
+        unsafe {
+            libc::signal(
+                sig,
+                on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
+/// Runs `hydrofeed feeder`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let token = match &args.token_file {
+        Some(p) => Token::read(p)?,
+        None => Token::from_env()?.context(
+            "no token: pass --token-file or set HYDROFEED_TOKEN (the coordinator prints where \
+             it wrote it)",
+        )?,
+    };
+    let opts = FeederOptions {
+        input: args.input,
+        coordinator: args.coordinator,
+        token,
+        socket_dir: args.socket_dir,
+        trainers: args.trainers,
+        ranks: args.ranks,
+        trainer_ports: args.trainer_ports.unwrap_or_default(),
+        host: args.host,
+        read: read_options(
+            args.columns,
+            args.format,
+            args.skip_errors,
+            args.schema.as_deref(),
+        )?,
+        memory_budget: args.memory_mb.max(16) << 20,
+        accept_timeout: super::secs("--accept-timeout", args.accept_timeout)?
+            .max(Duration::from_millis(100)),
+        stall_timeout: super::secs("--stall-timeout", args.stall_timeout)?
+            .max(Duration::from_millis(100)),
+        metrics: args.metrics,
+        decode_threads: args.decode_threads,
+        keep_going: args.keep_going,
+        batch_size_from_trainers: args.batch_size_from_trainers,
+        rejoin: args.rejoin,
+    };
+    stop_on_signals();
+    let r = match run_feeder(&opts) {
+        Ok(r) => r,
+        Err(e @ hydrofeed_error::Error::PeerLost(_)) => {
+            return Err(super::Exit::new(TRAINER_LEFT_EXIT, e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for (rank, rows, batches, steps) in r.ranks {
+        eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
+    }
+    let (cpu, rss) = own_usage();
+    eprintln!("hydrofeed feeder: cpu {cpu:.3} s, max RSS {rss:.1} MiB");
+    Ok(())
+}
+
+/// CPU seconds (user + system) and max RSS (MiB) of this process.
+fn own_usage() -> (f64, f64) {
+    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `rusage` for the call's duration.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss as f64 / 1024.0)
+}

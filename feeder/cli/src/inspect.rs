@@ -1,0 +1,216 @@
+//! `hydrofeed inspect`: the plan of an input (schema, files, splits, row counts), from file
+//! metadata only (Parquet/ORC footers, Avro block headers, a TFRecord index pass).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use super::serve::ServeFormat;
+use hydrofeed_format::split::{Format, SplitUnit};
+use hydrofeed_format::{self as format, Plan, ReadOptions};
+use hydrofeed_storage::open_storage;
+
+/// Arguments of `hydrofeed inspect`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A file, a directory (Spark/Hive layout) or a glob; local path, file://, hdfs://.
+    pub path: String,
+    /// Format, when the file names do not tell it.
+    #[arg(long, value_enum)]
+    pub format: Option<ServeFormat>,
+    /// Columns to project, comma-separated (partition columns included).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<std::path::PathBuf>,
+    /// Target bytes per split (row groups / stripes are grouped up to it; Avro and TFRecord
+    /// byte ranges are cut near it).
+    #[arg(long, default_value_t = 64 << 20)]
+    pub split_bytes: u64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Parquet => "parquet",
+        Format::Orc => "orc",
+        Format::Avro => "avro",
+        Format::Tfrecord => "tfrecord",
+    }
+}
+
+fn unit_text(u: &SplitUnit) -> String {
+    match u {
+        SplitUnit::RowGroups { first, count } if *count == 1 => format!("row group {first}"),
+        SplitUnit::RowGroups { first, count } => {
+            format!("row groups {first}..{}", first + count)
+        }
+        SplitUnit::Stripes { first, count } if *count == 1 => format!("stripe {first}"),
+        SplitUnit::Stripes { first, count } => format!("stripes {first}..{}", first + count),
+        SplitUnit::Bytes { start, end } => format!("bytes {start}..{end}"),
+    }
+}
+
+/// Rows, bytes, splits and partition values of one file.
+type FileSums<'a> = (u64, u64, u64, &'a Vec<(String, String)>);
+
+/// The plan as JSON: input, format, schema, files (with rows, bytes, splits, partition
+/// values), splits, total rows.
+pub fn plan_json(plan: &Plan) -> Value {
+    let schema: Vec<Value> = plan
+        .schema
+        .fields()
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name(),
+                "type": f.data_type().to_string(),
+                "nullable": f.is_nullable(),
+            })
+        })
+        .collect();
+    let mut files: BTreeMap<&str, FileSums> = BTreeMap::new();
+    for s in &plan.splits {
+        let e = files.entry(&s.path).or_insert((0, 0, 0, &s.partition));
+        e.0 += s.rows;
+        e.1 += s.bytes;
+        e.2 += 1;
+    }
+    let files: Vec<Value> = files
+        .into_iter()
+        .map(|(path, (rows, bytes, splits, part))| {
+            json!({
+                "path": path,
+                "rows": rows,
+                "bytes": bytes,
+                "splits": splits,
+                "partition": part.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect();
+    json!({
+        "input": plan.input,
+        "format": format_name(plan.format),
+        "schema": schema,
+        "files": files,
+        "splits": plan.splits,
+        "total_rows": plan.total_rows(),
+    })
+}
+
+fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<()> {
+    writeln!(out, "input:  {}", plan.input)?;
+    writeln!(
+        out,
+        "format: {}   files: {}   splits: {}   rows: {}",
+        format_name(plan.format),
+        v["files"].as_array().map_or(0, |a| a.len()),
+        plan.splits.len(),
+        plan.total_rows()
+    )?;
+    writeln!(out, "\nschema:")?;
+    let w = plan
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.name().len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    for f in plan.schema.fields() {
+        writeln!(
+            out,
+            "  {:<w$}  {}{}",
+            f.name(),
+            f.data_type(),
+            if f.is_nullable() { "" } else { " not null" }
+        )?;
+    }
+    writeln!(out, "\nfiles:")?;
+    writeln!(
+        out,
+        "  {:>12}  {:>14}  {:>6}  path",
+        "rows", "bytes", "splits"
+    )?;
+    for f in v["files"].as_array().into_iter().flatten() {
+        let part = f["partition"]
+            .as_object()
+            .filter(|m| !m.is_empty())
+            .map(|m| {
+                let kv: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect();
+                format!("  [{}]", kv.join(", "))
+            })
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:>12}  {:>14}  {:>6}  {}{part}",
+            f["rows"].as_u64().unwrap_or(0),
+            f["bytes"].as_u64().unwrap_or(0),
+            f["splits"].as_u64().unwrap_or(0),
+            f["path"].as_str().unwrap_or("")
+        )?;
+    }
+    writeln!(out, "\nsplits:")?;
+    writeln!(
+        out,
+        "  {:>5}  {:>12}  {:>14}  {:<24}  path",
+        "id", "rows", "bytes", "unit"
+    )?;
+    for s in &plan.splits {
+        writeln!(
+            out,
+            "  {:>5}  {:>12}  {:>14}  {:<24}  {}",
+            s.id,
+            s.rows,
+            s.bytes,
+            unit_text(&s.unit),
+            s.path
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs `hydrofeed inspect`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let storage = open_storage(&args.path)?;
+    let opts = ReadOptions {
+        columns: args.columns.clone(),
+        format: args.format.map(|g| match g {
+            ServeFormat::Parquet => Format::Parquet,
+            ServeFormat::Orc => Format::Orc,
+            ServeFormat::Avro => Format::Avro,
+            ServeFormat::Tfrecord => Format::Tfrecord,
+        }),
+        split_bytes: args.split_bytes.max(1),
+        schema: args
+            .schema
+            .as_deref()
+            .map(super::serve::schema_file)
+            .transpose()?,
+        ..Default::default()
+    };
+    let plan = format::plan(&storage, &args.path, &opts)
+        .with_context(|| format!("inspecting {}", args.path))?;
+    let v = plan_json(&plan);
+    let mut out = std::io::stdout().lock();
+    let r = if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)
+    } else {
+        print_table(&mut out, &plan, &v)
+    }
+    .and_then(|()| out.flush());
+    match r {
+        // `hydrofeed inspect --json | head`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}

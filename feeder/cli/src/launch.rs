@@ -1,0 +1,925 @@
+//! `hydrofeed launch`: one machine, whole job. Starts the coordinator (in this process), one
+//! feeder daemon (`hydrofeed feeder --keep-going`, a child process) and N trainer processes with
+//! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`, `HYDROFEED_EPOCHS`,
+//! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with
+//! their rank and keeps each child's last lines; shows progress on stderr (a bar on a terminal,
+//! a plain line every 5 s otherwise).
+//!
+//! Endings: a trainer that fails (status or signal) is named with its last lines and everything
+//! is stopped; the feeder is named only when it failed by itself (a trainer leaving is exit
+//! status 3, never the feeder's fault). A trainer exiting 0 before the end of the feed ends the
+//! feed on the other ranks (exit 0). Ctrl-C interrupts the trainers and ends the feed in order,
+//! so every consumed row is acked before `--state-out` is written (exit 130).
+//! Children lead their own process groups and die with `launch` (`PR_SET_PDEATHSIG`); the
+//! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
+//! nothing is ever in /dev/shm.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, IsTerminal, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::serve::ServeFormat;
+use hydrofeed_coord::client::CoordClient;
+use hydrofeed_coord::service::{self, ServiceOptions};
+use hydrofeed_coord::token::{Token, TOKEN_ENV};
+use hydrofeed_coord::{Config, Machine, Remainder};
+use hydrofeed_feeder::daemon::SKIPPED_LINE;
+use hydrofeed_tfbridge::SOCKET_ENV;
+
+/// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
+pub const REJOIN_ENV: &str = "HYDROFEED_REJOIN_TIMEOUT";
+/// What `launch` gives its trainers in [`REJOIN_ENV`]: the restarts and their backoff fit.
+const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Environment variable naming a state file to resume from (same as `--resume`).
+pub const RESUME_ENV: &str = "HYDROFEED_RESUME";
+
+/// Arguments of `hydrofeed launch`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Number of trainer processes (ranks).
+    #[arg(long)]
+    pub workers: u32,
+    /// Input: file, directory or glob (local path or hdfs:// URI).
+    #[arg(long)]
+    pub input: String,
+    /// Passes over the input [default: 1, or the resumed state's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub epochs: Option<u32>,
+    /// Rows per batch, every rank, every step [default: the size the trainers ask for (they
+    /// must agree), 256 if none asks; a resumed job: the state's].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
+    /// Seed of the split order.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// What to do with the rows that do not fill a last step of every rank.
+    #[arg(long, value_enum)]
+    pub remainder: Option<Remainder>,
+    /// Resume from a state file written by `DataFeed.state()` or `--state-out`.
+    #[arg(long, env = RESUME_ENV)]
+    pub resume: Option<PathBuf>,
+    /// Write the coordinator's final state here (resumable if the job stopped early).
+    #[arg(long)]
+    pub state_out: Option<PathBuf>,
+    /// Columns to read, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Input format (when file names do not tell).
+    #[arg(long, value_enum)]
+    pub format: Option<ServeFormat>,
+    /// Skip corrupt records (counted, and named in the summary) instead of failing.
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
+    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// Feeder memory budget in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub memory_mb: usize,
+    /// Feeder Prometheus endpoint.
+    #[arg(long)]
+    pub feeder_metrics: Option<std::net::SocketAddr>,
+    /// Seconds without a heartbeat before a rank is declared dead.
+    #[arg(long, default_value_t = 30.0)]
+    pub dead_after: f64,
+    /// Restarts of a feeder killed by a signal (`kill -9`, the OOM killer, a crash): the
+    /// trainers re-attach to the new one and report what they read after their last ack, so
+    /// every row still comes exactly once. A feeder that fails by itself (bad input: exit
+    /// status 1) is not restarted. 0: a dead feeder ends the job.
+    #[arg(long, default_value_t = 3)]
+    pub feeder_restarts: u32,
+    /// The trainer command (after `--`).
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Ctrl-C (SIGINT, SIGTERM, SIGHUP) count: the first stops the job in order, the second kills.
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe; the
+        // handler is a valid `extern "C" fn(c_int)` for the whole program.
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
+/// Children get SIGKILL when `launch` dies, whatever kills it.
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and calls only `prctl`,
+    // which is async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Lines of a child's output kept for the error that names it.
+const TAIL_LINES: usize = 20;
+/// How long stopping trainers may take (Ctrl-C, or the feed ended early) before they are
+/// killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Non-terminal stderr: a plain progress line this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// The last lines a child wrote (stdout and stderr together).
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
+/// Everything to clean up, on every exit path.
+struct Job {
+    dir: PathBuf,
+    /// `(name, child, its output tail)`; the feeder first, then rank 0, 1, ...
+    children: Vec<(String, Child, Tail)>,
+    /// Threads copying the children's output, with the index of their child.
+    outs: Vec<(usize, thread::JoinHandle<()>)>,
+}
+
+impl Job {
+    /// Lets the output threads of child `i` (all children: `None`) print what it wrote last
+    /// (at most 2 s: a grandchild may hold the pipe open).
+    fn drain_output(&mut self, i: Option<usize>) {
+        let t = Instant::now();
+        while self
+            .outs
+            .iter()
+            .any(|(k, h)| i.is_none_or(|i| i == *k) && !h.is_finished())
+            && t.elapsed() < Duration::from_secs(2)
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The last lines child `i` wrote, indented, for an error message.
+    fn tail(&mut self, i: usize) -> String {
+        self.drain_output(Some(i));
+        let (name, _, tail) = &self.children[i];
+        let lines = tail.lock().map(|t| t.clone()).unwrap_or_default();
+        if lines.is_empty() {
+            return format!("; {name} wrote nothing");
+        }
+        let mut s = format!("; last lines of {name}:");
+        for l in lines {
+            s.push_str("\n    ");
+            s.push_str(&l);
+        }
+        s
+    }
+
+    /// Sends `sig` to child `i` if it was not reaped yet.
+    fn signal(&mut self, i: usize, sig: libc::c_int) {
+        let c = &mut self.children[i].1;
+        if matches!(c.try_wait(), Ok(None)) {
+            // SAFETY: plain syscall on the pid of our own child, which is not reaped yet, so
+            // the pid cannot have been reused.
+            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+        }
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        for (_, c, _) in &mut self.children {
+            if matches!(c.try_wait(), Ok(None)) {
+                // The child leads its own process group: take its children along.
+                // SAFETY: plain syscall; the group is our un-reaped child's.
+                unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+            }
+            let _ = c.kill();
+        }
+        for (_, c, _) in &mut self.children {
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
+fn describe(s: ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => format!(
+            "killed by signal {sig}{}{}",
+            signal_name(sig)
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default(),
+            if s.core_dumped() { ", core dumped" } else { "" }
+        ),
+        _ => s.to_string(),
+    }
+}
+
+fn pipe_lines(
+    job: &mut Job,
+    i: usize,
+    r: impl Read + Send + 'static,
+    prefix: String,
+    err: bool,
+    pb: ProgressBar,
+) {
+    let tail = job.children[i].2.clone();
+    let h = thread::Builder::new().name("hf-out".into()).spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(mut t) = tail.lock() {
+                if t.len() == TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line.chars().take(500).collect());
+            }
+            pb.suspend(|| {
+                if err {
+                    eprintln!("{prefix} {line}");
+                } else {
+                    println!("{prefix} {line}");
+                }
+            });
+        }
+    });
+    if let Ok(h) = h {
+        job.outs.push((i, h));
+    }
+}
+
+/// Starts a child of `job` with its output prefixed and kept; it leads its own process group
+/// (so a terminal's Ctrl-C reaches `launch` alone, which stops the children in order) and dies
+/// with `launch`.
+fn spawn(
+    job: &mut Job,
+    name: String,
+    prefix: String,
+    cmd: Command,
+    pb: &ProgressBar,
+) -> std::io::Result<u32> {
+    spawn_at(job, None, name, prefix, cmd, pb)
+}
+
+/// [`spawn`] into child slot `slot` (replacing a child that was reaped), or a new slot.
+fn spawn_at(
+    job: &mut Job,
+    slot: Option<usize>,
+    name: String,
+    prefix: String,
+    mut cmd: Command,
+    pb: &ProgressBar,
+) -> std::io::Result<u32> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    die_with_parent(&mut cmd);
+    let mut c = cmd.spawn()?;
+    let pid = c.id();
+    let (o, e) = (c.stdout.take(), c.stderr.take());
+    let entry = (name, c, Arc::new(Mutex::new(VecDeque::new())));
+    let i = match slot {
+        Some(i) => {
+            job.children[i] = entry;
+            i
+        }
+        None => {
+            job.children.push(entry);
+            job.children.len() - 1
+        }
+    };
+    if let Some(o) = o {
+        pipe_lines(job, i, o, prefix.clone(), false, pb.clone());
+    }
+    if let Some(e) = e {
+        pipe_lines(job, i, e, prefix, true, pb.clone());
+    }
+    Ok(pid)
+}
+
+/// A private directory for the job's sockets: `hydrofeed-launch-<pid>-<random>` under
+/// `$XDG_RUNTIME_DIR` (else the temporary directory), created 0700 by this call: a directory
+/// someone else made beforehand, at a predictable name, is never used.
+pub fn private_run_dir(prefix: &str) -> anyhow::Result<PathBuf> {
+    use rand::RngCore;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    for _ in 0..16 {
+        let dir = base.join(format!(
+            "{prefix}-{}-{:08x}",
+            std::process::id(),
+            rand::rng().next_u32()
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {
+                let m = std::fs::symlink_metadata(&dir)
+                    .with_context(|| format!("{}", dir.display()))?;
+                // SAFETY: getuid never fails and has no preconditions.
+                let uid = unsafe { libc::getuid() };
+                anyhow::ensure!(
+                    m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
+                    "{}: not a private directory of this user",
+                    dir.display()
+                );
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!(
+        "could not create a private directory under {}",
+        base.display()
+    )
+}
+
+fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {
+    let ls: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()
+        .context("picking ports for the trainers' TF servers")?;
+    ls.iter()
+        .map(|l| Ok(u32::from(l.local_addr()?.port())))
+        .collect()
+}
+
+/// How the trainers ended.
+enum Ended {
+    /// Every trainer exited 0 at the end of the feed.
+    Done,
+    /// A trainer exited 0 before the end of the feed; the others were told to stop.
+    Early(u32),
+    /// Ctrl-C: the trainers were interrupted and the feed ended.
+    Interrupted,
+}
+
+/// Runs `hydrofeed launch`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
+    catch_signals();
+    // The feeder plans with the same options: split ids and row counts must agree.
+    let read = super::serve::read_options(
+        args.columns.clone(),
+        args.format,
+        args.skip_errors,
+        args.schema.as_deref(),
+    )?;
+    let storage = hydrofeed_storage::open_storage(&args.input)?;
+    let plan = hydrofeed_format::plan(&storage, &args.input, &read)?;
+    let splits = crate::split_infos(&plan);
+    let cfg = Config {
+        epochs: args.epochs.unwrap_or(1),
+        seed: args.seed.unwrap_or(0),
+        remainder: args.remainder.unwrap_or_default(),
+        stall_after_ms: 10_000,
+        dead_after_ms: (args.dead_after * 1000.0) as u64,
+        // From the trainers: a placeholder until they attached (1: every input has a step).
+        ..Config::new(args.workers, args.batch_size.unwrap_or(1))
+    };
+    let m = match &args.resume {
+        Some(p) => {
+            let st = super::coordinator::read_state(p)?;
+            if let Some(b) = args.batch_size {
+                anyhow::ensure!(
+                    st.batch_size == b,
+                    "--batch-size {b} differs from the resumed state's {}",
+                    st.batch_size
+                );
+            }
+            if let Some(e) = args.epochs {
+                anyhow::ensure!(
+                    e == st.epochs,
+                    "--epochs {e} differs from the state's {}",
+                    st.epochs
+                );
+            }
+            Machine::resume(splits, cfg, &st)?
+        }
+        None => Machine::new(splits, cfg)?,
+    };
+    let (epochs, total_rows) = (m.config().epochs, m.total_rows());
+    let token = Token::generate()?;
+    let svc = service::spawn(
+        m,
+        ServiceOptions {
+            ps: 0,
+            evaluators: 0,
+            reservation_timeout: Duration::from_secs(120),
+            heartbeat_interval: Duration::from_secs(1),
+            log_path: None,
+            token: token.clone(),
+        },
+        "127.0.0.1:0".parse()?,
+        None,
+    )?;
+    let addr = svc.addr.to_string();
+    let dir = private_run_dir("hydrofeed-launch")?;
+    let mut job = Job {
+        dir: dir.clone(),
+        children: Vec::new(),
+        outs: Vec::new(),
+    };
+    let pb = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(
+            Some(total_rows * u64::from(epochs)),
+            ProgressDrawTarget::stderr(),
+        )
+    } else {
+        ProgressBar::hidden()
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} rows {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let result = supervise(&args, &addr, &token, &dir, &mut job, &svc, &pb);
+    pb.finish_and_clear();
+    // Stop every child before the state is taken: no ack can arrive after it.
+    drop(job);
+    let state = svc.shared.with_machine(|m| m.state());
+    let acked = svc.shared.with_machine(|m| m.counters().rows_acked);
+    let saved = match &args.state_out {
+        Some(p) => {
+            std::fs::write(p, state.to_json()).with_context(|| format!("{}", p.display()))?;
+            format!("; state saved to {}", p.display())
+        }
+        None => String::new(),
+    };
+    let _ = svc.shutdown();
+    match result? {
+        Ended::Done | Ended::Early(_) => Ok(()),
+        Ended::Interrupted => Err(super::Exit::new(
+            130,
+            format!(
+                "interrupted (Ctrl-C): stopped every trainer and the feeder; {acked} rows acked{saved}"
+            ),
+        )
+        .into()),
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+fn supervise(
+    args: &Args,
+    addr: &str,
+    token: &Token,
+    dir: &Path,
+    job: &mut Job,
+    svc: &service::RunningService,
+    pb: &ProgressBar,
+) -> anyhow::Result<Ended> {
+    let n = args.workers;
+    let epochs = svc.shared.with_machine(|m| m.config().epochs);
+    let ports = free_ports(n)?;
+    let from_trainers = args.batch_size.is_none() && args.resume.is_none();
+    let feeder = feeder_command(args, addr, token, dir, &ports, from_trainers, false)?;
+    spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
+        .context("starting the feeder")?;
+
+    // The feeder registers every rank; then each rank's TF_CONFIG is known.
+    let mut client = CoordClient::connect(addr, token, Duration::from_secs(10))?;
+    let mut tf_configs = Vec::new();
+    for rank in 0..n {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = job.children[0].1.try_wait()? {
+                return Err(feeder_failed(job, svc, s));
+            }
+            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
+                bail!("interrupted before the trainers started");
+            }
+            match client.wait_cluster_spec(rank, Duration::from_millis(500)) {
+                Ok((_, tf)) => {
+                    tf_configs.push(tf);
+                    break;
+                }
+                Err(hydrofeed_error::Error::Timeout { .. })
+                    if t0.elapsed() < Duration::from_secs(120) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    for (rank, tf) in tf_configs.iter().enumerate() {
+        let mut c = Command::new(&args.command[0]);
+        c.args(&args.command[1..])
+            .env("TF_CONFIG", tf)
+            .env(SOCKET_ENV, dir.join(format!("rank-{rank}.sock")))
+            .env("HYDROFEED_RANK", rank.to_string())
+            .env("HYDROFEED_NUM_WORKERS", n.to_string())
+            .env("HYDROFEED_EPOCHS", epochs.to_string())
+            .env("HYDROFEED_COORDINATOR", addr)
+            .env(TOKEN_ENV, token.as_str())
+            .env("PYTHONUNBUFFERED", "1");
+        if args.feeder_restarts > 0 {
+            // A killed feeder is restarted: the trainer waits for the new one.
+            c.env(REJOIN_ENV, REJOIN_TIMEOUT.as_secs().to_string());
+        }
+        spawn(
+            job,
+            format!("trainer rank {rank}"),
+            format!("[rank {rank}]"),
+            c,
+            pb,
+        )
+        .with_context(|| format!("starting trainer rank {rank}: {:?}", args.command))?;
+    }
+
+    let t0 = Instant::now();
+    let mut status: Vec<Option<ExitStatus>> = vec![None; n as usize];
+    let mut feeder_status: Option<ExitStatus> = None;
+    let mut stop: Option<(Ended, Instant)> = None;
+    let mut killed: Vec<u32> = Vec::new();
+    let mut last_epoch = 0;
+    let mut last_line = Instant::now();
+    let mut agreed = !from_trainers;
+    let mut restarts = 0u32;
+    let plain = !std::io::stderr().is_terminal();
+    let total = svc
+        .shared
+        .with_machine(|m| m.total_rows() * u64::from(m.config().epochs));
+    loop {
+        let interrupts = INTERRUPTS.load(Ordering::SeqCst);
+        if interrupts >= 2 {
+            return Err(super::Exit::new(
+                130,
+                "interrupted twice: killed every trainer and the feeder",
+            )
+            .into());
+        }
+        if interrupts == 1 && !matches!(stop, Some((Ended::Interrupted, _))) {
+            pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: interrupted: stopping the trainers (SIGINT) and ending the \
+                     feed; Ctrl-C again to kill them"
+                )
+            });
+            for i in 1..=n as usize {
+                job.signal(i, libc::SIGINT);
+            }
+            job.signal(0, libc::SIGTERM);
+            stop = Some((Ended::Interrupted, Instant::now()));
+        }
+        let (epoch, acked, finished) = svc
+            .shared
+            .with_machine(|m| (m.epoch(), m.counters().rows_acked, m.finished()));
+        pb.set_position(acked);
+        pb.set_message(format!("epoch {epoch}"));
+        let secs = t0.elapsed().as_secs_f64();
+        if epoch != last_epoch {
+            pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: epoch {last_epoch} done: {acked} rows acked so far, {:.0} rows/s",
+                    acked as f64 / secs.max(1e-9)
+                )
+            });
+            last_epoch = epoch;
+            last_line = Instant::now();
+        } else if plain && last_line.elapsed() >= PROGRESS_EVERY {
+            eprintln!(
+                "hydrofeed launch: {:.0} s: epoch {epoch}, {acked}/{total} rows acked, {:.0} rows/s",
+                secs,
+                acked as f64 / secs.max(1e-9)
+            );
+            last_line = Instant::now();
+        }
+        if !agreed {
+            agreed = agree_batch_size(dir, n, svc, pb)?;
+        }
+        // The feeder first: a trainer that failed because its feeder failed names the feeder.
+        if feeder_status.is_none() {
+            feeder_status = job.children[0].1.try_wait()?;
+            if let Some(s) = feeder_status {
+                let restart = s.signal().is_some()
+                    && stop.is_none()
+                    && agreed
+                    && restarts < args.feeder_restarts
+                    && status.iter().any(Option::is_none);
+                if restart {
+                    restarts += 1;
+                    restart_feeder(job, s, restarts, args.feeder_restarts, pb)?;
+                    let cmd = feeder_command(args, addr, token, dir, &ports, false, true)?;
+                    spawn_at(
+                        job,
+                        Some(0),
+                        "the feeder".into(),
+                        "[feeder]".into(),
+                        cmd,
+                        pb,
+                    )
+                    .context("restarting the feeder")?;
+                    feeder_status = None;
+                } else if failed_by_itself(s) && stop.is_none() {
+                    return Err(feeder_failed(job, svc, s));
+                }
+            }
+        }
+        #[allow(clippy::needless_range_loop)] // `job` is borrowed mutably inside
+        for i in 0..n as usize {
+            if status[i].is_some() {
+                continue;
+            }
+            let Some(s) = job.children[i + 1].1.try_wait()? else {
+                continue;
+            };
+            status[i] = Some(s);
+            let interrupted = matches!(stop, Some((Ended::Interrupted, _)));
+            if !s.success() && !interrupted && !killed.contains(&(i as u32)) {
+                if let Some(fs) = job.children[0].1.try_wait()? {
+                    if failed_by_itself(fs) {
+                        return Err(feeder_failed(job, svc, fs));
+                    }
+                }
+                let pid = job.children[i + 1].1.id();
+                let tail = job.tail(i + 1);
+                bail!(
+                    "trainer rank {i} (pid {pid}) failed: {}; stopped the other trainers and the \
+                     feeder{tail}",
+                    describe(s)
+                );
+            }
+            if s.success() && stop.is_none() && !finished {
+                pb.suspend(|| {
+                    eprintln!(
+                        "hydrofeed launch: trainer rank {i} exited 0 before the end of the feed: \
+                         ending the feed on the other ranks"
+                    )
+                });
+                job.signal(0, libc::SIGTERM);
+                stop = Some((Ended::Early(i as u32), Instant::now()));
+            }
+        }
+        if let Some((_, since)) = &stop {
+            if since.elapsed() > STOP_GRACE {
+                for (i, st) in status.iter().enumerate() {
+                    if st.is_none() && !killed.contains(&(i as u32)) {
+                        job.signal(i + 1, libc::SIGKILL);
+                        killed.push(i as u32);
+                    }
+                }
+            }
+        }
+        if status.iter().all(Option::is_some) {
+            // Give the feeder a moment to forward the last acks and leave.
+            let t = Instant::now();
+            while feeder_status.is_none() && t.elapsed() < Duration::from_secs(10) {
+                feeder_status = job.children[0].1.try_wait()?;
+                thread::sleep(Duration::from_millis(20));
+            }
+            job.drain_output(None);
+            let ended = stop.map_or(Ended::Done, |(e, _)| e);
+            if !killed.is_empty() && !matches!(ended, Ended::Interrupted) {
+                bail!(
+                    "rank(s) {killed:?} did not stop within {} s after the feed ended; killed them",
+                    STOP_GRACE.as_secs()
+                );
+            }
+            if matches!(ended, Ended::Interrupted) {
+                return Ok(ended);
+            }
+            if let Some(s) = feeder_status {
+                if failed_by_itself(s) {
+                    return Err(feeder_failed(job, svc, s));
+                }
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            let c = svc.shared.with_machine(|m| m.counters());
+            let (steps, finished) = svc.shared.with_machine(|m| (m.steps_done(), m.finished()));
+            let early = match ended {
+                Ended::Early(r) => format!(
+                    " (stopped before the end of the feed: trainer rank {r} exited 0 first)"
+                ),
+                _ if !finished => " (stopped before the end of the feed)".to_string(),
+                _ => String::new(),
+            };
+            let skipped = if args.skip_errors {
+                let line = job.children[0].2.lock().ok().and_then(|t| {
+                    t.iter()
+                        .rev()
+                        .find_map(|l| l.strip_prefix(SKIPPED_LINE).map(str::to_string))
+                });
+                format!(
+                    ", skipped {}",
+                    line.unwrap_or_else(|| "0 corrupt records".into())
+                )
+            } else {
+                String::new()
+            };
+            pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: {} workers, {} rows acked ({} dropped) in {:.1} s = {:.0} \
+                     rows/s, {} steps per worker{skipped}{early}",
+                    n,
+                    c.rows_acked,
+                    c.rows_dropped,
+                    secs,
+                    c.rows_acked as f64 / secs.max(1e-9),
+                    steps,
+                )
+            });
+            return Ok(ended);
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The `hydrofeed feeder` command of the job (`rejoin`: it replaces one that died).
+fn feeder_command(
+    args: &Args,
+    addr: &str,
+    token: &Token,
+    dir: &Path,
+    ports: &[u32],
+    from_trainers: bool,
+    rejoin: bool,
+) -> anyhow::Result<Command> {
+    let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
+    let mut feeder = Command::new(exe);
+    feeder
+        .arg("feeder")
+        .args(["--input", &args.input, "--coordinator", addr])
+        .arg("--socket-dir")
+        .arg(dir)
+        .args(["--trainers", &ports.len().to_string()])
+        .arg("--ranks")
+        .arg(
+            (0..ports.len())
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .arg("--trainer-ports")
+        .arg(
+            ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .args(["--memory-mb", &args.memory_mb.to_string()])
+        // A trainer that leaves ends only its rank: `launch` decides from its exit status.
+        .arg("--keep-going")
+        .env(TOKEN_ENV, token.as_str());
+    if let Some(c) = &args.columns {
+        feeder.arg("--columns").arg(c.join(","));
+    }
+    if let Some(f) = args.format {
+        let v = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
+        if let Some(v) = v {
+            feeder.args(["--format", &v]);
+        }
+    }
+    if let Some(a) = args.feeder_metrics {
+        feeder.args(["--metrics", &a.to_string()]);
+    }
+    if args.skip_errors {
+        feeder.arg("--skip-errors");
+    }
+    if let Some(s) = &args.schema {
+        feeder.arg("--schema").arg(s);
+    }
+    if from_trainers {
+        feeder.arg("--batch-size-from-trainers");
+    }
+    if rejoin {
+        feeder.arg("--rejoin");
+    }
+    Ok(feeder)
+}
+
+/// Batch size when no trainer asks for one and `--batch-size` is not given.
+const DEFAULT_BATCH_SIZE: u64 = 256;
+
+/// Without `--batch-size`: once every rank wrote what its trainer asked for, sets the job's
+/// batch size on the coordinator (before any work was handed out) and tells the feeder.
+/// `Ok(false)` while ranks are missing; an error naming the sizes when the trainers disagree.
+fn agree_batch_size(
+    dir: &Path,
+    n: u32,
+    svc: &service::RunningService,
+    pb: &ProgressBar,
+) -> anyhow::Result<bool> {
+    let mut asked = Vec::new();
+    for r in 0..n {
+        match std::fs::read_to_string(hydrofeed_feeder::daemon::asked_path(dir, r)) {
+            Ok(s) => asked.push((r, s.trim().parse::<u64>().ok())),
+            Err(_) => return Ok(false),
+        }
+    }
+    let sizes: std::collections::BTreeSet<u64> = asked.iter().filter_map(|(_, b)| *b).collect();
+    if sizes.len() > 1 {
+        let who: Vec<String> = asked
+            .iter()
+            .filter_map(|(r, b)| b.map(|b| format!("rank {r} asks for {b} rows")))
+            .collect();
+        bail!(
+            "the trainers asked for different batch sizes: {} (every rank takes the same steps): \
+             make them ask the same size, or pass --batch-size",
+            who.join(", ")
+        );
+    }
+    let b = sizes.first().copied().unwrap_or(DEFAULT_BATCH_SIZE);
+    svc.shared
+        .with_machine_mut(|m| m.set_batch_size(b))
+        .context("setting the batch size the trainers asked for")?;
+    let p = hydrofeed_feeder::daemon::agreed_path(dir);
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, b.to_string()).with_context(|| format!("{}", tmp.display()))?;
+    std::fs::rename(&tmp, &p).with_context(|| format!("{}", p.display()))?;
+    pb.set_length(
+        svc.shared
+            .with_machine(|m| m.total_rows() * u64::from(m.config().epochs)),
+    );
+    pb.suspend(|| {
+        eprintln!(
+            "hydrofeed launch: batch size {b} ({})",
+            if sizes.is_empty() {
+                "the default: no trainer asked for one"
+            } else {
+                "asked by the trainers"
+            }
+        )
+    });
+    Ok(true)
+}
+
+/// Says that the feeder died and will be restarted (the `k`-th time of `of`), after a backoff
+/// of 250 ms doubling with each restart (a feeder that crashes again at once is not hammered).
+fn restart_feeder(
+    job: &mut Job,
+    s: ExitStatus,
+    k: u32,
+    of: u32,
+    pb: &ProgressBar,
+) -> anyhow::Result<()> {
+    let pid = job.children[0].1.id();
+    job.drain_output(Some(0));
+    pb.suspend(|| {
+        eprintln!(
+            "hydrofeed launch: the feeder (pid {pid}) was {}; restarting it ({k} of {of}): the \
+             trainers re-attach and report what they read, the rows they did not read are \
+             handed out again",
+            describe(s)
+        )
+    });
+    thread::sleep(Duration::from_millis(250 << (k - 1).min(4)));
+    Ok(())
+}
+
+/// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).
+fn failed_by_itself(s: ExitStatus) -> bool {
+    !s.success() && s.code() != Some(super::feeder::TRAINER_LEFT_EXIT)
+}
+
+/// The error for a feeder that failed: its status, each rank's last stage, its last lines.
+fn feeder_failed(job: &mut Job, svc: &service::RunningService, s: ExitStatus) -> anyhow::Error {
+    let stages = svc.shared.with_machine(|m| {
+        m.ranks()
+            .iter()
+            .enumerate()
+            .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let pid = job.children[0].1.id();
+    let tail = job.tail(0);
+    anyhow::anyhow!(
+        "the feeder (pid {pid}) failed: {}; last stages reported: {stages}; stopped every \
+         trainer{tail}",
+        describe(s)
+    )
+}

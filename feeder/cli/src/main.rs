@@ -1,0 +1,207 @@
+//! The `hydrofeed` command line: one module per subcommand, each with `Args` and `run`; the
+//! work itself is in the role crates (`hydrofeed-format`, `hydrofeed-coord`, `hydrofeed-feeder`).
+
+use clap::{Parser, Subcommand};
+use hydrofeed_coord::SplitInfo;
+use hydrofeed_format::Plan;
+
+pub mod bench;
+pub mod coordinator;
+pub mod feeder;
+pub mod gen;
+pub mod inspect;
+pub mod launch;
+pub mod serve;
+
+/// A plain progress line every few seconds for long commands whose stderr is not a terminal
+/// (a log file, CI): they would otherwise be silent for minutes.
+pub mod progress {
+    use std::io::IsTerminal;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    static STAGE: Mutex<String> = Mutex::new(String::new());
+
+    /// What the command is doing now (shown in the next progress line).
+    pub fn stage(s: impl Into<String>) {
+        if let Ok(mut g) = STAGE.lock() {
+            *g = s.into();
+        }
+    }
+
+    /// Starts the progress line for `cmd` (nothing when stderr is a terminal).
+    pub fn ticker(cmd: &'static str) {
+        if std::io::stderr().is_terminal() {
+            return;
+        }
+        let t0 = Instant::now();
+        let _ = std::thread::Builder::new()
+            .name("hf-progress".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(5));
+                let s = STAGE.lock().map(|g| g.clone()).unwrap_or_default();
+                eprintln!(
+                    "hydrofeed {cmd}: {:.0} s{}{s}",
+                    t0.elapsed().as_secs_f64(),
+                    if s.is_empty() { "" } else { ": " }
+                );
+            });
+    }
+}
+
+/// hydrofeed: feed training data (Parquet, ORC, Avro, TFRecord) from HDFS or local disk into
+/// TensorFlow, PyTorch and JAX trainers through zero-copy shared-memory rings.
+///
+/// Start with `hydrofeed launch --workers N --input DATA -- python train.py` (coordinator,
+/// feeder and N trainers on this machine); `hydrofeed inspect DATA` shows what would be read;
+/// `hydrofeed bench` measures.
+#[derive(Debug, Parser)]
+#[command(name = "hydrofeed", version, propagate_version = true)]
+pub struct Cli {
+    /// Seconds to wait for an unreachable HDFS NameNode (connection refused, unknown host)
+    /// before failing [default: one attempt, or the Hadoop configuration's
+    /// `ipc.client.connect.max.retries` x `ipc.client.connect.retry.interval`].
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub hdfs_timeout: Option<f64>,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Throughput and latency benchmarks (ring, decode, coordinator).
+    Bench(bench::Args),
+    /// Print schema, files, splits and row counts of an input.
+    Inspect(inspect::Args),
+    /// Write a synthetic MNIST-shaped dataset (784 float32 `image` + int64 `label`).
+    Gen(gen::Args),
+    /// Feed one trainer from an input through a ring, without a coordinator.
+    Serve(serve::Args),
+    /// Run a coordinator for a job.
+    Coordinator(coordinator::Args),
+    /// Run a feeder daemon that takes splits from a coordinator.
+    Feeder(feeder::Args),
+    /// Run coordinator, feeder and N trainers on this machine (the embedded default).
+    Launch(launch::Args),
+}
+
+/// An error that ends the process with a given exit status (`main` prints it as any error).
+#[derive(Debug)]
+pub struct Exit {
+    /// Exit status.
+    pub code: i32,
+    /// What went wrong (or what stopped the command).
+    pub message: String,
+}
+
+impl Exit {
+    /// An error that exits with `code`.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// The exit status for an error returned by [`run`]: an [`Exit`]'s code, else 1.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    e.downcast_ref::<Exit>().map_or(1, |x| x.code)
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(s) = cli.hdfs_timeout {
+        anyhow::ensure!(
+            s.is_finite() && s >= 0.0,
+            "--hdfs-timeout {s}: expected seconds >= 0"
+        );
+        // Read by the HDFS storage of this process and of its children (launch's feeder);
+        // set before any thread that reads the environment is started.
+        std::env::set_var(hydrofeed_storage::hdfs::CONNECT_TIMEOUT_ENV, s.to_string());
+    }
+    match cli.command {
+        Command::Bench(a) => {
+            progress::ticker("bench");
+            bench::run(a)
+        }
+        Command::Inspect(a) => inspect::run(a),
+        Command::Gen(a) => gen::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Coordinator(a) => coordinator::run(a),
+        Command::Feeder(a) => feeder::run(a),
+        Command::Launch(a) => launch::run(a),
+    }
+}
+
+/// Seconds given on the command line as a `Duration`: `inf` (or more than a `Duration` holds)
+/// waits for ever; a negative or NaN value is an error naming the flag.
+pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<std::time::Duration> {
+    anyhow::ensure!(
+        v >= 0.0,
+        "{flag} {v}: seconds must be 0 or more (inf: no limit)"
+    );
+    Ok(std::time::Duration::try_from_secs_f64(v).unwrap_or(std::time::Duration::MAX))
+}
+
+/// The splits of a plan as the coordinator takes them (no locality hints: `inspect` and the
+/// feeders' block locations add them where there are any).
+pub(crate) fn split_infos(plan: &Plan) -> Vec<SplitInfo> {
+    plan.splits
+        .iter()
+        .map(|s| SplitInfo::new(s.id, s.rows))
+        .collect()
+}
+
+/// Keeps freed memory in the process instead of returning it to the kernel at once.
+///
+/// Decoded batches are tens of MiB each (a 8192-row batch of 784 float32 pixels is 25.7 MB), so
+/// glibc's defaults serve every one of them from a fresh `mmap` and unmap it on free: every
+/// batch page-faults its memory in again, and page faults on several decode threads serialise
+/// on the address-space lock. Measured on `hydrofeed bench decode` (docs/arch/readers.md,
+/// "Performance"): 72k page faults per Parquet pass instead of about 2k, and ORC rows/s up
+/// 1.2x single-thread and 3x on all cores once the memory is kept. The process's footprint
+/// stays flat (it is bounded by the feeder's memory budget), it just stops churning.
+#[cfg(target_env = "gnu")]
+fn retain_freed_memory() {
+    // SAFETY: mallopt only sets allocator parameters; it is called once, before any thread
+    // is started, with valid parameter numbers and values.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TOP_PAD, 256 << 20);
+    }
+}
+
+#[cfg(not(target_env = "gnu"))]
+fn retain_freed_memory() {}
+
+fn main() {
+    retain_freed_memory();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HYDROFEED_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        // Colour only for a terminal, and never with NO_COLOR set (https://no-color.org).
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
+        .init();
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("Error: {e:?}");
+        std::process::exit(exit_code(&e));
+    }
+}

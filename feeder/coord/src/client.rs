@@ -1,0 +1,357 @@
+//! A blocking client of the coordinator, for the feeder daemon and for Python (through the
+//! native module, which releases the GIL around each call).
+//!
+//! Each client owns a current-thread tokio runtime; every call has a deadline (the client's
+//! `call_timeout`, or the wait asked for plus a margin) so nothing waits forever. gRPC
+//! statuses come back as the feeder's [`Error`]: unreachable or refused -> `PeerLost`,
+//! deadlines -> `Timeout`, a wrong token -> `Coordinator` with the server's message.
+
+use std::time::Duration;
+
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Status};
+
+use super::cluster::{ClusterSpec, Registration, Role};
+use super::machine::{Lease, Stage, Work, WorkerCounters};
+use super::proto::{self, coordinator_client::CoordinatorClient};
+use super::token::Token;
+use super::State;
+use crate::{Error, Result};
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Clone)]
+pub struct AddToken(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl tonic::service::Interceptor for AddToken {
+    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
+        req.metadata_mut().insert("authorization", self.0.clone());
+        Ok(req)
+    }
+}
+
+/// What `register` returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    /// Rank given.
+    pub rank: u32,
+    /// Incarnation of the rank (pass it on every later call).
+    pub incarnation: u64,
+    /// Data workers in the job.
+    pub num_workers: u32,
+    /// Batch size.
+    pub batch_size: u64,
+    /// Epochs.
+    pub epochs: u32,
+    /// How often to heartbeat.
+    pub heartbeat_interval: Duration,
+    /// Splits in the coordinator's plan (a feeder checks its own plan against it).
+    pub num_splits: u32,
+    /// Rows in the coordinator's plan.
+    pub total_rows: u64,
+}
+
+/// A blocking coordinator client.
+#[derive(Debug)]
+pub struct CoordClient {
+    rt: tokio::runtime::Runtime,
+    inner: CoordinatorClient<InterceptedService<Channel, AddToken>>,
+    addr: String,
+    call_timeout: Duration,
+}
+
+impl std::fmt::Debug for AddToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AddToken(..)")
+    }
+}
+
+impl CoordClient {
+    /// Connects to `addr` (`host:port` or `http://host:port`) within `connect_timeout`.
+    pub fn connect(addr: &str, token: &Token, connect_timeout: Duration) -> Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
+        let uri = if addr.contains("://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        let ep = Endpoint::from_shared(uri.clone())
+            .map_err(|e| Error::InvalidArgument(format!("coordinator address {addr:?}: {e}")))?
+            .connect_timeout(connect_timeout)
+            .tcp_nodelay(true);
+        let ch = rt.block_on(async { tokio::time::timeout(connect_timeout, ep.connect()).await });
+        let ch = match ch {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                return Err(Error::PeerLost(format!(
+                    "coordinator at {addr} unreachable: {e}"
+                )))
+            }
+            Err(_) => {
+                return Err(Error::Timeout {
+                    what: format!("a connection to the coordinator at {addr}"),
+                    secs: connect_timeout.as_secs_f64(),
+                })
+            }
+        };
+        let v = format!("Bearer {}", token.as_str())
+            .parse()
+            .map_err(|_| Error::InvalidArgument("token is not valid metadata".into()))?;
+        let inner = CoordinatorClient::with_interceptor(ch, AddToken(v));
+        Ok(Self {
+            rt,
+            inner,
+            addr: addr.to_string(),
+            call_timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Sets the deadline of each call (default 30 s).
+    pub fn with_call_timeout(mut self, t: Duration) -> Self {
+        self.call_timeout = t;
+        self
+    }
+
+    fn err(&self, what: &str, s: Status) -> Error {
+        let msg = s.message().to_string();
+        match s.code() {
+            tonic::Code::DeadlineExceeded => Error::Timeout {
+                what: format!("{what} at the coordinator {}: {msg}", self.addr),
+                secs: self.call_timeout.as_secs_f64(),
+            },
+            tonic::Code::Unavailable | tonic::Code::Aborted => {
+                Error::PeerLost(format!("coordinator {} ({what}): {msg}", self.addr))
+            }
+            tonic::Code::InvalidArgument => Error::InvalidArgument(msg),
+            tonic::Code::Unauthenticated => Error::Coordinator(format!(
+                "{} refused {what}: unauthenticated: {msg}",
+                self.addr
+            )),
+            _ => Error::Coordinator(format!("{} ({what}): {msg}", self.addr)),
+        }
+    }
+
+    fn call<T, R, F, Fut>(&mut self, what: &str, msg: T, timeout: Duration, f: F) -> Result<R>
+    where
+        F: FnOnce(CoordinatorClient<InterceptedService<Channel, AddToken>>, Request<T>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<R>, Status>>,
+    {
+        let mut req = Request::new(msg);
+        req.set_timeout(timeout);
+        let c = self.inner.clone();
+        let r = self
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, f(c, req)).await });
+        match r {
+            Ok(Ok(resp)) => Ok(resp.into_inner()),
+            Ok(Err(s)) => Err(self.err(what, s)),
+            Err(_) => Err(Error::Timeout {
+                what: format!("{what} at the coordinator {}", self.addr),
+                secs: timeout.as_secs_f64(),
+            }),
+        }
+    }
+
+    /// Registers this process.
+    pub fn register(&mut self, reg: &Registration) -> Result<Registered> {
+        self.rejoin(reg, &[])
+    }
+
+    /// [`CoordClient::register`] of a restarted feeder: `consumed` holds `(lease, split, rows
+    /// read)` of its trainer (see `Machine::rejoin`).
+    pub fn rejoin(
+        &mut self,
+        reg: &Registration,
+        consumed: &[(u64, u32, u64)],
+    ) -> Result<Registered> {
+        let role = match reg.role {
+            Role::Worker => proto::Role::Worker,
+            Role::Chief => proto::Role::Chief,
+            Role::Ps => proto::Role::Ps,
+            Role::Evaluator => proto::Role::Evaluator,
+        };
+        let msg = proto::RegisterRequest {
+            rank: reg.rank,
+            host: reg.host.clone(),
+            port: reg.port,
+            gpus: reg.gpus.clone(),
+            role: role as i32,
+            consumed: consumed
+                .iter()
+                .map(|&(lease, split, rows)| proto::LeaseRows { lease, split, rows })
+                .collect(),
+        };
+        let t = self.call_timeout;
+        let r = self.call(
+            "register",
+            msg,
+            t,
+            |mut c, r| async move { c.register(r).await },
+        )?;
+        Ok(Registered {
+            rank: r.rank,
+            incarnation: r.incarnation,
+            num_workers: r.num_workers,
+            batch_size: r.batch_size,
+            epochs: r.epochs,
+            heartbeat_interval: Duration::from_millis(r.heartbeat_interval_ms),
+            num_splits: r.num_splits,
+            total_rows: r.total_rows,
+        })
+    }
+
+    /// Waits (at most `timeout`) until every rank registered; returns the cluster spec and
+    /// this rank's `TF_CONFIG` JSON. Times out naming the missing ranks.
+    pub fn wait_cluster_spec(
+        &mut self,
+        rank: u32,
+        timeout: Duration,
+    ) -> Result<(ClusterSpec, String)> {
+        let msg = proto::WaitClusterSpecRequest {
+            rank,
+            timeout_ms: timeout.as_millis() as u64,
+        };
+        let r = self.call(
+            "the cluster spec",
+            msg,
+            timeout + Duration::from_secs(5),
+            |mut c, r| async move { c.wait_cluster_spec(r).await },
+        )?;
+        let spec = serde_json::from_str(&r.cluster_json)
+            .map_err(|e| Error::Coordinator(format!("bad cluster spec from {}: {e}", self.addr)))?;
+        Ok((spec, r.tf_config_json))
+    }
+
+    /// Asks for work.
+    pub fn request_work(&mut self, rank: u32, incarnation: u64, host: &str) -> Result<Work> {
+        let msg = proto::WorkRequest {
+            rank,
+            incarnation,
+            host: host.to_string(),
+        };
+        let t = self.call_timeout;
+        let r = self.call("a work request", msg, t, |mut c, r| async move {
+            c.request_work(r).await
+        })?;
+        use proto::work_reply::Kind;
+        match r.kind {
+            Some(Kind::Lease(l)) => Ok(Work::Lease(Lease {
+                lease: l.lease,
+                epoch: l.epoch,
+                data_epoch: l.data_epoch,
+                split: l.split,
+                first_row: l.first_row,
+                rows: l.rows,
+                pad: l.pad,
+                shuffle_seed: l.shuffle_seed,
+            })),
+            Some(Kind::WaitMs(ms)) => Ok(Work::Wait { retry_ms: ms }),
+            Some(Kind::EndOfFeedSteps(steps)) => Ok(Work::EndOfFeed { steps }),
+            None => Err(Error::Coordinator(format!(
+                "{}: empty work reply",
+                self.addr
+            ))),
+        }
+    }
+
+    /// Acks `rows_acked` rows (cumulative) of a lease; returns the coordinator's epoch.
+    pub fn ack(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        lease: u64,
+        split: u32,
+        rows_acked: u64,
+    ) -> Result<u32> {
+        let msg = proto::AckRequest {
+            rank,
+            incarnation,
+            lease,
+            split,
+            rows_acked,
+            ranges: Vec::new(),
+        };
+        let t = self.call_timeout;
+        Ok(self
+            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .epoch)
+    }
+
+    /// Acks rows of a lease as `(offset within the lease, rows)` ranges in any order (a
+    /// feeder with a shuffle buffer); returns the coordinator's epoch.
+    pub fn ack_ranges(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        lease: u64,
+        split: u32,
+        ranges: &[(u64, u64)],
+    ) -> Result<u32> {
+        let msg = proto::AckRequest {
+            rank,
+            incarnation,
+            lease,
+            split,
+            rows_acked: 0,
+            ranges: ranges
+                .iter()
+                .map(|&(offset, rows)| proto::RowRange { offset, rows })
+                .collect(),
+        };
+        let t = self.call_timeout;
+        Ok(self
+            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .epoch)
+    }
+
+    /// Sends a heartbeat; `false` means this incarnation was declared dead (re-register).
+    pub fn heartbeat(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        stage: Stage,
+        c: WorkerCounters,
+    ) -> Result<bool> {
+        let msg = proto::HeartbeatRequest {
+            rank,
+            incarnation,
+            stage: proto::proto_stage(stage) as i32,
+            rows_read: c.rows_read,
+            rows_decoded: c.rows_decoded,
+            batches_written: c.batches_written,
+            ring_bytes_used: c.ring_bytes_used,
+        };
+        let t = self.call_timeout;
+        Ok(self
+            .call("a heartbeat", msg, t, |mut c, r| async move {
+                c.heartbeat(r).await
+            })?
+            .alive)
+    }
+
+    /// The resumable state.
+    pub fn state(&mut self) -> Result<State> {
+        let t = self.call_timeout;
+        let r = self.call(
+            "the state",
+            proto::GetStateRequest {},
+            t,
+            |mut c, r| async move { c.get_state(r).await },
+        )?;
+        State::from_json(&r.state_json)
+    }
+
+    /// Counters.
+    pub fn metrics(&mut self) -> Result<proto::MetricsReply> {
+        let t = self.call_timeout;
+        self.call(
+            "metrics",
+            proto::MetricsRequest {},
+            t,
+            |mut c, r| async move { c.metrics(r).await },
+        )
+    }
+}

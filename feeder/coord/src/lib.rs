@@ -1,0 +1,164 @@
+//! The coordinator: hands row ranges of splits to feeders, keeps epochs, equal steps,
+//! end-of-feed, liveness, the reservation (cluster spec, `TF_CONFIG`) and resume state.
+//!
+//! Layers, each usable on its own:
+//! - [`Machine`]: the pure state machine. No I/O, no clock (callers pass milliseconds), no
+//!   threads; deterministic for a given sequence of calls. Most code wants this.
+//! - [`Reservation`] (in [`cluster`]): workers register (rank or auto, host, port, GPUs, role);
+//!   the cluster spec and each rank's `TF_CONFIG` JSON.
+//! - [`service`]: the gRPC service (`hydrofeed.coord.v1`, tonic) around both, with the
+//!   shared-secret [`token`] check, the assignment log and the Prometheus endpoint.
+//! - [`client::CoordClient`]: a blocking client for the feeder daemon and Python.
+//!
+//! # Contract
+//! - **Equal steps.** With `T` rows, `W` workers and batch size `B`, every rank receives
+//!   exactly `S * B` rows in an epoch, `S = floor(T / (W B))` under [`Remainder::Drop`] and
+//!   `ceil` under `Pad` / `Wrap` (under `Wrap`, `T` is the rows the epoch still owns after
+//!   the previous epoch borrowed some; see `docs/arch/coord.md`). Work is leased as row ranges
+//!   capped by the asking rank's remaining quota, so uneven splits never make uneven steps.
+//! - **Exactly once.** Every row of an epoch is acked once (`drop`: at most once, the rest
+//!   counted in `rows_dropped`). A dead rank's un-acked rows go back to the queue from its last
+//!   acked row. Acking a row twice is detected and refused as an internal error.
+//! - **Deterministic.** The split order of a data epoch depends on (seed, epoch) only; a
+//!   rank's shuffle-buffer seed on (seed, epoch, rank). Which rank gets which range depends on
+//!   who asks first (timing); the *set* of rows of an epoch does not.
+//! - **End of feed** comes after the same number of steps on every rank.
+//! - **Resume.** [`State`] (serde JSON) holds the acked rows; [`Machine::resume`] continues,
+//!   with any worker count, and the two runs together ack exactly the epoch.
+//!
+//! ```
+//! use hydrofeed_coord::{Config, Machine, SplitInfo, Work};
+//! let splits = (0..3).map(|id| SplitInfo::new(id, 10 + u64::from(id))).collect();
+//! let mut m = Machine::new(splits, Config::new(2, 4)).unwrap();
+//! let inc = m.join(0, "host-a", 0).unwrap();
+//! let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else { panic!() };
+//! m.ack(0, inc, l.lease, l.split, l.rows, 1).unwrap();
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "grpc")]
+pub mod client;
+pub mod cluster;
+mod ledger;
+mod machine;
+#[cfg(feature = "grpc")]
+pub mod metrics;
+#[cfg(feature = "grpc")]
+pub mod proto;
+#[cfg(feature = "grpc")]
+pub mod service;
+pub mod sim;
+pub mod token;
+
+pub use hydrofeed_error::{Error, Result};
+
+pub use cluster::{ClusterSpec, Registration, Reservation, Role};
+pub use ledger::{LedgerState, PartialSplit};
+pub use machine::{
+    epoch_seed, mix64, shuffle_seed, split_order, Config, Counters, Lease, LivenessEvent, LogKind,
+    LogRecord, Machine, RankInfo, Stage, Work, WorkerCounters,
+};
+
+fn yes() -> bool {
+    true
+}
+
+/// What to do with the rows that do not fill a last step on every worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Remainder {
+    /// Leave them out of the epoch (counted in `rows_dropped`).
+    #[default]
+    Drop,
+    /// Fill the last steps with rows of the epoch again (counted in `rows_padded`).
+    Pad,
+    /// Fill the last steps with rows from the start of the next epoch's order, which that
+    /// epoch then does not deliver again (counted in `rows_wrapped`).
+    Wrap,
+}
+
+/// What the coordinator needs of a split: its id, its rows, and the hosts holding its blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitInfo {
+    /// Split id (`0..n`, the index in the plan).
+    pub id: u32,
+    /// Rows in the split.
+    pub rows: u64,
+    /// Hosts holding its HDFS blocks (empty for local files): a feeder on one of them is
+    /// preferred when it asks for work.
+    pub hosts: Vec<String>,
+}
+
+impl SplitInfo {
+    /// A split without locality hints.
+    pub fn new(id: u32, rows: u64) -> Self {
+        Self {
+            id,
+            rows,
+            hosts: Vec::new(),
+        }
+    }
+
+    /// Adds locality hints.
+    pub fn with_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// The resumable position of a job: small, serde JSON. Rows in flight are not in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Layout version ([`State::VERSION`]).
+    pub version: u32,
+    /// Job seed.
+    pub seed: u64,
+    /// Whether split order is shuffled (states written before this field existed: yes).
+    #[serde(default = "yes")]
+    pub shuffle: bool,
+    /// Epochs of the job.
+    pub epochs: u32,
+    /// Batch size.
+    pub batch_size: u64,
+    /// Remainder policy.
+    pub remainder: Remainder,
+    /// Splits in the plan (checked on resume).
+    pub splits: u32,
+    /// Rows in the plan (checked on resume).
+    pub total_rows: u64,
+    /// Current training epoch.
+    pub epoch: u32,
+    /// All epochs done.
+    pub finished: bool,
+    /// Steps per rank of the completed epochs.
+    pub steps_done: u64,
+    /// Rows dropped so far.
+    pub rows_dropped: u64,
+    /// Pad rows acked so far.
+    pub rows_padded: u64,
+    /// Rows wrapped so far.
+    pub rows_wrapped: u64,
+    /// Acked rows of the open data epochs (the current one, and the next under `wrap`).
+    pub ledgers: Vec<LedgerState>,
+}
+
+impl State {
+    /// The layout version this build writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("State serialises")
+    }
+
+    /// Parses JSON text.
+    pub fn from_json(s: &str) -> crate::Result<Self> {
+        serde_json::from_str(s)
+            .map_err(|e| crate::Error::Coordinator(format!("bad coordinator state JSON: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,35 @@
+//! Generated protocol types and gRPC stubs of `hydrofeed.coord.v1`, and the conversions between
+//! them and the state machine's types (used by both the service and the client, so that the
+//! client does not import the server).
+
+#![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+tonic::include_proto!("hydrofeed.coord.v1");
+
+use crate::machine::Stage as MStage;
+
+/// The machine stage of a wire stage (unknown values: starting).
+pub fn stage_of(s: i32) -> MStage {
+    match Stage::try_from(s).unwrap_or(Stage::Unspecified) {
+        Stage::Unspecified | Stage::Starting => MStage::Starting,
+        Stage::Reading => MStage::Reading,
+        Stage::Decoding => MStage::Decoding,
+        Stage::WaitingRing => MStage::WaitingRing,
+        Stage::TrainerIdle => MStage::TrainerIdle,
+        Stage::WaitingWork => MStage::WaitingWork,
+        Stage::Done => MStage::Done,
+    }
+}
+
+/// The wire stage of a machine stage.
+pub fn proto_stage(s: MStage) -> Stage {
+    match s {
+        MStage::Starting => Stage::Starting,
+        MStage::Reading => Stage::Reading,
+        MStage::Decoding => Stage::Decoding,
+        MStage::WaitingRing => Stage::WaitingRing,
+        MStage::TrainerIdle => Stage::TrainerIdle,
+        MStage::WaitingWork => Stage::WaitingWork,
+        MStage::Done => Stage::Done,
+    }
+}

@@ -1,0 +1,610 @@
+//! The coordinator's gRPC service (`hydrofeed.coord.v1.Coordinator`, tonic + prost) around
+//! the [`Machine`] and the [`Reservation`].
+//!
+//! One mutex guards both; every call holds it for a few microseconds and never across an
+//! await. A background task ticks liveness every 100 ms and flushes the assignment log. The
+//! token interceptor runs before any handler: a call without the right
+//! `authorization: Bearer <token>` never reaches the state.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tonic::{Request, Response, Status};
+
+use super::cluster::{Registration, Reservation, Role};
+use super::machine::{LivenessEvent, Machine, Work, WorkerCounters};
+use super::proto::{self, coordinator_server::CoordinatorServer};
+use super::token::Token;
+use crate::{Error, Result};
+
+/// Settings of the service beyond the machine's.
+#[derive(Debug, Clone)]
+pub struct ServiceOptions {
+    /// Parameter servers expected at reservation.
+    pub ps: u32,
+    /// Evaluators expected at reservation.
+    pub evaluators: u32,
+    /// How long, from start, the reservation may take.
+    pub reservation_timeout: Duration,
+    /// Heartbeat interval told to workers.
+    pub heartbeat_interval: Duration,
+    /// Assignment log (JSONL), appended to.
+    pub log_path: Option<PathBuf>,
+    /// The job's token.
+    pub token: Token,
+}
+
+struct Inner {
+    m: Machine,
+    res: Reservation,
+    log: Option<BufWriter<File>>,
+    log_path: Option<PathBuf>,
+}
+
+/// State shared by the handlers, the ticker and the metrics endpoint.
+pub struct Shared {
+    inner: Mutex<Inner>,
+    start: Instant,
+    registered: tokio::sync::watch::Sender<u64>,
+    opts: ServiceOptions,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Wraps a machine (new or resumed).
+    pub fn new(m: Machine, opts: ServiceOptions) -> Result<Arc<Self>> {
+        let w = m.config().workers;
+        let log = match &opts.log_path {
+            Some(p) => Some(BufWriter::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| Error::Io {
+                        loc: hydrofeed_error::Location {
+                            path: p.display().to_string(),
+                            ..Default::default()
+                        },
+                        source: e,
+                    })?,
+            )),
+            None => None,
+        };
+        let (tx, _) = tokio::sync::watch::channel(0);
+        Ok(Arc::new(Self {
+            inner: Mutex::new(Inner {
+                m,
+                res: Reservation::new(w, opts.ps, opts.evaluators),
+                log,
+                log_path: opts.log_path.clone(),
+            }),
+            start: Instant::now(),
+            registered: tx,
+            opts,
+        }))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A handler that panicked left the machine as it was before the call (every method
+        // validates before it mutates), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the machine (metrics, state, tests).
+    pub fn with_machine<T>(&self, f: impl FnOnce(&Machine) -> T) -> T {
+        f(&self.lock().m)
+    }
+
+    /// Runs `f` on the machine, mutably (`hydrofeed launch` sets the batch size late).
+    pub fn with_machine_mut<T>(&self, f: impl FnOnce(&mut Machine) -> T) -> T {
+        f(&mut self.lock().m)
+    }
+
+    /// Liveness tick and log flush; the service calls it every 100 ms.
+    pub fn tick(&self) {
+        let now = self.now_ms();
+        let mut g = self.lock();
+        for ev in g.m.tick(now) {
+            match ev {
+                LivenessEvent::Stalled {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                } => tracing::warn!(
+                    "worker rank {rank} on {host} stalled: silent for {:.1} s, last stage: {}",
+                    silent_ms as f64 / 1000.0,
+                    stage.as_str()
+                ),
+                LivenessEvent::Dead {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                    requeued_rows,
+                } => tracing::error!(
+                    "worker rank {rank} on {host} declared dead: silent for {:.1} s, last stage: \
+                     {}; {requeued_rows} un-acked rows re-queued",
+                    silent_ms as f64 / 1000.0,
+                    stage.as_str()
+                ),
+            }
+        }
+        flush_log(&mut g, true);
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}
+
+fn flush_log(g: &mut Inner, flush: bool) {
+    let recs = g.m.drain_log();
+    let Some(w) = g.log.as_mut() else { return };
+    let mut res = Ok(());
+    for r in &recs {
+        res = res.and_then(|_| {
+            serde_json::to_writer(&mut *w, r).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        });
+    }
+    if flush {
+        res = res.and_then(|_| w.flush());
+    }
+    if let Err(e) = res {
+        // The log is for replay, not for correctness: say so loudly once, stop writing it.
+        tracing::error!(
+            "assignment log {}: write failed ({e}); assignments are no longer logged",
+            g.log_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+        g.log = None;
+    }
+}
+
+/// The body of `GET /metrics`: the machine's counters now.
+fn metrics_body(sh: Arc<Shared>) -> impl Fn() -> String + Send + Sync + 'static {
+    move || {
+        let now = sh.uptime();
+        sh.with_machine(|m| super::metrics::render(m, now, (now * 1000.0) as u64))
+    }
+}
+
+/// Maps a feeder error to a gRPC status, keeping the message.
+pub fn status_of(e: Error) -> Status {
+    let msg = e.to_string();
+    match e {
+        Error::InvalidArgument(_) => Status::invalid_argument(msg),
+        Error::Timeout { .. } => Status::deadline_exceeded(msg),
+        Error::PeerLost(_) => Status::aborted(msg),
+        Error::Coordinator(_) => Status::failed_precondition(msg),
+        _ => Status::internal(msg),
+    }
+}
+
+fn role_of(r: i32) -> Role {
+    match proto::Role::try_from(r).unwrap_or(proto::Role::Unspecified) {
+        proto::Role::Unspecified | proto::Role::Worker => Role::Worker,
+        proto::Role::Chief => Role::Chief,
+        proto::Role::Ps => Role::Ps,
+        proto::Role::Evaluator => Role::Evaluator,
+    }
+}
+
+/// The handlers.
+#[derive(Debug, Clone)]
+pub struct CoordService {
+    shared: Arc<Shared>,
+}
+
+#[tonic::async_trait]
+impl proto::coordinator_server::Coordinator for CoordService {
+    async fn register(
+        &self,
+        req: Request<proto::RegisterRequest>,
+    ) -> Result<Response<proto::RegisterReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let mut g = self.shared.lock();
+        let reg = Registration {
+            rank: r.rank,
+            host: r.host.clone(),
+            port: r.port,
+            gpus: r.gpus,
+            role: role_of(r.role),
+        };
+        let w = g.m.config().workers;
+        let dead: Vec<bool> = g.m.ranks().iter().map(|r| r.joined && !r.alive).collect();
+        let gone = |r: u32| r < w && dead[r as usize];
+        let rank = g.res.register_replacing(reg, gone).map_err(status_of)?;
+        let incarnation = if rank < g.m.config().workers {
+            let consumed: Vec<(u64, u32, u64)> = r
+                .consumed
+                .iter()
+                .map(|c| (c.lease, c.split, c.rows))
+                .collect();
+            g.m.rejoin(rank, &r.host, now, &consumed)
+                .map_err(status_of)?
+        } else {
+            1
+        };
+        let cfg = g.m.config().clone();
+        let (num_splits, total_rows) = (g.m.split_rows().len() as u32, g.m.total_rows());
+        drop(g);
+        self.shared.registered.send_modify(|n| *n += 1);
+        tracing::info!(
+            rank,
+            host = r.host,
+            port = r.port,
+            incarnation,
+            "registered"
+        );
+        Ok(Response::new(proto::RegisterReply {
+            rank,
+            incarnation,
+            num_workers: cfg.workers,
+            batch_size: cfg.batch_size,
+            epochs: cfg.epochs,
+            heartbeat_interval_ms: self.shared.opts.heartbeat_interval.as_millis() as u64,
+            num_splits,
+            total_rows,
+        }))
+    }
+
+    async fn wait_cluster_spec(
+        &self,
+        req: Request<proto::WaitClusterSpecRequest>,
+    ) -> Result<Response<proto::ClusterSpecReply>, Status> {
+        let r = req.into_inner();
+        let res_deadline = (self
+            .shared
+            .start
+            .checked_add(self.shared.opts.reservation_timeout))
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+        // A client's timeout is any u64: one past the reservation's end is the reservation's.
+        let asked = if r.timeout_ms > 0 {
+            Instant::now()
+                .checked_add(Duration::from_millis(r.timeout_ms))
+                .unwrap_or(res_deadline)
+        } else {
+            res_deadline
+        };
+        let deadline = asked.min(res_deadline);
+        let mut rx = self.shared.registered.subscribe();
+        loop {
+            {
+                let g = self.shared.lock();
+                if g.res.is_complete() {
+                    let spec = g.res.spec().map_err(status_of)?;
+                    let tf = g.res.tf_config(r.rank).map_err(status_of)?;
+                    return Ok(Response::new(proto::ClusterSpecReply {
+                        cluster_json: serde_json::to_string(&spec).expect("spec serialises"),
+                        tf_config_json: tf,
+                    }));
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    let secs = if deadline == res_deadline {
+                        self.shared.opts.reservation_timeout.as_secs_f64()
+                    } else {
+                        r.timeout_ms as f64 / 1000.0
+                    };
+                    let e = g.res.timeout_error(secs);
+                    tracing::error!("{e}");
+                    return Err(status_of(e));
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let _ = tokio::time::timeout(left, rx.changed()).await;
+        }
+    }
+
+    async fn request_work(
+        &self,
+        req: Request<proto::WorkRequest>,
+    ) -> Result<Response<proto::WorkReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let mut g = self.shared.lock();
+        let host = (!r.host.is_empty()).then_some(r.host.as_str());
+        let w =
+            g.m.request_work(r.rank, r.incarnation, host, now)
+                .map_err(status_of)?;
+        flush_log(&mut g, false);
+        use proto::work_reply::Kind;
+        let kind = match w {
+            Work::Lease(l) => Kind::Lease(proto::Lease {
+                lease: l.lease,
+                epoch: l.epoch,
+                data_epoch: l.data_epoch,
+                split: l.split,
+                first_row: l.first_row,
+                rows: l.rows,
+                pad: l.pad,
+                shuffle_seed: l.shuffle_seed,
+            }),
+            Work::Wait { retry_ms } => Kind::WaitMs(retry_ms),
+            Work::EndOfFeed { steps } => Kind::EndOfFeedSteps(steps),
+        };
+        Ok(Response::new(proto::WorkReply { kind: Some(kind) }))
+    }
+
+    async fn ack(
+        &self,
+        req: Request<proto::AckRequest>,
+    ) -> Result<Response<proto::AckReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let mut g = self.shared.lock();
+        if r.ranges.is_empty() {
+            g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now)
+        } else {
+            let ranges: Vec<(u64, u64)> = r.ranges.iter().map(|x| (x.offset, x.rows)).collect();
+            g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
+        }
+        .map_err(status_of)?;
+        flush_log(&mut g, false);
+        Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
+    }
+
+    async fn heartbeat(
+        &self,
+        req: Request<proto::HeartbeatRequest>,
+    ) -> Result<Response<proto::HeartbeatReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let c = WorkerCounters {
+            rows_read: r.rows_read,
+            rows_decoded: r.rows_decoded,
+            batches_written: r.batches_written,
+            ring_bytes_used: r.ring_bytes_used,
+        };
+        let alive = self
+            .shared
+            .lock()
+            .m
+            .heartbeat(r.rank, r.incarnation, proto::stage_of(r.stage), c, now)
+            .map_err(status_of)?;
+        Ok(Response::new(proto::HeartbeatReply { alive }))
+    }
+
+    async fn get_state(
+        &self,
+        _req: Request<proto::GetStateRequest>,
+    ) -> Result<Response<proto::StateReply>, Status> {
+        let st = self.shared.lock().m.state();
+        Ok(Response::new(proto::StateReply {
+            state_json: st.to_json(),
+        }))
+    }
+
+    async fn metrics(
+        &self,
+        _req: Request<proto::MetricsRequest>,
+    ) -> Result<Response<proto::MetricsReply>, Status> {
+        let now = self.shared.now_ms();
+        Ok(Response::new(
+            self.shared.with_machine(|m| metrics_reply(m, now)),
+        ))
+    }
+}
+
+/// The metrics message for a machine at `now_ms`.
+pub fn metrics_reply(m: &Machine, now_ms: u64) -> proto::MetricsReply {
+    let k = m.counters();
+    let b = m.config().batch_size;
+    proto::MetricsReply {
+        epoch: m.epoch(),
+        rows_acked: k.rows_acked,
+        rows_dropped: k.rows_dropped,
+        rows_padded: k.rows_padded,
+        rows_wrapped: k.rows_wrapped,
+        assignments: k.assignments,
+        stalls: k.stalls,
+        deaths: k.deaths,
+        finished: m.finished(),
+        workers: m
+            .ranks()
+            .iter()
+            .enumerate()
+            .map(|(rank, r)| proto::WorkerMetrics {
+                rank: rank as u32,
+                host: r.host.clone(),
+                stage: proto::proto_stage(r.stage) as i32,
+                steps: m.steps_done() + if m.finished() { 0 } else { r.acked / b },
+                rows_acked: r.acked_total,
+                alive: r.alive,
+                silent_ms: if r.joined {
+                    now_ms.saturating_sub(r.last_seen_ms)
+                } else {
+                    0
+                },
+            })
+            .collect(),
+    }
+}
+
+/// The token check every call passes first.
+#[derive(Clone)]
+pub struct CheckToken(Token);
+
+impl tonic::service::Interceptor for CheckToken {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        let Some(v) = req.metadata().get("authorization") else {
+            return Err(Status::unauthenticated(
+                "no `authorization` metadata: every coordinator call needs `authorization: Bearer \
+                 <token>` (the job's token file, or HYDROFEED_TOKEN)",
+            ));
+        };
+        let presented = v
+            .to_str()
+            .unwrap_or("")
+            .strip_prefix("Bearer ")
+            .unwrap_or("");
+        if !self.0.matches(presented) {
+            return Err(Status::unauthenticated(
+                "wrong token: this coordinator belongs to another job, or the token file / \
+                 HYDROFEED_TOKEN is stale",
+            ));
+        }
+        Ok(req)
+    }
+}
+
+/// A running coordinator service (on its own runtime thread).
+#[derive(Debug)]
+pub struct RunningService {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    /// The address of the Prometheus endpoint, when asked for.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Shared state.
+    pub shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::watch::Sender<bool>>,
+    thread: Option<std::thread::JoinHandle<Result<()>>>,
+}
+
+impl RunningService {
+    /// Stops the service and waits for its thread (5 s at most for calls in flight).
+    pub fn shutdown(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(true);
+        }
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
+            None => Ok(()),
+        }
+    }
+
+    /// Blocks until the service stops (Ctrl-C in the CLI).
+    pub fn join(mut self) -> Result<()> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningService {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Starts the service on `listen` (port 0: an ephemeral one) on a thread of its own with a
+/// small multi-threaded runtime; with `metrics`, also the Prometheus endpoint.
+pub fn spawn(
+    m: Machine,
+    opts: ServiceOptions,
+    listen: SocketAddr,
+    metrics: Option<SocketAddr>,
+) -> Result<RunningService> {
+    let shared = Shared::new(m, opts)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("hydrofeed-coord")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
+    let (listener, metrics_listener) = rt.block_on(async {
+        let l = tokio::net::TcpListener::bind(listen).await;
+        let ml = match metrics {
+            Some(a) => Some(tokio::net::TcpListener::bind(a).await),
+            None => None,
+        };
+        (l, ml)
+    });
+    let listener =
+        listener.map_err(|e| Error::InvalidArgument(format!("cannot listen on {listen}: {e}")))?;
+    let metrics_listener = metrics_listener.transpose().map_err(|e| {
+        Error::InvalidArgument(format!("cannot listen on {metrics:?} for metrics: {e}"))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    let metrics_addr = match &metrics_listener {
+        Some(l) => Some(l.local_addr().map_err(|e| Error::Internal(e.to_string()))?),
+        None => None,
+    };
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let sh = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("hydrofeed-coord".into())
+        .spawn(move || -> Result<()> {
+            rt.block_on(async move {
+                let ticker = {
+                    let sh = sh.clone();
+                    tokio::spawn(async move {
+                        let mut iv = tokio::time::interval(Duration::from_millis(100));
+                        loop {
+                            iv.tick().await;
+                            sh.tick();
+                        }
+                    })
+                };
+                let metrics_task = metrics_listener
+                    .map(|l| tokio::spawn(super::metrics::serve(l, metrics_body(sh.clone()))));
+                let token = sh.opts.token.clone();
+                let svc = CoordinatorServer::with_interceptor(
+                    CoordService { shared: sh.clone() },
+                    CheckToken(token),
+                );
+                let incoming =
+                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+                    let _ = rx.wait_for(|v| *v).await;
+                };
+                let server = tonic::transport::Server::builder()
+                    .add_service(svc)
+                    .serve_with_incoming_shutdown(incoming, stopped(rx.clone()));
+                // Graceful shutdown waits for calls in flight (a WaitClusterSpec may block for
+                // the reservation timeout): give them 5 s, then stop anyway.
+                let force = async {
+                    stopped(rx.clone()).await;
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                };
+                let r = tokio::select! {
+                    r = server => r,
+                    () = force => Ok(()),
+                };
+                ticker.abort();
+                if let Some(t) = metrics_task {
+                    t.abort();
+                }
+                sh.tick();
+                r.map_err(|e| Error::Internal(format!("coordinator server: {e}")))
+            })
+        })
+        .map_err(|e| Error::Internal(format!("spawn: {e}")))?;
+    Ok(RunningService {
+        addr,
+        metrics_addr,
+        shared,
+        shutdown: Some(tx),
+        thread: Some(thread),
+    })
+}

@@ -1,0 +1,11 @@
+//! The hydrofeed feeder daemon: reads splits with [`hydrofeed_format`] and writes their batches
+//! into the trainers' rings ([`hydrofeed_ipc`], frames of [`hydrofeed_tfbridge`]).
+//!
+//! - [`serve`]: one trainer, no coordinator: every split of the input, epoch after epoch.
+//! - [`daemon`]: the coordinated feeder of a node: leases row ranges from the coordinator
+//!   ([`hydrofeed_coord`]), one ring per local rank, acks what the trainers consumed.
+
+pub mod daemon;
+pub mod serve;
+
+pub use hydrofeed_error::{Error, Result};

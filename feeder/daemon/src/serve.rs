@@ -1,0 +1,847 @@
+//! One-node producer without a coordinator (`hydrofeed serve`): reads an input with the format
+//! readers and feeds one trainer through a ring.
+//!
+//! Flow: plan the input; bind the socket; accept one trainer; read its `Hello` control message
+//! (the batch size it wants); then for each epoch, read the splits in plan order on a reader
+//! thread and write frames (schema once, then batches of exactly the asked size, the last of an
+//! epoch possibly shorter; `EndOfSplit` after the batch holding a split's last row,
+//! `EndOfEpoch`, finally `EndOfFeed`) into the ring.
+//!
+//! Copies: readers are asked for batches of the trainer's batch size, so a batch goes to the
+//! ring as it came out of the decoder (one copy, into the ring slot). Only a batch that
+//! straddles two splits is first concatenated (a second copy, once per split boundary).
+//!
+//! Failures: a read error becomes an `Error` frame (the trainer raises `DataError` naming file
+//! and offset) and `serve` exits with that error. A trainer that dies is noticed within about
+//! 100 ms of the next ring operation (`ReserveError::PeerLost`, or the control channel
+//! closing), and `serve` exits with `Error::PeerLost`. The ring is a memfd, so nothing is left
+//! in /dev/shm either way; the socket file is removed when the listener drops.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use crossbeam_channel::{bounded, Receiver, Sender};
+use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
+use hydrofeed_tfbridge::{
+    error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameError, FrameKind,
+    FrameMeta, Piece,
+};
+
+use crate::{Error, Result};
+use hydrofeed_error::Location;
+use hydrofeed_format::{self as format, Plan, ReadOptions};
+use hydrofeed_storage::{self as storage, Storage};
+
+/// Short wait used for every ring operation, so peer death and stalls are seen promptly.
+const TICK: Duration = Duration::from_millis(100);
+
+/// With an ack sink, the writer reads the control channel at least this often while it writes
+/// (a ring that stays full but drains within `TICK` would otherwise never be polled, and the
+/// coordinator would see the trainer's acks only at the next epoch barrier). With the
+/// trainer's own 50 ms ack interval, the coordinator's acked rows lag the trainer's
+/// consumption by at most about 100 ms plus one `Ack` call.
+pub(crate) const ACK_POLL: Duration = Duration::from_millis(50);
+
+/// What `serve` does.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Input path, directory or glob.
+    pub input: String,
+    /// Unix socket path trainers connect to.
+    pub socket: PathBuf,
+    /// Batch size when the trainer does not ask for one.
+    pub batch_size: usize,
+    /// Number of epochs (passes over the input).
+    pub epochs: u32,
+    /// Read options (columns, format, on_error); `batch_rows` is set to the batch size.
+    pub read: ReadOptions,
+    /// Ring geometry.
+    pub ring: RingConfig,
+    /// How long to wait for a trainer to connect.
+    pub accept_timeout: Duration,
+    /// How long the ring may stay full (trainer alive but not consuming) before giving up.
+    pub stall_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            input: String::new(),
+            socket: PathBuf::new(),
+            batch_size: 256,
+            epochs: 1,
+            read: ReadOptions::default(),
+            ring: RingConfig::default(),
+            accept_timeout: Duration::from_secs(300),
+            stall_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What a finished `serve` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    /// Rows written (all epochs).
+    pub rows: u64,
+    /// Batch frames written.
+    pub batches: u64,
+    /// Payload bytes written (frames, headers included).
+    pub bytes: u64,
+    /// The batch size used.
+    pub batch_size: usize,
+}
+
+/// What the reader thread sends.
+enum Event {
+    Batch(u32, RecordBatch),
+    SplitEnd(u32, u64),
+    Failed(Error),
+}
+
+fn read_epoch(storage: Arc<dyn Storage>, plan: Arc<Plan>, opts: ReadOptions, tx: Sender<Event>) {
+    for split in &plan.splits {
+        let mut rows = 0u64;
+        let reader = match format::open_split(&storage, &plan, split, &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.send(Event::Failed(e));
+                return;
+            }
+        };
+        for b in reader {
+            match b {
+                Ok(b) => {
+                    rows += b.num_rows() as u64;
+                    if b.num_rows() > 0 && tx.send(Event::Batch(split.id, b)).is_err() {
+                        return; // the writer is gone
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Event::Failed(e));
+                    return;
+                }
+            }
+        }
+        if tx.send(Event::SplitEnd(split.id, rows)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The pieces of the first `rows` rows of `pieces` (in order), and those of the rest.
+pub(crate) fn split_pieces(pieces: &[Piece], mut rows: u64) -> (Vec<Piece>, Vec<Piece>) {
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    for p in pieces {
+        if rows >= p.rows {
+            rows -= p.rows;
+            head.push(*p);
+        } else if rows > 0 {
+            head.push(Piece { rows, ..*p });
+            tail.push(Piece {
+                rows: p.rows - rows,
+                ..*p
+            });
+            rows = 0;
+        } else {
+            tail.push(*p);
+        }
+    }
+    (head, tail)
+}
+
+/// Called with the sequence number of every `Ack` control message (the daemon forwards the
+/// acked rows to the coordinator); an error stops the feed.
+pub(crate) type AckSink = Box<dyn FnMut(u64) -> Result<()> + Send>;
+
+/// The writing side: encodes frames and puts them into the ring. Shared by `serve` and the
+/// feeder daemon (`crate::daemon`).
+pub(crate) struct Writer {
+    pub(crate) producer: Producer,
+    pub(crate) enc: FrameEncoder,
+    pub(crate) seq: u64,
+    pub(crate) stall: Duration,
+    pub(crate) report: ServeReport,
+    pub(crate) peer: u32,
+    /// Where trainer acks go (`None` in `serve`: acks are ignored).
+    pub(crate) on_ack: Option<AckSink>,
+    /// Called with `true` while waiting for ring space, `false` once a frame went in (the
+    /// daemon's heartbeat stage).
+    pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
+    /// The trainer said `Bye` (it stops reading on purpose).
+    pub(crate) bye: bool,
+    /// When the control channel was last read.
+    last_poll: Instant,
+}
+
+impl Writer {
+    /// A writer over an attached ring.
+    pub(crate) fn new(producer: Producer, enc: FrameEncoder, stall: Duration, bs: usize) -> Self {
+        let peer = producer.peer_pid();
+        Self {
+            producer,
+            enc,
+            seq: 0,
+            stall,
+            report: ServeReport {
+                batch_size: bs,
+                ..Default::default()
+            },
+            peer,
+            on_ack: None,
+            on_wait: None,
+            bye: false,
+            last_poll: Instant::now(),
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Error {
+        Error::PeerLost(format!(
+            "trainer (pid {}) is gone: it died or closed its end of the ring",
+            self.peer
+        ))
+    }
+
+    pub(crate) fn put(&mut self, f: &Encoded) -> Result<()> {
+        let started = Instant::now();
+        if self.on_ack.is_some() && self.last_poll.elapsed() >= ACK_POLL {
+            self.poll_control()?;
+        }
+        loop {
+            match self.producer.reserve(f.len(), TICK) {
+                Ok(mut r) => {
+                    if let Some(w) = &self.on_wait {
+                        w(Duration::ZERO);
+                    }
+                    f.write_to(&mut r)
+                        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+                    r.commit();
+                    self.seq += 1;
+                    self.report.bytes += f.len() as u64;
+                    return Ok(());
+                }
+                Err(ReserveError::Timeout) => {
+                    if let Some(w) = &self.on_wait {
+                        w(started.elapsed());
+                    }
+                    if self.on_ack.is_some() {
+                        // Acks free nothing in the ring, but the coordinator's epoch barrier
+                        // waits for them: keep forwarding while the ring is full.
+                        self.poll_control()?;
+                    }
+                    if started.elapsed() > self.stall {
+                        return Err(Error::Timeout {
+                            what: format!(
+                                "trainer (pid {}) to consume: the ring stayed full (stage: \
+                                 trainer not consuming)",
+                                self.peer
+                            ),
+                            secs: self.stall.as_secs_f64(),
+                        });
+                    }
+                }
+                Err(ReserveError::PeerLost) | Err(ReserveError::Closed) => {
+                    // Its last acks may still be queued on the control channel: forward them.
+                    if self.on_ack.is_some() {
+                        let _ = self.poll_control();
+                    }
+                    return Err(self.lost());
+                }
+                Err(ReserveError::TooLarge) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a {}-byte frame does not fit the ring (max frame {} bytes)",
+                        f.len(),
+                        self.producer.max_frame()
+                    )))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn meta(&self, epoch: u32, split: u32, rows: u64) -> FrameMeta {
+        FrameMeta {
+            epoch,
+            split,
+            seq: self.seq,
+            rows,
+        }
+    }
+
+    /// Writes one batch, halving it while it is larger than the ring's largest frame (a frame
+    /// dropped that way is never committed, so its dictionaries do not count as sent). Each
+    /// frame carries its share of `pieces` (the leases its rows belong to) as lineage.
+    pub(crate) fn batch(
+        &mut self,
+        epoch: u32,
+        split: u32,
+        b: &RecordBatch,
+        pieces: &[Piece],
+    ) -> Result<()> {
+        let meta = self.meta(epoch, split, 0);
+        let f = self
+            .enc
+            .batch_within(b, meta, self.producer.max_frame())
+            .map_err(|e| match e {
+                FrameError::DictionaryTooLarge { .. } => Error::InvalidArgument(e.to_string()),
+                e => Error::Internal(format!("frame encoding: {e}")),
+            })?
+            .with_lineage(pieces);
+        if f.len() > self.producer.max_frame() && b.num_rows() > 1 {
+            let half = b.num_rows() / 2;
+            let (head, tail) = split_pieces(pieces, half as u64);
+            self.batch(epoch, split, &b.slice(0, half), &head)?;
+            return self.batch(epoch, split, &b.slice(half, b.num_rows() - half), &tail);
+        }
+        self.put(&f)?;
+        self.enc
+            .commit(&f)
+            .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+        self.report.rows += b.num_rows() as u64;
+        self.report.batches += 1;
+        Ok(())
+    }
+
+    pub(crate) fn marker(
+        &mut self,
+        kind: FrameKind,
+        epoch: u32,
+        split: u32,
+        rows: u64,
+    ) -> Result<()> {
+        let f = marker(kind, self.meta(epoch, split, rows));
+        self.put(&f)
+    }
+
+    /// Best effort: tells the trainer why the feed stops.
+    pub(crate) fn error(&mut self, e: &Error) {
+        let code = match e {
+            Error::Data { .. } | Error::Io { .. } | Error::Hdfs { .. } => ErrorCode::Data,
+            Error::Schema { .. } => ErrorCode::Schema,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::PermissionDenied { .. } => ErrorCode::PermissionDenied,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            _ => ErrorCode::Other,
+        };
+        let f = error_frame(
+            code,
+            &e.to_string(),
+            self.meta(0, u32::MAX, 0),
+            self.producer.max_frame(),
+        );
+        let _ = self.put(&f);
+    }
+
+    /// Reads control messages that arrived (results counts, bye); errors if the trainer left.
+    pub(crate) fn poll_control(&mut self) -> Result<bool> {
+        self.last_poll = Instant::now();
+        loop {
+            match self.producer.try_recv_control() {
+                Ok(Some(m)) => match Control::from_bytes(&m) {
+                    Ok(Control::Bye) => {
+                        self.bye = true;
+                        return Ok(true);
+                    }
+                    Ok(Control::Ack { seq }) => {
+                        if let Some(f) = &mut self.on_ack {
+                            f(seq)?;
+                        }
+                    }
+                    Ok(c) => tracing::debug!(?c, "control message"),
+                    Err(e) => tracing::warn!("trainer (pid {}): {e}", self.peer),
+                },
+                Ok(None) => return Ok(false),
+                Err(ControlError::PeerLost) => return Err(self.lost()),
+                Err(e) => {
+                    tracing::debug!("control channel: {e}");
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// Waits up to `timeout` for the control messages `take` is after: it returns `Break` with the
+/// result, `Continue(None)` for a message it used and wants more, `Continue(Some(m))` for a
+/// message it does not expect (logged and skipped). `expected` names the message kind, `doing`
+/// what the trainer is waiting to do ("send its batch size"), for errors.
+pub(crate) fn await_control<T>(
+    p: &mut Producer,
+    timeout: Duration,
+    expected: &str,
+    doing: &str,
+    mut take: impl FnMut(Control) -> ControlFlow<T, Option<Control>>,
+) -> Result<T> {
+    // A huge timeout (`--accept-timeout inf`) waits for ever instead of overflowing.
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        match p.wait_control(TICK) {
+            Ok(Some(m)) => match Control::from_bytes(&m) {
+                Ok(c) => match take(c) {
+                    ControlFlow::Break(t) => return Ok(t),
+                    ControlFlow::Continue(None) => {}
+                    ControlFlow::Continue(Some(other)) => {
+                        tracing::warn!("expected {expected} from the trainer, got {other:?}")
+                    }
+                },
+                Err(e) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "trainer (pid {}): {e}",
+                        p.peer_pid()
+                    )))
+                }
+            },
+            Ok(None) => {}
+            Err(ControlError::Timeout) => {}
+            Err(e) => {
+                return Err(Error::PeerLost(format!(
+                    "trainer (pid {}) left before it could {doing}: {e}",
+                    p.peer_pid()
+                )))
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::Timeout {
+                what: format!("the trainer (pid {}) to {doing}", p.peer_pid()),
+                secs: timeout.as_secs_f64(),
+            });
+        }
+    }
+}
+
+/// Waits for the trainer's `Hello`; returns the batch size it asked for.
+pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+    await_control(p, timeout, "Hello", "send its batch size", |c| match c {
+        Control::Hello { batch_size, .. } => ControlFlow::Break(batch_size.map(|b| b as usize)),
+        other => ControlFlow::Continue(Some(other)),
+    })
+}
+
+pub(crate) fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
+    // One call with the whole timeout: the handshake runs inside `accept`, and a short
+    // timeout that expires mid-handshake would reset a trainer that is connecting.
+    l.accept(timeout).map_err(|e| match e {
+        AttachError::Timeout => Error::Timeout {
+            what: format!("a trainer to connect to {}", l.path().display()),
+            secs: timeout.as_secs_f64(),
+        },
+        e => Error::PeerLost(format!(
+            "attaching the trainer at {}: {e}",
+            l.path().display()
+        )),
+    })
+}
+
+/// Binds the trainer socket.
+pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
+    Listener::bind(socket, ring).map_err(|e| Error::Io {
+        loc: Location {
+            path: socket.display().to_string(),
+            ..Default::default()
+        },
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+/// The frame encoder for a plan's schema.
+pub(crate) fn encoder(plan: &Plan) -> Result<FrameEncoder> {
+    FrameEncoder::new(plan.schema.clone())
+        .map_err(|e| Error::Internal(format!("frame encoder: {e}")))
+}
+
+/// Concatenates the pieces of one batch (a single piece is returned as is: no copy).
+pub(crate) fn glue(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
+    Ok(match pending.len() {
+        0 => None,
+        1 => pending.pop(),
+        _ => {
+            let b = arrow_select::concat::concat_batches(&pending[0].schema(), pending.iter())
+                .map_err(|e| Error::Internal(format!("rebatching: {e}")))?;
+            pending.clear();
+            Some(b)
+        }
+    })
+}
+
+/// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
+pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
+    let storage = storage::open_storage(&opts.input)?;
+    let plan = Arc::new(format::plan(&storage, &opts.input, &opts.read)?);
+    tracing::info!(
+        splits = plan.splits.len(),
+        rows = plan.total_rows(),
+        "planned {}",
+        opts.input
+    );
+    let listener = bind(&opts.socket, opts.ring)?;
+    let mut producer = accept(&listener, opts.accept_timeout)?;
+    let asked = hello(&mut producer, opts.accept_timeout)?;
+    let batch_size = asked.unwrap_or(opts.batch_size);
+    let enc = encoder(&plan)?;
+    let mut w = Writer::new(producer, enc, opts.stall_timeout, batch_size);
+    if batch_size == 0 {
+        let e = Error::InvalidArgument("batch size 0".into());
+        w.error(&e);
+        return Err(e);
+    }
+    let mut read = opts.read.clone();
+    read.batch_rows = batch_size;
+    let result = feed(&mut w, &storage, &plan, &read, opts.epochs);
+    match &result {
+        Ok(()) => w.producer.close(),
+        Err(Error::PeerLost(_)) => {}
+        Err(e) => {
+            w.error(e);
+            w.producer.close();
+        }
+    }
+    // Wait (bounded) for the trainer to drain and detach, so its last frames are not lost to
+    // an early exit of ours (the ring outlives us anyway: the trainer holds the memfd).
+    drop(listener);
+    result.map(|()| w.report)
+}
+
+fn feed(
+    w: &mut Writer,
+    storage: &Arc<dyn Storage>,
+    plan: &Arc<Plan>,
+    read: &ReadOptions,
+    epochs: u32,
+) -> Result<()> {
+    let schema_frame = w
+        .enc
+        .schema_frame(w.meta(0, u32::MAX, 0))
+        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+    w.put(&schema_frame)?;
+    let bs = read.batch_rows;
+    for epoch in 0..epochs {
+        let (tx, rx): (Sender<Event>, Receiver<Event>) = bounded(4);
+        let (s, p, o) = (storage.clone(), plan.clone(), read.clone());
+        let reader = thread::Builder::new()
+            .name(format!("hf-read-e{epoch}"))
+            .spawn(move || read_epoch(s, p, o, tx))
+            .map_err(|e| Error::Internal(format!("spawning the reader thread: {e}")))?;
+        let r = write_epoch(w, &rx, epoch, bs);
+        drop(rx); // unblocks the reader if we stop early
+        let _ = reader.join();
+        r?;
+        let rows = w.report.rows;
+        w.marker(FrameKind::EndOfEpoch, epoch, u32::MAX, rows)?;
+        if w.poll_control()? {
+            tracing::info!("trainer said bye after epoch {epoch}");
+            break;
+        }
+    }
+    w.marker(
+        FrameKind::EndOfFeed,
+        epochs.saturating_sub(1),
+        u32::MAX,
+        w.report.rows,
+    )
+}
+
+fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> Result<()> {
+    // Pieces of the next batch, and split ends waiting for the batch holding their last row.
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pending_rows = 0usize;
+    let mut pending_ends: Vec<(u32, u64)> = Vec::new();
+    let mut last_split = u32::MAX;
+    let flush = |w: &mut Writer,
+                 pending: &mut Vec<RecordBatch>,
+                 pending_rows: &mut usize,
+                 ends: &mut Vec<(u32, u64)>,
+                 split: u32|
+     -> Result<()> {
+        if let Some(b) = glue(pending)? {
+            *pending_rows = 0;
+            w.batch(epoch, split, &b, &[])?;
+        }
+        for (s, rows) in ends.drain(..) {
+            w.marker(FrameKind::EndOfSplit, epoch, s, rows)?;
+        }
+        Ok(())
+    };
+    loop {
+        let ev = match rx.recv_timeout(TICK) {
+            Ok(ev) => ev,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                // Reading is slow: still notice a trainer that went away.
+                if w.producer.check_peer().is_err() {
+                    return Err(w.lost());
+                }
+                continue;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        };
+        match ev {
+            Event::Batch(split, mut b) => {
+                last_split = split;
+                while b.num_rows() > 0 {
+                    let take = (bs - pending_rows).min(b.num_rows());
+                    pending.push(b.slice(0, take));
+                    pending_rows += take;
+                    b = b.slice(take, b.num_rows() - take);
+                    if pending_rows == bs {
+                        flush(w, &mut pending, &mut pending_rows, &mut pending_ends, split)?;
+                    }
+                }
+            }
+            Event::SplitEnd(split, rows) => {
+                pending_ends.push((split, rows));
+                if pending.is_empty() {
+                    flush(w, &mut pending, &mut pending_rows, &mut pending_ends, split)?;
+                }
+            }
+            Event::Failed(e) => {
+                // Rows read before the error still reach the trainer, then the error.
+                flush(
+                    w,
+                    &mut pending,
+                    &mut pending_rows,
+                    &mut pending_ends,
+                    last_split,
+                )?;
+                return Err(e);
+            }
+        }
+    }
+    flush(
+        w,
+        &mut pending,
+        &mut pending_rows,
+        &mut pending_ends,
+        last_split,
+    )
+}
+
+/// Whether `p` is an existing socket left by a dead server (tests, launchers).
+pub fn stale_socket(p: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(p).is_err() && p.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use hydrofeed_ipc::connect;
+    use hydrofeed_tfbridge::{owned_buffer, Frame, FrameDecoder};
+
+    use super::*;
+    use hydrofeed_format::gen::{write_dataset, GenOptions};
+
+    fn dataset(dir: &Path, rows: u64, files: usize) {
+        write_dataset(
+            dir,
+            &GenOptions {
+                format: hydrofeed_format::split::Format::Tfrecord,
+                rows,
+                files,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+
+    fn opts(input: &Path, sock: &Path, epochs: u32) -> ServeOptions {
+        ServeOptions {
+            input: input.display().to_string(),
+            socket: sock.to_path_buf(),
+            epochs,
+            ring: RingConfig {
+                capacity: 32 << 20, // holds a whole test feed: `drain` keeps every lease
+                max_frame: None,
+            },
+            accept_timeout: Duration::from_secs(20),
+            stall_timeout: Duration::from_secs(20),
+            ..Default::default()
+        }
+    }
+
+    /// Reads every frame until the ring closes.
+    fn drain(sock: &Path, batch: u64) -> Vec<Frame> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut c = loop {
+            match connect(sock, Duration::from_secs(1)) {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("connect: {e}"),
+            }
+        };
+        c.send_control(
+            &Control::Hello {
+                batch_size: Some(batch),
+                pid: 1,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        let mut dec = FrameDecoder::new();
+        let mut out = Vec::new();
+        loop {
+            match c.next(Duration::from_secs(20)) {
+                Ok(Some(l)) => out.push(dec.decode(&owned_buffer(l)).unwrap()),
+                Ok(None) => break,
+                Err(e) => panic!("after {} frames ({:?}): {e}", out.len(), out.last()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rebatches_across_files_and_marks_epochs() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 1000, 3);
+        let sock = d.path().join("s.sock");
+        let o = opts(&d.path().join("data"), &sock, 2);
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 128);
+        let report = server.join().unwrap().unwrap();
+        assert_eq!(report.rows, 2000);
+        assert!(!sock.exists(), "socket file left behind");
+        assert!(matches!(frames[0], Frame::Schema(..)));
+        let mut ids = [Vec::new(), Vec::new()];
+        let mut sizes = Vec::new();
+        let (mut split_ends, mut epoch_ends, mut feed_ends) = (0, 0, 0);
+        let mut seq = 0;
+        for f in &frames {
+            match f {
+                Frame::Schema(m, _) => assert_eq!(m.seq, 0),
+                Frame::Batch(m, b) => {
+                    seq += 1;
+                    assert_eq!(m.seq, seq);
+                    sizes.push(b.num_rows());
+                    let col = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+                    ids[m.epoch as usize].extend(col.values().iter().copied());
+                }
+                Frame::EndOfSplit(m) => {
+                    seq += 1;
+                    assert_eq!(m.seq, seq);
+                    split_ends += 1;
+                }
+                Frame::EndOfEpoch(_) => {
+                    seq += 1;
+                    epoch_ends += 1;
+                }
+                Frame::EndOfFeed(m) => {
+                    seq += 1;
+                    assert_eq!(m.rows, 2000);
+                    feed_ends += 1;
+                }
+                Frame::Error(..) => panic!("{f:?}"),
+            }
+        }
+        let want: Vec<i64> = (0..1000).collect();
+        assert_eq!(ids[0], want);
+        assert_eq!(ids[1], want);
+        // 1000 = 7 * 128 + 104 per epoch, whatever the file boundaries.
+        let per_epoch: Vec<usize> = [vec![128; 7], vec![104]].concat();
+        assert_eq!(sizes, [per_epoch.clone(), per_epoch].concat());
+        assert_eq!((epoch_ends, feed_ends), (2, 1));
+        assert!(
+            split_ends >= 6,
+            "{split_ends} split ends for 3 files x 2 epochs"
+        );
+        assert!(matches!(frames.last(), Some(Frame::EndOfFeed(_))));
+    }
+
+    #[test]
+    fn corrupt_input_becomes_an_error_frame() {
+        let d = tempfile::tempdir().unwrap();
+        let data = d.path().join("data");
+        dataset(&data, 300, 1);
+        let f = std::fs::read_dir(&data)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut bytes = std::fs::read(&f).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x55;
+        std::fs::write(&f, bytes).unwrap();
+        let sock = d.path().join("s.sock");
+        let o = opts(&data, &sock, 1);
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 50);
+        let err = server.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::Data { .. }), "{err}");
+        let Some(Frame::Error(_, code, msg)) = frames.last() else {
+            panic!("last frame {:?}", frames.last())
+        };
+        assert_eq!(*code, ErrorCode::Data);
+        assert!(
+            msg.contains(&f.display().to_string()) && msg.contains("byte offset"),
+            "{msg}"
+        );
+        let rows: usize = frames
+            .iter()
+            .map(|f| {
+                if let Frame::Batch(_, b) = f {
+                    b.num_rows()
+                } else {
+                    0
+                }
+            })
+            .sum();
+        assert!(rows > 0 && rows < 300, "{rows} rows before the error");
+    }
+
+    #[test]
+    fn trainer_gone_is_peer_lost() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 3000, 1);
+        let sock = d.path().join("s.sock");
+        let o = opts(&d.path().join("data"), &sock, 5);
+        let server = thread::spawn(move || serve(&o));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut c = loop {
+            match connect(&sock, Duration::from_secs(1)) {
+                Ok(c) => break c,
+                Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                Err(e) => panic!("connect: {e}"),
+            }
+        };
+        c.send_control(
+            &Control::Hello {
+                batch_size: Some(100),
+                pid: 1,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        let _first = c.next(Duration::from_secs(20)).unwrap().unwrap();
+        drop(_first);
+        drop(c);
+        let t0 = Instant::now();
+        let err = server.join().unwrap().unwrap_err();
+        assert!(matches!(err, Error::PeerLost(_)), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn plan_input_lists_directories_and_projects() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 100, 2);
+        std::fs::write(d.path().join("data/_SUCCESS"), b"").unwrap();
+        let storage = storage::open_storage("/").unwrap();
+        let p = format::plan(
+            &storage,
+            &d.path().join("data").display().to_string(),
+            &ReadOptions {
+                columns: Some(vec!["label".into()]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.total_rows(), 100);
+        assert_eq!(p.schema.fields().len(), 1);
+        assert!(p.splits.iter().all(|s| !s.path.ends_with("_SUCCESS")));
+        let missing = format::plan(&storage, "/nonexistent/x", &ReadOptions::default());
+        assert!(matches!(missing, Err(Error::NotFound { .. })));
+    }
+}

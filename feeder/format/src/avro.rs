@@ -1,0 +1,804 @@
+//! Avro object container file reader.
+//!
+//! Contract shared by every format module: `plan_file` cuts one file into splits from its own
+//! metadata and returns the file's (unprojected) schema; `open` reads one split, yielding
+//! batches of the projected `schema` (without partition columns, which `format::open_split`
+//! appends).
+//!
+//! - Framing: header (magic `Obj\x01`, metadata, 16-byte sync marker), then blocks of
+//!   `count: long, size: long, data[size], sync[16]`. We walk blocks ourselves and check every
+//!   sync marker (arrow-avro does not); arrow-avro decompresses and decodes.
+//! - Plan: an **index pass** over block headers only (one small read per block: the sync
+//!   marker of a block and the header of the next), giving rows per block without decoding
+//!   anything. Splits are byte ranges `[start, end)` cut at block starts, about
+//!   `opts.split_bytes` each, covering the file.
+//! - Read: a split owns the blocks that *start* in `[start, end)`. It resynchronises at
+//!   `start` by scanning for the sync marker from `start - 16` (planned boundaries are exact).
+//! - Schema: the writer schema, or `opts.schema` as the **reader schema** (schema evolution:
+//!   fields missing from the file take their defaults). An Arrow schema carrying the Avro JSON
+//!   under the `avro.schema` metadata key is used verbatim (that is how defaults are given);
+//!   otherwise it is converted by arrow-avro. `opts.columns` projects top-level fields.
+//! - Decode: block by block, each by its own arrow-avro `Reader` asked for exactly the block's
+//!   object count (see [`AvroReader`] for why), then cut into batches of `batch_rows`.
+//! - Codecs: those arrow-avro is built with (deflate, snappy, zstandard, bzip2, xz).
+//! - Errors name the block (`block N at OFFSET`, N counted from the split start) and its byte
+//!   offset. Under `OnError::Skip` a bad block (bad header, bad sync marker, undecodable data)
+//!   is dropped whole and counted, and reading resumes at the next sync marker; a truncated
+//!   tail ends the split.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_avro::reader::{read_header_info, HeaderInfo, ReaderBuilder};
+use arrow_avro::schema::AvroSchema;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+
+use super::io::{catch, column_indices, guard, loc, panicked, Rebatcher};
+use super::parquet::check_against;
+use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use crate::split::{Format, Split, SplitUnit};
+use crate::{Error, Result};
+use hydrofeed_storage::{FileStatus, RandomAccess, Storage};
+
+const FORMAT: &str = "avro";
+const MAGIC: &[u8; 4] = b"Obj\x01";
+/// The largest header we accept (schemas with many fields and metadata run to a few hundred
+/// KiB at most).
+const MAX_HEADER: u64 = 64 << 20;
+
+/// The parsed header of a file.
+struct Head {
+    bytes: Bytes,
+    info: HeaderInfo,
+}
+
+impl Head {
+    fn len(&self) -> u64 {
+        self.info.header_len()
+    }
+}
+
+fn read_head(file: &Arc<dyn RandomAccess>) -> Result<Head> {
+    let path = file.path();
+    let len = file.len();
+    let at0 = |unit: &str| loc(path, None, Some(0), Some(unit.to_string()));
+    if len == 0 {
+        return Err(Error::data(
+            at0("header"),
+            FORMAT,
+            "0-byte file, not an Avro file",
+        ));
+    }
+    let magic = file.read_at(0, 4.min(len as usize))?;
+    if magic.as_ref() != MAGIC {
+        return Err(Error::data(
+            at0("header"),
+            FORMAT,
+            format!(
+                "wrong magic {:02x?} (expected \"Obj\\x01\"): not an Avro object container file",
+                magic.as_ref()
+            ),
+        ));
+    }
+    let mut want = 64u64 << 10;
+    loop {
+        let n = want.min(len);
+        let bytes = file.read_at(0, n as usize)?;
+        let parsed = guard(
+            || at0("header"),
+            FORMAT,
+            || {
+                read_header_info(bytes.as_ref())
+                    .map_err(|e| Error::data(at0("header"), FORMAT, e.to_string()))
+            },
+        );
+        match parsed {
+            Ok(info) => {
+                return Ok(Head {
+                    bytes: bytes.slice(..info.header_len() as usize),
+                    info,
+                })
+            }
+            Err(e) if n >= len || n >= MAX_HEADER => {
+                return Err(match e {
+                    Error::Data { detail, .. } => Error::data(
+                        at0("header"),
+                        FORMAT,
+                        format!("bad or truncated header ({len}-byte file): {detail}"),
+                    ),
+                    e => e,
+                })
+            }
+            Err(_) => want *= 8,
+        }
+    }
+}
+
+/// Builds arrow-avro's reader settings for a file.
+fn builder(
+    path: &str,
+    opts: &ReadOptions,
+    projection: Option<Vec<usize>>,
+) -> Result<ReaderBuilder> {
+    let mut b = ReaderBuilder::new().with_batch_size(opts.batch_rows.max(1));
+    if let Some(s) = &opts.schema {
+        let avro = AvroSchema::try_from(s.as_ref()).map_err(|e| Error::Schema {
+            path: path.to_string(),
+            detail: format!("cannot use the given schema as an Avro reader schema: {e}"),
+        })?;
+        b = b.with_reader_schema(avro);
+    }
+    if let Some(p) = projection {
+        b = b.with_projection(p);
+    }
+    Ok(b)
+}
+
+/// The (reader-)schema of a file, unprojected.
+fn file_schema(head: &Head, path: &str, opts: &ReadOptions) -> Result<SchemaRef> {
+    let b = builder(path, opts, None)?;
+    let r = guard(
+        || loc(path, None, Some(0), Some("header".into())),
+        FORMAT,
+        || {
+            b.build(head.bytes.as_ref()).map_err(|e| Error::Schema {
+                path: path.to_string(),
+                detail: format!("cannot decode with this schema: {e}"),
+            })
+        },
+    )?;
+    Ok(r.schema())
+}
+
+/// Reads a zig-zag varint long; `None` when `b` ends first or it runs past 10 bytes.
+fn long(b: &[u8]) -> Option<(i64, usize)> {
+    let mut v: u64 = 0;
+    for (i, &x) in b.iter().enumerate().take(10) {
+        v |= ((x & 0x7f) as u64) << (7 * i);
+        if x & 0x80 == 0 {
+            return Some((((v >> 1) as i64) ^ -((v & 1) as i64), i + 1));
+        }
+    }
+    None
+}
+
+/// Reads through a window of the file, so a sequential walk costs few `read_at`s.
+struct Window {
+    file: Arc<dyn RandomAccess>,
+    start: u64,
+    buf: Bytes,
+    size: usize,
+}
+
+impl Window {
+    fn new(file: Arc<dyn RandomAccess>, size: usize) -> Self {
+        Self {
+            file,
+            start: 0,
+            buf: Bytes::new(),
+            size,
+        }
+    }
+
+    /// Up to `len` bytes at `off` (fewer at the end of the file).
+    fn get(&mut self, off: u64, len: usize) -> Result<Bytes> {
+        let end = off.saturating_add(len as u64).min(self.file.len());
+        if off >= self.start && end <= self.start + self.buf.len() as u64 {
+            let a = (off - self.start) as usize;
+            return Ok(self.buf.slice(a..a + (end - off) as usize));
+        }
+        let n = len.max(self.size);
+        self.buf = self.file.read_at(off, n)?;
+        self.start = off;
+        Ok(self
+            .buf
+            .slice(..(end.saturating_sub(off) as usize).min(self.buf.len())))
+    }
+}
+
+/// One block, as the walk found it.
+#[derive(Debug, Clone, Copy)]
+struct BlockPos {
+    offset: u64,
+    count: u64,
+    /// One past its sync marker.
+    end: u64,
+}
+
+/// Why a block could not be framed.
+enum Bad {
+    /// Bad header or sync marker: resynchronise after it. With a bad sync marker after a
+    /// well-formed header, where the next block would start: tried first, so that one damaged
+    /// marker loses only its own block.
+    Corrupt(String, Option<u64>),
+    /// The file ends inside it.
+    Truncated(String),
+}
+
+fn frame_at(
+    win: &mut Window,
+    off: u64,
+    sync: &[u8; 16],
+) -> Result<std::result::Result<BlockPos, Bad>> {
+    let len = win.file.len();
+    let head = win.get(off, 20)?;
+    let Some((count, n1)) = long(&head) else {
+        return Ok(Err(if head.len() < 10 && off + head.len() as u64 == len {
+            Bad::Truncated(format!(
+                "file ends {} bytes into a block header",
+                head.len()
+            ))
+        } else {
+            Bad::Corrupt(
+                "bad block header (object count is not a varint)".into(),
+                None,
+            )
+        }));
+    };
+    let Some((size, n2)) = long(&head[n1..]) else {
+        return Ok(Err(if off + head.len() as u64 == len {
+            Bad::Truncated(format!(
+                "file ends {} bytes into a block header",
+                head.len()
+            ))
+        } else {
+            Bad::Corrupt("bad block header (byte size is not a varint)".into(), None)
+        }));
+    };
+    if count < 0 || size < 0 {
+        return Ok(Err(Bad::Corrupt(
+            format!("bad block header: object count {count}, byte size {size}"),
+            None,
+        )));
+    }
+    let end = (off + (n1 + n2) as u64)
+        .saturating_add(size as u64)
+        .saturating_add(16);
+    if end > len {
+        // A huge size from a corrupt header looks like truncation; tell them apart by whether
+        // the file has a sync marker further on.
+        let detail = format!(
+            "block of {count} objects and {size} bytes runs to byte {end}, past the end of the {len}-byte file"
+        );
+        return Ok(Err(if find_sync(win, off + 1, sync)?.is_some() {
+            Bad::Corrupt(detail, None)
+        } else {
+            Bad::Truncated(detail)
+        }));
+    }
+    let got = win.get(end - 16, 16)?;
+    if got.as_ref() != sync {
+        return Ok(Err(Bad::Corrupt(
+            format!(
+                "sync marker mismatch at byte {} after a block of {count} objects and {size} bytes",
+                end - 16
+            ),
+            Some(end),
+        )));
+    }
+    Ok(Ok(BlockPos {
+        offset: off,
+        count: count as u64,
+        end,
+    }))
+}
+
+/// The offset of the first sync marker at or after `from`.
+fn find_sync(win: &mut Window, from: u64, sync: &[u8; 16]) -> Result<Option<u64>> {
+    let len = win.file.len();
+    let step = 1 << 20;
+    let mut at = from;
+    while at + 16 <= len {
+        let chunk = win.get(at, step + 15)?;
+        if let Some(i) = chunk.windows(16).position(|w| w == sync) {
+            return Ok(Some(at + i as u64));
+        }
+        if chunk.len() < 16 {
+            break;
+        }
+        at += (chunk.len() - 15) as u64;
+    }
+    Ok(None)
+}
+
+/// Walks the blocks that start in `[start, end)`.
+struct Walker {
+    win: Window,
+    sync: [u8; 16],
+    path: String,
+    split: Option<u32>,
+    off: u64,
+    end: u64,
+    /// Blocks met so far (valid or not).
+    block: u64,
+    on_error: OnError,
+    skipped: SkipStats,
+    done: bool,
+}
+
+impl Walker {
+    fn new(
+        file: Arc<dyn RandomAccess>,
+        head: &Head,
+        split: Option<u32>,
+        start: u64,
+        end: u64,
+        on_error: OnError,
+        window: usize,
+    ) -> Result<Self> {
+        let path = file.path().to_string();
+        let mut win = Window::new(file, window);
+        let sync = head.info.sync();
+        let off = if start <= head.len() {
+            Some(head.len())
+        } else if frame_at(&mut win, start, &sync)?.is_ok() {
+            // A block starts right here (a planned boundary, even one after a damaged marker).
+            Some(start)
+        } else {
+            find_sync(&mut win, start - 16, &sync)?.map(|p| p + 16)
+        };
+        Ok(Self {
+            win,
+            sync,
+            path,
+            split,
+            off: off.unwrap_or(u64::MAX),
+            end,
+            block: 0,
+            on_error,
+            skipped: SkipStats::default(),
+            done: off.is_none(),
+        })
+    }
+
+    fn error(&self, at: u64, detail: String) -> Error {
+        Error::data(
+            loc(
+                &self.path,
+                self.split,
+                Some(at),
+                Some(format!("block {} at {at}", self.block)),
+            ),
+            FORMAT,
+            detail,
+        )
+    }
+
+    /// The next well-framed block, or `None` at the end of the split.
+    fn next_block(&mut self) -> Result<Option<BlockPos>> {
+        loop {
+            if self.done || self.off >= self.end || self.off >= self.win.file.len() {
+                self.done = true;
+                return Ok(None);
+            }
+            let at = self.off;
+            match frame_at(&mut self.win, at, &self.sync)? {
+                Ok(b) => {
+                    self.off = b.end;
+                    self.block += 1;
+                    return Ok(Some(b));
+                }
+                Err(bad) => {
+                    let (detail, truncated, next) = match bad {
+                        Bad::Corrupt(d, next) => (d, false, next),
+                        Bad::Truncated(d) => (format!("truncated file: {d}"), true, None),
+                    };
+                    let e = self.error(at, detail);
+                    if self.on_error == OnError::Raise {
+                        self.done = true;
+                        return Err(e);
+                    }
+                    if self.split.is_some() {
+                        tracing::warn!("skipping: {e}");
+                    } else {
+                        // The index pass: the split reader reports it.
+                        tracing::debug!("index pass steps over: {e}");
+                    }
+                    self.skipped.blocks += 1;
+                    self.block += 1;
+                    if truncated {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                    if let Some(next) = next {
+                        if frame_at(&mut self.win, next, &self.sync)?.is_ok() {
+                            self.off = next;
+                            continue;
+                        }
+                    }
+                    match find_sync(&mut self.win, at + 1, &self.sync)? {
+                        Some(p) => self.off = p + 16,
+                        None => {
+                            self.done = true;
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The index pass: every well-framed block's offset and object count. Corrupt blocks are
+/// stepped over (as `OnError::Skip` would) and left to the split reader to report.
+fn index(file: &Arc<dyn RandomAccess>, head: &Head) -> Result<Vec<BlockPos>> {
+    let mut w = Walker::new(file.clone(), head, None, 0, u64::MAX, OnError::Skip, 4096)?;
+    let mut out = Vec::new();
+    while let Some(b) = w.next_block()? {
+        out.push(b);
+    }
+    Ok(out)
+}
+
+/// A file's writer schema as an Arrow schema that carries the Avro JSON (under
+/// `avro.schema`), so that, given as `ReadOptions::schema`, it is the reader schema verbatim.
+pub fn writer_schema(storage: &Arc<dyn Storage>, file: &FileStatus) -> Result<SchemaRef> {
+    let f = storage.open(&file.path)?;
+    let head = read_head(&f)?;
+    let json = head
+        .info
+        .writer_schema()
+        .map_err(|e| {
+            Error::data(
+                loc(&file.path, None, Some(0), Some("header".into())),
+                FORMAT,
+                e.to_string(),
+            )
+        })?
+        .json_string;
+    let plain = file_schema(&head, &file.path, &ReadOptions::default())?;
+    let mut md = plain.metadata().clone();
+    md.insert(arrow_avro::schema::SCHEMA_METADATA_KEY.to_string(), json);
+    Ok(Arc::new(plain.as_ref().clone().with_metadata(md)))
+}
+
+/// Plans the splits of one file; ids start at `first_id`.
+///
+/// The schema is the writer schema, or the one `opts.schema` makes of it as a reader schema.
+pub fn plan_file(
+    storage: &Arc<dyn Storage>,
+    file: &FileStatus,
+    opts: &ReadOptions,
+    first_id: u32,
+) -> Result<(SchemaRef, Vec<Split>)> {
+    let f = storage.open(&file.path)?;
+    let head = read_head(&f)?;
+    let schema = file_schema(&head, &file.path, opts)?;
+    let blocks = index(&f, &head)?;
+    let len = f.len();
+    let target = opts.split_bytes.max(1);
+    let mut ranges: Vec<(u64, u64, u64)> = Vec::new();
+    let (mut start, mut rows) = (0u64, 0u64);
+    for b in &blocks {
+        if rows > 0 && b.offset >= start + target {
+            ranges.push((start, b.offset, rows));
+            (start, rows) = (b.offset, 0);
+        }
+        rows += b.count;
+    }
+    ranges.push((start, len, rows));
+    let splits = ranges
+        .into_iter()
+        .enumerate()
+        .map(|(i, (start, end, rows))| Split {
+            id: first_id + i as u32,
+            path: file.path.clone(),
+            format: Format::Avro,
+            unit: SplitUnit::Bytes { start, end },
+            rows,
+            bytes: end - start,
+            partition: Vec::new(),
+        })
+        .collect();
+    Ok((schema, splits))
+}
+
+/// Opens one split for reading, yielding batches of `schema` projected by `opts.columns`.
+pub fn open(
+    storage: &Arc<dyn Storage>,
+    split: &Split,
+    schema: &SchemaRef,
+    opts: &ReadOptions,
+) -> Result<Box<dyn SplitReader>> {
+    Ok(Box::new(AvroReader::open(storage, split, schema, opts)?))
+}
+
+/// A `BufRead` giving arrow-avro the header, then one block, then end of input.
+struct Feed {
+    header: Bytes,
+    block: Bytes,
+}
+
+impl std::io::Read for Feed {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let b = self.fill_buf()?;
+        let n = b.len().min(out.len());
+        out[..n].copy_from_slice(&b[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Feed {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.header.is_empty() {
+            Ok(&self.block)
+        } else {
+            Ok(&self.header)
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        if self.header.is_empty() {
+            let _ = self.block.split_to(n.min(self.block.len()));
+        } else {
+            let _ = self.header.split_to(n.min(self.header.len()));
+        }
+    }
+}
+
+/// Reads one Avro split, block by block.
+///
+/// Each block is decoded by its own arrow-avro `Reader` with a batch size of the block's
+/// object count, asked for exactly one batch. Why not one streaming `Reader` per split:
+/// arrow-avro's reader loops forever on a block whose header count is lower than the records
+/// its data holds (it decodes zero rows from the leftover bytes and never advances), so a
+/// corrupt count would hang the feeder. Decoding block by block also lets `OnError::Skip` drop
+/// exactly one block. Blocks are then cut into batches of `batch_rows`.
+pub struct AvroReader {
+    path: String,
+    split: u32,
+    head: Head,
+    builder_opts: ReadOptions,
+    projection: Option<Vec<usize>>,
+    schema: SchemaRef,
+    walker: Walker,
+    /// The block being decoded (for errors): offset and index from the split start.
+    current: Option<(u64, u64)>,
+    pending: Rebatcher,
+    batch_rows: usize,
+    on_error: OnError,
+    skipped: SkipStats,
+    done: bool,
+    /// The columns holding a `duration` (checked per block, see [`check_durations`]).
+    duration_columns: Vec<usize>,
+}
+
+impl AvroReader {
+    /// Opens a split.
+    pub fn open(
+        storage: &Arc<dyn Storage>,
+        split: &Split,
+        schema: &SchemaRef,
+        opts: &ReadOptions,
+    ) -> Result<Self> {
+        let SplitUnit::Bytes { start, end } = split.unit else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: an Avro split must be a byte range, got {:?}",
+                split.path, split.unit
+            )));
+        };
+        let file = storage.open(&split.path)?;
+        let head = read_head(&file)?;
+        let full = file_schema(&head, &split.path, opts)?;
+        let projection = match &opts.columns {
+            None => None,
+            Some(cols) => Some(column_indices(&split.path, &full, cols)?),
+        };
+        let out = match &projection {
+            None => full.clone(),
+            Some(p) => Arc::new(full.project(p).map_err(|e| Error::Schema {
+                path: split.path.clone(),
+                detail: e.to_string(),
+            })?),
+        };
+        check_against(&split.path, &out, schema)?;
+        let walker = Walker::new(
+            file,
+            &head,
+            Some(split.id),
+            start,
+            end,
+            opts.on_error,
+            1 << 20,
+        )?;
+        Ok(Self {
+            path: split.path.clone(),
+            split: split.id,
+            head,
+            builder_opts: opts.clone(),
+            projection,
+            duration_columns: (0..out.fields().len())
+                .filter(|&i| holds_duration(out.field(i).data_type()))
+                .collect(),
+            schema: out,
+            walker,
+            current: None,
+            pending: Rebatcher::default(),
+            batch_rows: opts.batch_rows.max(1),
+            on_error: opts.on_error,
+            skipped: SkipStats::default(),
+            done: false,
+        })
+    }
+
+    /// The error for the block being decoded.
+    fn block_error(&self, detail: String) -> Error {
+        match self.current {
+            Some((offset, index)) => Error::data(
+                loc(
+                    &self.path,
+                    Some(self.split),
+                    Some(offset),
+                    Some(format!("block {index} at {offset}")),
+                ),
+                FORMAT,
+                detail,
+            ),
+            None => Error::data(
+                loc(&self.path, Some(self.split), None, None),
+                FORMAT,
+                detail,
+            ),
+        }
+    }
+
+    /// Decodes one well-framed block into exactly `count` rows.
+    fn decode(&self, bytes: Bytes, count: u64) -> Result<Option<RecordBatch>> {
+        if count == 0 {
+            return Ok(None);
+        }
+        let feed = Feed {
+            header: self.head.bytes.clone(),
+            block: bytes,
+        };
+        let mut opts = self.builder_opts.clone();
+        opts.batch_rows = usize::try_from(count).unwrap_or(usize::MAX);
+        let b = builder(&self.path, &opts, self.projection.clone())?;
+        let mut r = b.build(feed).map_err(|e| self.block_error(e.to_string()))?;
+        // One call only: asking again after `count` rows is what can spin (see the type doc).
+        let batch = match r.next() {
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return Err(self.block_error(e.to_string())),
+            None => return Err(self.block_error("block decoded to nothing".into())),
+        };
+        if batch.num_rows() as u64 != count {
+            return Err(self.block_error(format!(
+                "block holds {} objects, its header says {count}",
+                batch.num_rows()
+            )));
+        }
+        for &i in &self.duration_columns {
+            check_durations(self.schema.field(i).name(), &batch.column(i).to_data())
+                .map_err(|e| self.block_error(e))?;
+        }
+        Ok(Some(batch))
+    }
+
+    /// Decodes the next block into `pending`; `false` at the end of the split.
+    fn next_block(&mut self) -> Result<bool> {
+        loop {
+            let Some(b) = self.walker.next_block()? else {
+                return Ok(false);
+            };
+            self.current = Some((b.offset, self.walker.block - 1));
+            let bytes = self.walker.win.get(b.offset, (b.end - b.offset) as usize)?;
+            let r = match catch(|| self.decode(bytes, b.count)) {
+                Ok(r) => r,
+                Err(msg) => Err(self.block_error(panicked(&msg))),
+            };
+            match r {
+                Ok(Some(batch)) => {
+                    self.pending.push(batch);
+                    return Ok(true);
+                }
+                Ok(None) => return Ok(true),
+                Err(e) if self.on_error == OnError::Skip && matches!(e, Error::Data { .. }) => {
+                    tracing::warn!("skipping: {e}");
+                    self.skipped.blocks += 1;
+                    self.skipped.records += b.count;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn step(&mut self) -> Result<Option<RecordBatch>> {
+        if self.done {
+            return Ok(None);
+        }
+        while self.pending.rows() < self.batch_rows {
+            if !self.next_block()? {
+                break;
+            }
+        }
+        match self.pending.take(&self.schema, self.batch_rows)? {
+            Some(b) => self.finish(b).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn finish(&self, b: RecordBatch) -> Result<RecordBatch> {
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            b.columns().to_vec(),
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )
+        .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+    }
+}
+
+impl Iterator for AvroReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.block_error(panicked(&msg))),
+        };
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r.transpose()
+    }
+}
+
+impl SplitReader for AvroReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        let mut s = self.skipped.clone();
+        s.blocks += self.walker.skipped.blocks;
+        s.records += self.walker.skipped.records;
+        s
+    }
+}
+
+/// Whether `t` holds an Avro `duration` (read as Arrow's `Interval(MonthDayNano)`).
+fn holds_duration(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::{DataType, IntervalUnit};
+    match t {
+        DataType::Interval(IntervalUnit::MonthDayNano) => true,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => holds_duration(f.data_type()),
+        DataType::Struct(fs) => fs.iter().any(|f| holds_duration(f.data_type())),
+        DataType::Union(fs, _) => fs.iter().any(|(_, f)| holds_duration(f.data_type())),
+        DataType::Dictionary(_, v) => holds_duration(v),
+        _ => false,
+    }
+}
+
+/// Avro's `duration` counts months and days as unsigned 32-bit numbers; Arrow's
+/// `month_day_nano` has signed 32-bit ones. A count of 2^31 or more would read as a negative
+/// one: refuse it, naming the column.
+fn check_durations(name: &str, data: &arrow_data::ArrayData) -> std::result::Result<(), String> {
+    use arrow_array::Array;
+    if let arrow_schema::DataType::Interval(arrow_schema::IntervalUnit::MonthDayNano) =
+        data.data_type()
+    {
+        let a = arrow_array::IntervalMonthDayNanoArray::from(data.clone());
+        for i in 0..a.len() {
+            if a.is_valid(i) {
+                let v = a.value(i);
+                if v.months < 0 || v.days < 0 {
+                    return Err(format!(
+                        "column {name:?}: an Avro duration of {} months, {} days does not fit \
+                         Arrow's month_day_nano (signed 32-bit months and days)",
+                        v.months as u32, v.days as u32
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    for c in data.child_data() {
+        check_durations(name, c)?;
+    }
+    Ok(())
+}

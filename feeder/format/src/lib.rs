@@ -1,0 +1,287 @@
+//! Format readers: Parquet, ORC, Avro and TFRecord files into Arrow `RecordBatch`es.
+//!
+//! [`plan`] lists an input (file, directory as Spark/Hive write them, or glob) and cuts every
+//! file into [`Split`]s from its own metadata; [`open_split`] reads one split.
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use hydrofeed_storage::Storage;
+
+use crate::split::{Format, Split};
+pub use hydrofeed_error::{Error, Location, Result};
+
+pub mod avro;
+pub mod gen;
+mod io;
+pub mod listing;
+pub mod orc;
+pub mod parquet;
+mod parquet_fixed;
+pub mod split;
+pub mod tfrecord;
+
+pub use io::Rebatcher;
+
+/// What to do with a corrupt record or block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Stop with a `DataError` (default).
+    #[default]
+    Raise,
+    /// Skip the bad record or block, count it and log its location.
+    Skip,
+}
+
+/// Options for planning and reading.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Columns to read (projection); `None` reads all.
+    pub columns: Option<Vec<String>>,
+    /// Rows per batch the reader yields (the last batch of a split may be shorter).
+    pub batch_rows: usize,
+    /// Corrupt-input policy.
+    pub on_error: OnError,
+    /// Format, when it cannot be told from file names.
+    pub format: Option<Format>,
+    /// Schema to decode with (TFRecord: instead of inferring it; Avro: reader schema).
+    pub schema: Option<SchemaRef>,
+    /// Target bytes per split when a format splits by byte range.
+    pub split_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            columns: None,
+            batch_rows: 8192,
+            on_error: OnError::Raise,
+            format: None,
+            schema: None,
+            split_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The plan of an input: files, splits, and the (projected) schema every split yields.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The input as given.
+    pub input: String,
+    /// Format of the files.
+    pub format: Format,
+    /// Schema of the batches (after projection, partition columns appended).
+    pub schema: SchemaRef,
+    /// All splits, in listing order; `Split::id` is the index.
+    pub splits: Vec<Split>,
+    /// The schema every file is decoded with when it is not the file's own: the one given,
+    /// or for Avro files of successive schemas the newest writer schema (the reader schema).
+    pub read_schema: Option<SchemaRef>,
+}
+
+impl Plan {
+    /// Total rows of all splits.
+    pub fn total_rows(&self) -> u64 {
+        self.splits.iter().map(|s| s.rows).sum()
+    }
+}
+
+/// Counters a reader keeps of what its `on_error = skip` policy skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkipStats {
+    /// Records or rows skipped.
+    pub records: u64,
+    /// Blocks (row groups, stripes, Avro blocks) skipped.
+    pub blocks: u64,
+}
+
+/// A reader of one split.
+pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
+    /// The schema of the batches it yields.
+    fn schema(&self) -> SchemaRef;
+    /// What was skipped so far under `OnError::Skip`.
+    fn skipped(&self) -> SkipStats;
+}
+
+/// Lists `input` and plans its splits.
+///
+/// `input` is a file, a directory as Spark and Hive write them (part files, `key=value/`
+/// partition directories whose values become appended columns; `_SUCCESS`, `_metadata`,
+/// `.crc` and other hidden `.`/`_` names ignored), or a glob over such names. See
+/// [`listing`] for the rules.
+///
+/// - 0-byte files hold no records and are left out, in every format, as Spark does (jobs write
+///   empty part files); they contribute no schema. Zero-row files with a schema contribute it.
+/// - Every file must have the same schema, except Avro files written under successive schemas:
+///   they are all read with the newest writer schema (that of the last file in listing order)
+///   as the reader schema, by Avro's resolution rules (fields added with defaults).
+/// - `opts.schema`, when given, is the schema of the read; a dataset with no file to take a
+///   schema from and none given is a `SchemaError` that says so.
+pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
+    let files = listing::list(storage, input, opts.format)?;
+    let format = files.format;
+    let mut read_schema = opts.schema.clone();
+    let mut planned = plan_files(storage, &files, opts);
+    if format == Format::Avro && opts.schema.is_none() {
+        if let Err(crate::Error::Schema { .. }) = &planned {
+            // Files written under successive schemas: read all with the newest one.
+            if let Some(newest) = files.files.iter().rev().find(|f| f.status.len > 0) {
+                let reader = avro::writer_schema(storage, &newest.status)?;
+                let mut o = opts.clone();
+                o.schema = Some(reader.clone());
+                planned = plan_files(storage, &files, &o);
+                read_schema = Some(reader);
+            }
+        }
+    }
+    let (first, splits) = planned?;
+    if let (Some((p, s)), Some(given), Format::Parquet | Format::Orc) =
+        (&first, &opts.schema, format)
+    {
+        listing::same_schema("the given schema", given, p, s)?;
+    }
+    let (first_path, file_schema) = match (first, &opts.schema) {
+        (Some(f), _) => f,
+        (None, Some(s)) => (input.to_string(), s.clone()),
+        (None, None) => {
+            return Err(crate::Error::Schema {
+                path: input.to_string(),
+                detail: format!(
+                    "no record to read and no schema to read it with: its {} file(s) are empty; \
+                     pass the schema (schema= in Python, --schema FILE on the command line)",
+                    files.files.len()
+                ),
+            })
+        }
+    };
+    let schema = listing::plan_schema(
+        &first_path,
+        &file_schema,
+        &files.partition_fields,
+        opts.columns.as_deref(),
+    )?;
+    if let Some(name) = nul_name(schema.fields()) {
+        return Err(crate::Error::Schema {
+            path: first_path,
+            detail: format!(
+                "column {name:?} has a NUL character in its name: Arrow's C data interface \
+                 (pyarrow, the trainer's batches) cuts names there; rename it, or leave it out \
+                 with columns="
+            ),
+        });
+    }
+    Ok(Plan {
+        input: input.to_string(),
+        format,
+        schema,
+        splits,
+        read_schema,
+    })
+}
+
+/// The first column name (nested ones included) holding a NUL character.
+fn nul_name(fields: &arrow_schema::Fields) -> Option<String> {
+    use arrow_schema::DataType;
+    fields.iter().find_map(|f| {
+        if f.name().contains('\0') {
+            return Some(f.name().clone());
+        }
+        match f.data_type() {
+            DataType::Struct(fs) => nul_name(fs),
+            DataType::List(c)
+            | DataType::LargeList(c)
+            | DataType::FixedSizeList(c, _)
+            | DataType::Map(c, _) => nul_name(&arrow_schema::Fields::from(vec![c.clone()])),
+            _ => None,
+        }
+    })
+}
+
+/// The first file with a schema (its path and schema) and the splits of every file.
+type Planned = (Option<(String, SchemaRef)>, Vec<Split>);
+
+fn plan_files(
+    storage: &Arc<dyn Storage>,
+    files: &listing::Listing,
+    opts: &ReadOptions,
+) -> Result<Planned> {
+    let mut splits: Vec<Split> = Vec::new();
+    let mut first: Option<(String, SchemaRef)> = None;
+    for f in files.files.iter().filter(|f| f.status.len > 0) {
+        let (schema, mut sp) =
+            plan_file(files.format, storage, &f.status, opts, splits.len() as u32)?;
+        match &first {
+            None => first = Some((f.status.path.clone(), schema)),
+            Some((p0, s0)) => listing::same_schema(p0, s0, &f.status.path, &schema)?,
+        }
+        for s in &mut sp {
+            s.partition = f.partition.clone();
+        }
+        splits.extend(sp);
+    }
+    Ok((first, splits))
+}
+
+/// Plans one file of a known format (the per-format `plan_file`).
+pub fn plan_file(
+    format: Format,
+    storage: &Arc<dyn Storage>,
+    file: &hydrofeed_storage::FileStatus,
+    opts: &ReadOptions,
+    first_id: u32,
+) -> Result<(SchemaRef, Vec<Split>)> {
+    match format {
+        Format::Parquet => parquet::plan_file(storage, file, opts, first_id),
+        Format::Orc => orc::plan_file(storage, file, opts, first_id),
+        Format::Avro => avro::plan_file(storage, file, opts, first_id),
+        Format::Tfrecord => tfrecord::plan_file(storage, file, opts, first_id),
+    }
+}
+
+/// Opens one split of a plan for reading: batches of `plan.schema` (projection applied,
+/// partition columns appended as constants).
+pub fn open_split(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    split: &Split,
+    opts: &ReadOptions,
+) -> Result<Box<dyn SplitReader>> {
+    let is_part = |name: &str| split.partition.iter().any(|(k, _)| k == name);
+    let file_fields: Vec<_> = plan
+        .schema
+        .fields()
+        .iter()
+        .filter(|f| !is_part(f.name()))
+        .cloned()
+        .collect();
+    let file_schema: SchemaRef = Arc::new(arrow_schema::Schema::new(file_fields));
+    let mut file_opts = opts.clone();
+    if plan.read_schema.is_some() {
+        file_opts.schema = plan.read_schema.clone();
+    }
+    file_opts.columns = Some(
+        file_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect(),
+    );
+    let inner = match split.format {
+        Format::Parquet => parquet::open(storage, split, &file_schema, &file_opts)?,
+        Format::Orc => orc::open(storage, split, &file_schema, &file_opts)?,
+        Format::Avro => avro::open(storage, split, &file_schema, &file_opts)?,
+        Format::Tfrecord => tfrecord::open(storage, split, &file_schema, &file_opts)?,
+    };
+    if inner.schema() == plan.schema {
+        return Ok(inner);
+    }
+    // Partition columns to append, or only schema metadata differing from the first file's
+    // (pandas metadata, created_by): batches always carry exactly `plan.schema`.
+    Ok(Box::new(listing::WithPartition::new(
+        inner,
+        plan.schema.clone(),
+        split,
+    )?))
+}

@@ -1,0 +1,683 @@
+//! Parquet reader.
+//!
+//! Contract shared by every format module: `plan_file` cuts one file into splits from its own
+//! metadata and returns the file's (unprojected) schema; `open` reads one split, yielding
+//! batches of the projected `schema` (without partition columns, which `format::open_split`
+//! appends).
+//!
+//! - Plan: from the footer only (rows and compressed bytes per row group); consecutive row
+//!   groups are grouped into one split up to `opts.split_bytes` (one row group per split when
+//!   row groups are at least that large).
+//! - Read: through `StorageChunks` (the `parquet` crate's `ChunkReader` over
+//!   `RandomAccess::read_at`), one `ParquetRecordBatchReader` per row group so that an error
+//!   names its row group and `OnError::Skip` can drop exactly one. Batches therefore never
+//!   span two row groups.
+//! - Projection: top-level column names (a nested list/struct column comes whole, with all its
+//!   leaves) via `ProjectionMask::roots`; batches come in the order the names were given.
+//! - Codecs: whatever the workspace enables on `parquet` (snappy, gzip, brotli, lz4, lz4_raw,
+//!   zstd); a codec not built in is a `DataError` naming the row group.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
+
+use super::io::{
+    catch, check_head_magic, column_indices, guard, loc, not_this_format, panicked, StorageChunks,
+};
+use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use crate::split::{Format, Split, SplitUnit};
+use crate::{Error, Result};
+use hydrofeed_storage::{FileStatus, Storage};
+
+const FORMAT: &str = "parquet";
+
+/// Largest projected size of a row group that is read ahead whole (see
+/// [`StorageChunks::read_ahead`]); a larger one is read page by page so memory stays bounded.
+const READ_AHEAD_MAX: u64 = 256 << 20;
+
+/// Loads the footer, with errors naming the file.
+fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
+    check_head_magic(chunks.file(), b"PAR1", FORMAT)?;
+    let len = chunks.file().len();
+    let at = || {
+        loc(
+            path,
+            None,
+            Some(len.saturating_sub(8)),
+            Some("footer".into()),
+        )
+    };
+    let meta = guard(at, FORMAT, || {
+        ArrowReaderMetadata::load(chunks, ArrowReaderOptions::new()).map_err(|e| {
+            chunks.take_error().unwrap_or_else(|| {
+                not_this_format(
+                    path,
+                    len,
+                    FORMAT,
+                    format!("not a readable Parquet file: {e}"),
+                )
+            })
+        })
+    })?;
+    Ok(with_stored_zones(meta))
+}
+
+/// The time zones of the file's stored Arrow schema (`ARROW:schema`, written by pyarrow and
+/// arrow-rs) on its timestamp columns. The parquet crate applies a stored timestamp type only
+/// when its unit is the one in the file, and otherwise reads `UTC`: pyarrow stores
+/// `timestamp[s, tz=+01:00]` as milliseconds and reads `timestamp[ms, tz=+01:00]` back; so do we.
+fn with_stored_zones(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::DataType::Struct;
+    let Some(stored) = stored_arrow_schema(&meta) else {
+        return meta;
+    };
+    let read = Struct(meta.schema().fields().clone());
+    let Some(Struct(fields)) = zoned(&read, &Struct(stored.fields().clone())) else {
+        return meta;
+    };
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(schema),
+    )
+    .unwrap_or(meta)
+}
+
+/// `read` (the type the parquet crate gives) with the zones of `stored` (the type the writer
+/// stored) on its timestamps, nested ones included; `None` when nothing changes.
+fn zoned(
+    read: &arrow_schema::DataType,
+    stored: &arrow_schema::DataType,
+) -> Option<arrow_schema::DataType> {
+    use arrow_schema::DataType as T;
+    let child = |r: &arrow_schema::FieldRef, s: &arrow_schema::FieldRef| {
+        zoned(r.data_type(), s.data_type()).map(|t| Arc::new(r.as_ref().clone().with_data_type(t)))
+    };
+    match (read, stored) {
+        (T::Timestamp(unit, Some(tz)), T::Timestamp(_, Some(want))) if want != tz => {
+            Some(T::Timestamp(*unit, Some(want.clone())))
+        }
+        (T::List(r), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(T::List)
+        }
+        (T::LargeList(r), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(T::LargeList)
+        }
+        (T::FixedSizeList(r, n), T::List(s) | T::LargeList(s) | T::FixedSizeList(s, _)) => {
+            child(r, s).map(|c| T::FixedSizeList(c, *n))
+        }
+        (T::Map(r, sorted), T::Map(s, _)) => child(r, s).map(|c| T::Map(c, *sorted)),
+        (T::Struct(rs), T::Struct(ss)) => {
+            let mut any = false;
+            let fields: Vec<arrow_schema::FieldRef> = rs
+                .iter()
+                .map(|r| match ss.find(r.name()).and_then(|(_, s)| child(r, s)) {
+                    Some(c) => {
+                        any = true;
+                        c
+                    }
+                    None => r.clone(),
+                })
+                .collect();
+            any.then(|| T::Struct(fields.into()))
+        }
+        _ => None,
+    }
+}
+
+/// The Arrow schema stored in the file's key-value metadata (`ARROW:schema`), if any.
+fn stored_arrow_schema(meta: &ArrowReaderMetadata) -> Option<arrow_schema::Schema> {
+    use base64::Engine;
+    let kv = meta.metadata().file_metadata().key_value_metadata()?;
+    let text = kv
+        .iter()
+        .find(|k| k.key == "ARROW:schema")?
+        .value
+        .as_ref()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    // An IPC message, with or without the 0xFFFFFFFF continuation marker before its length.
+    let body = if bytes.len() > 8 && bytes[..4] == [0xff; 4] {
+        &bytes[8..]
+    } else {
+        bytes.get(4..)?
+    };
+    let msg = arrow_ipc::root_as_message(body).ok()?;
+    Some(arrow_ipc::convert::fb_to_schema(msg.header_as_schema()?))
+}
+
+/// Groups consecutive units of `(rows, bytes)` into splits of about `target` bytes:
+/// `(first, count, rows, bytes)` each.
+pub(crate) fn group_units(units: &[(u64, u64)], target: u64) -> Vec<(u32, u32, u64, u64)> {
+    let mut out: Vec<(u32, u32, u64, u64)> = Vec::new();
+    for (i, &(rows, bytes)) in units.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if last.3 + bytes <= target.max(1) => {
+                last.1 += 1;
+                last.2 += rows;
+                last.3 += bytes;
+            }
+            _ => out.push((i as u32, 1, rows, bytes)),
+        }
+    }
+    out
+}
+
+/// Plans the splits of one file; ids start at `first_id`.
+pub fn plan_file(
+    storage: &Arc<dyn Storage>,
+    file: &FileStatus,
+    opts: &ReadOptions,
+    first_id: u32,
+) -> Result<(SchemaRef, Vec<Split>)> {
+    let chunks = StorageChunks::new(storage.open(&file.path)?);
+    let meta = load(&chunks, &file.path)?;
+    let units: Vec<(u64, u64)> = meta
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|rg| {
+            (
+                rg.num_rows().max(0) as u64,
+                rg.compressed_size().max(0) as u64,
+            )
+        })
+        .collect();
+    let splits = group_units(&units, opts.split_bytes)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (first, count, rows, bytes))| Split {
+            id: first_id + i as u32,
+            path: file.path.clone(),
+            format: Format::Parquet,
+            unit: SplitUnit::RowGroups { first, count },
+            rows,
+            bytes,
+            partition: Vec::new(),
+        })
+        .collect();
+    Ok((meta.schema().clone(), splits))
+}
+
+/// Checks that the fields a reader yields are those of the plan's schema.
+pub(crate) fn check_against(path: &str, got: &Schema, plan: &SchemaRef) -> Result<()> {
+    for f in got.fields() {
+        match plan.field_with_name(f.name()) {
+            Ok(p) if p.data_type().equals_datatype(f.data_type()) => {}
+            Ok(p) => {
+                return Err(Error::Schema {
+                    path: path.to_string(),
+                    detail: format!(
+                        "column {:?} is {} here but {} in the plan's schema",
+                        f.name(),
+                        f.data_type(),
+                        p.data_type()
+                    ),
+                })
+            }
+            Err(_) => {
+                return Err(Error::Schema {
+                    path: path.to_string(),
+                    detail: format!("column {:?} is not in the plan's schema", f.name()),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens one split for reading, yielding batches of `schema` projected by `opts.columns`.
+pub fn open(
+    storage: &Arc<dyn Storage>,
+    split: &Split,
+    schema: &SchemaRef,
+    opts: &ReadOptions,
+) -> Result<Box<dyn SplitReader>> {
+    Ok(Box::new(ParquetReader::open(storage, split, schema, opts)?))
+}
+
+/// Reads one Parquet split, row group by row group.
+pub struct ParquetReader {
+    path: String,
+    split: u32,
+    chunks: StorageChunks,
+    meta: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// Output column `i` is column `perm[i]` of what the parquet reader yields.
+    perm: Option<Vec<usize>>,
+    schema: SchemaRef,
+    batch_rows: usize,
+    on_error: OnError,
+    todo: VecDeque<usize>,
+    /// The row group being read (for errors).
+    active: usize,
+    current: Option<(usize, RgReader)>,
+    buffered: VecDeque<RecordBatch>,
+    skipped: SkipStats,
+    done: bool,
+}
+
+impl ParquetReader {
+    /// Opens a split.
+    pub fn open(
+        storage: &Arc<dyn Storage>,
+        split: &Split,
+        schema: &SchemaRef,
+        opts: &ReadOptions,
+    ) -> Result<Self> {
+        let SplitUnit::RowGroups { first, count } = split.unit else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a Parquet split must be row groups, got {:?}",
+                split.path, split.unit
+            )));
+        };
+        let chunks = StorageChunks::new(storage.open(&split.path)?);
+        let meta = load(&chunks, &split.path)?;
+        let n_rg = meta.metadata().num_row_groups();
+        if (first as usize) + (count as usize) > n_rg {
+            return Err(Error::InvalidArgument(format!(
+                "{}: split {} asks for row groups {first}..{} of a file with {n_rg}",
+                split.path,
+                split.id,
+                first + count
+            )));
+        }
+        let file_schema = meta.schema().clone();
+        let (mask, perm, out_schema) = match &opts.columns {
+            None => (ProjectionMask::all(), None, file_schema.clone()),
+            Some(cols) => {
+                let idx = column_indices(&split.path, &file_schema, cols)?;
+                let mut sorted = idx.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                let perm = idx
+                    .iter()
+                    .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
+                    .collect();
+                let out = Arc::new(file_schema.project(&idx).map_err(|e| Error::Schema {
+                    path: split.path.clone(),
+                    detail: e.to_string(),
+                })?);
+                (
+                    ProjectionMask::roots(meta.parquet_schema(), sorted),
+                    Some(perm),
+                    out,
+                )
+            }
+        };
+        check_against(&split.path, &out_schema, schema)?;
+        Ok(Self {
+            path: split.path.clone(),
+            split: split.id,
+            chunks,
+            meta,
+            mask,
+            perm,
+            schema: out_schema,
+            batch_rows: opts.batch_rows.max(1),
+            on_error: opts.on_error,
+            todo: (first as usize..(first + count) as usize).collect(),
+            active: first as usize,
+            current: None,
+            buffered: VecDeque::new(),
+            skipped: SkipStats::default(),
+            done: false,
+        })
+    }
+
+    fn rg_error(&self, rg: usize, detail: String) -> Error {
+        // (Not `byte_range()`: it panics on the negative offsets of a corrupt footer, and this
+        // runs outside the decode guard.)
+        if let Some(e) = self.chunks.take_error() {
+            return e;
+        }
+        let offset = self
+            .meta
+            .metadata()
+            .row_group(rg)
+            .columns()
+            .first()
+            .and_then(chunk_start);
+        Error::data(
+            loc(
+                &self.path,
+                Some(self.split),
+                offset,
+                Some(format!("row group {rg}")),
+            ),
+            FORMAT,
+            detail,
+        )
+    }
+
+    /// The projected column chunks of row group `rg`, `(start, len)` each, when they add up to
+    /// at most [`READ_AHEAD_MAX`] (else none: the pages are then fetched one by one).
+    fn chunk_ranges(&self, rg: usize) -> Vec<(u64, u64)> {
+        let ranges: Vec<(u64, u64)> = self
+            .meta
+            .metadata()
+            .row_group(rg)
+            .columns()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.mask.leaf_included(*i))
+            .map(|(_, c)| c.byte_range())
+            .collect();
+        let total = ranges
+            .iter()
+            .fold(0u64, |n, &(_, len)| n.saturating_add(len));
+        if total <= READ_AHEAD_MAX {
+            ranges
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn rg_reader(&self, rg: usize) -> Result<RgReader> {
+        let chunks = self
+            .chunks
+            .read_ahead(&self.chunk_ranges(rg))
+            .map_err(|e| self.rg_error(rg, e.to_string()))?;
+        let md = self.meta.metadata();
+        let pq_schema = md.file_metadata().schema_descr();
+        let file_schema = self.meta.schema();
+        // Projected root columns, in the order the parquet reader yields them.
+        let roots: Vec<usize> = (0..file_schema.fields().len())
+            .filter(|&r| {
+                (0..pq_schema.num_columns())
+                    .any(|l| pq_schema.get_column_root_idx(l) == r && self.mask.leaf_included(l))
+            })
+            .collect();
+        let fast: Vec<(usize, usize)> = roots
+            .iter()
+            .enumerate()
+            .filter_map(|(pos, &r)| {
+                super::parquet_fixed::eligible(
+                    pq_schema,
+                    md.row_group(rg),
+                    r,
+                    file_schema.field(r).data_type(),
+                )
+                .map(|leaf| (pos, leaf))
+            })
+            .collect();
+        let rest: Vec<usize> = (0..pq_schema.num_columns())
+            .filter(|&l| self.mask.leaf_included(l) && !fast.iter().any(|&(_, f)| f == l))
+            .collect();
+        if fast.is_empty() {
+            return ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(self.mask.clone())
+                .with_batch_size(self.batch_rows)
+                .build()
+                .map(RgReader::Arrow)
+                .map_err(|e| self.rg_error(rg, e.to_string()));
+        }
+        let rows = md.row_group(rg).num_rows().max(0) as usize;
+        let chunks = Arc::new(chunks);
+        let mut cols = Vec::with_capacity(fast.len());
+        for &(pos, leaf) in &fast {
+            let field = file_schema.field(roots[pos]).clone();
+            let c = super::parquet_fixed::FixedListColumn::open(
+                chunks.clone(),
+                md.row_group(rg),
+                leaf,
+                Arc::new(field),
+            )
+            .map_err(|e| self.rg_error(rg, e))?;
+            cols.push((pos, c));
+        }
+        let arrow = if rest.is_empty() {
+            None
+        } else {
+            let mask = ProjectionMask::leaves(pq_schema, rest);
+            Some(
+                ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    (*chunks).clone(),
+                    self.meta.clone(),
+                )
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_batch_size(self.batch_rows)
+                .build()
+                .map_err(|e| self.rg_error(rg, e.to_string()))?,
+            )
+        };
+        let schema = Arc::new(
+            file_schema
+                .project(&roots)
+                .map_err(|e| Error::Internal(format!("{}: {e}", self.path)))?,
+        );
+        Ok(RgReader::Fixed(FixedRg {
+            arrow,
+            cols,
+            rows_left: rows,
+            batch_rows: self.batch_rows,
+            schema,
+        }))
+    }
+
+    fn finish_batch(&self, b: RecordBatch) -> Result<RecordBatch> {
+        let cols = match &self.perm {
+            None => b.columns().to_vec(),
+            Some(p) => p.iter().map(|&i| b.column(i).clone()).collect(),
+        };
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )
+        .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+    }
+
+    /// Handles a bad row group: the error under Raise, a count and a warning under Skip.
+    fn bad(&mut self, rg: usize, e: Error) -> Result<()> {
+        if self.on_error == OnError::Raise || !matches!(e, Error::Data { .. }) {
+            self.done = true;
+            return Err(e);
+        }
+        tracing::warn!("skipping: {e}");
+        self.skipped.blocks += 1;
+        self.skipped.records += self.meta.metadata().row_group(rg).num_rows().max(0) as u64;
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(b) = self.buffered.pop_front() {
+                return Ok(Some(b));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let Some((rg, mut reader)) = self.current.take() else {
+                let Some(rg) = self.todo.pop_front() else {
+                    self.done = true;
+                    return Ok(None);
+                };
+                self.active = rg;
+                match self.rg_reader(rg) {
+                    Ok(r) => self.current = Some((rg, r)),
+                    Err(e) => self.bad(rg, e)?,
+                }
+                continue;
+            };
+            if self.on_error == OnError::Raise {
+                match reader.next() {
+                    Some(Ok(b)) => {
+                        self.current = Some((rg, reader));
+                        return self.finish_batch(b).map(Some);
+                    }
+                    Some(Err(e)) => {
+                        let e = self.rg_error(rg, e);
+                        self.done = true;
+                        return Err(e);
+                    }
+                    None => continue,
+                }
+            }
+            // Skip: decode the whole row group before handing any of it out, so a bad one is
+            // dropped whole and counted, never half-delivered.
+            let (path, split) = (self.path.clone(), self.split);
+            let decoded = guard(
+                || loc(&path, Some(split), None, Some(format!("row group {rg}"))),
+                FORMAT,
+                || {
+                    reader
+                        .by_ref()
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(Error::Internal)
+                },
+            );
+            let failed = match decoded {
+                Ok(got) => {
+                    for b in got {
+                        let b = self.finish_batch(b)?;
+                        self.buffered.push_back(b);
+                    }
+                    None
+                }
+                Err(Error::Internal(msg)) => Some(self.rg_error(rg, msg)),
+                Err(e) => Some(e),
+            };
+            if let Some(e) = failed {
+                self.bad(rg, e)?;
+            }
+        }
+    }
+}
+
+/// One row group's reader: the parquet crate's, or [`FixedRg`] when some projected columns
+/// are fixed-size lists of numbers without nulls.
+enum RgReader {
+    Arrow(ParquetRecordBatchReader),
+    Fixed(FixedRg),
+}
+
+impl Iterator for RgReader {
+    type Item = std::result::Result<RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RgReader::Arrow(r) => r.next().map(|b| b.map_err(|e| e.to_string())),
+            RgReader::Fixed(r) => r.next(),
+        }
+    }
+}
+
+/// Fixed-size list columns through [`super::parquet_fixed`], the other projected columns
+/// through the parquet crate's reader, zipped batch by batch (both cut `batch_rows` rows).
+struct FixedRg {
+    arrow: Option<ParquetRecordBatchReader>,
+    /// (position among the projected roots, reader)
+    cols: Vec<(usize, super::parquet_fixed::FixedListColumn)>,
+    rows_left: usize,
+    batch_rows: usize,
+    /// The projected roots, in file order (what the parquet reader would yield).
+    schema: SchemaRef,
+}
+
+impl FixedRg {
+    fn batch(&mut self) -> std::result::Result<RecordBatch, String> {
+        let n = self.rows_left.min(self.batch_rows);
+        let mut others = match self.arrow.as_mut() {
+            Some(r) => {
+                let b = r
+                    .next()
+                    .ok_or_else(|| format!("row group ended {} rows early", self.rows_left))?
+                    .map_err(|e| e.to_string())?;
+                if b.num_rows() != n {
+                    return Err(format!("batch of {} rows, expected {n}", b.num_rows()));
+                }
+                b.columns().to_vec().into_iter()
+            }
+            None => Vec::new().into_iter(),
+        };
+        let mut fixed = Vec::with_capacity(self.cols.len());
+        for (pos, c) in &mut self.cols {
+            fixed.push((*pos, c.read(n)?));
+        }
+        let mut fixed = fixed.into_iter().peekable();
+        let mut cols = Vec::with_capacity(self.schema.fields().len());
+        for i in 0..self.schema.fields().len() {
+            match fixed.peek() {
+                Some((p, _)) if *p == i => cols.push(
+                    fixed
+                        .next()
+                        .map(|(_, a)| a)
+                        .unwrap_or_else(|| unreachable!()),
+                ),
+                _ => cols.push(others.next().ok_or("missing column")?),
+            }
+        }
+        self.rows_left -= n;
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl Iterator for FixedRg {
+    type Item = std::result::Result<RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rows_left == 0 {
+            return None;
+        }
+        let r = self.batch();
+        if r.is_err() {
+            self.rows_left = 0;
+        }
+        Some(r)
+    }
+}
+
+impl Iterator for ParquetReader {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.rg_error(self.active, panicked(&msg))),
+        };
+        if r.is_err() {
+            self.done = true;
+            self.current = None;
+            self.buffered.clear();
+        }
+        r.transpose()
+    }
+}
+
+impl SplitReader for ParquetReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        self.skipped.clone()
+    }
+}
+
+/// Where a column chunk starts in the file, if its footer says so sensibly.
+fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> Option<u64> {
+    let start = match c.dictionary_page_offset() {
+        Some(d) => d,
+        None => c.data_page_offset(),
+    };
+    u64::try_from(start).ok()
+}

@@ -1,0 +1,99 @@
+//! Storage: one trait over local files and HDFS.
+//!
+//! [`open_storage`] picks the backend from a path or URI (`/data`, `file:///data`,
+//! `hdfs://nn:9000/data`, `viewfs://cluster/data`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use hydrofeed_error::{Error, Location, Result};
+
+pub mod hdfs;
+pub mod local;
+
+/// Metadata of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStatus {
+    /// Full path or URI, usable with [`Storage::open`].
+    pub path: String,
+    /// Length in bytes.
+    pub len: u64,
+    /// Whether this is a directory.
+    pub is_dir: bool,
+}
+
+/// Hosts that hold a byte range of a file (HDFS block locations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockLocation {
+    /// First byte of the block.
+    pub offset: u64,
+    /// Block length.
+    pub len: u64,
+    /// Host names holding a replica.
+    pub hosts: Vec<String>,
+}
+
+/// A file opened for ranged reads. Cheap to share between threads.
+pub trait RandomAccess: Send + Sync {
+    /// File length in bytes.
+    fn len(&self) -> u64;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Reads exactly `len` bytes at `offset` (fewer only at end of file).
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    /// The path, for error messages.
+    fn path(&self) -> &str;
+}
+
+/// A file system: local disk or HDFS.
+pub trait Storage: Send + Sync {
+    /// Status of one path.
+    fn stat(&self, path: &str) -> Result<FileStatus>;
+    /// Direct children of a directory.
+    fn list(&self, dir: &str) -> Result<Vec<FileStatus>>;
+    /// Opens a file for ranged reads.
+    fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>>;
+    /// Block locations of a file (one entry covering the file for local disk).
+    fn block_locations(&self, path: &str) -> Result<Vec<BlockLocation>>;
+    /// Scheme name: "file", "hdfs", "viewfs".
+    fn scheme(&self) -> &'static str;
+}
+
+/// Opens the storage for a path or URI.
+pub fn open_storage(uri: &str) -> Result<Arc<dyn Storage>> {
+    match uri.split_once("://").map(|(s, _)| s) {
+        None | Some("file") => Ok(Arc::new(local::LocalStorage)),
+        Some("hdfs") | Some("viewfs") => open_hdfs(uri),
+        Some(other) => Err(crate::Error::InvalidArgument(format!(
+            "{uri}: unsupported scheme {other:?} (expected a local path, file://, hdfs:// or viewfs://)"
+        ))),
+    }
+}
+
+/// One [`hdfs::HdfsStorage`] per `scheme://authority` (and `HADOOP_USER_NAME`), so that every
+/// caller shares the NameNode and DataNode connections.
+fn open_hdfs(uri: &str) -> Result<Arc<dyn Storage>> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<hdfs::HdfsStorage>>>> = OnceLock::new();
+    let (scheme, rest) = uri.split_once("://").unwrap_or(("hdfs", uri));
+    let authority = rest.split('/').next().unwrap_or("");
+    let key = format!(
+        "{scheme}://{authority} {} {}",
+        std::env::var("HADOOP_USER_NAME").unwrap_or_default(),
+        std::env::var("HADOOP_CONF_DIR").unwrap_or_default()
+    );
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = cache.get(&key) {
+        return Ok(s.clone());
+    }
+    let s = Arc::new(hdfs::HdfsStorage::new(uri)?);
+    cache.insert(key, s.clone());
+    Ok(s)
+}

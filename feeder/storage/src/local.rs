@@ -1,0 +1,120 @@
+//! Local disk storage.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{BlockLocation, FileStatus, RandomAccess, Storage};
+use crate::{Error, Result};
+
+/// Local file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalStorage;
+
+/// Strips an optional `file://` prefix.
+pub fn local_path(uri: &str) -> &str {
+    uri.strip_prefix("file://").unwrap_or(uri)
+}
+
+pub(crate) fn map_io(path: &str, offset: Option<u64>, e: std::io::Error) -> Error {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound {
+            path: path.to_string(),
+        },
+        std::io::ErrorKind::PermissionDenied => Error::PermissionDenied {
+            path: path.to_string(),
+        },
+        _ => Error::Io {
+            loc: hydrofeed_error::Location {
+                path: path.to_string(),
+                offset,
+                ..Default::default()
+            },
+            source: e,
+        },
+    }
+}
+
+struct LocalFile {
+    path: String,
+    file: std::fs::File,
+    len: u64,
+}
+
+impl RandomAccess for LocalFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        use std::os::unix::fs::FileExt;
+        let end = offset.saturating_add(len as u64).min(self.len);
+        let n = end.saturating_sub(offset) as usize;
+        let mut buf = vec![0u8; n];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| map_io(&self.path, Some(offset), e))?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl Storage for LocalStorage {
+    fn stat(&self, path: &str) -> Result<FileStatus> {
+        let p = local_path(path);
+        let md = std::fs::metadata(p).map_err(|e| map_io(path, None, e))?;
+        Ok(FileStatus {
+            path: p.to_string(),
+            len: md.len(),
+            is_dir: md.is_dir(),
+        })
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<FileStatus>> {
+        let p = local_path(dir);
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(p).map_err(|e| map_io(dir, None, e))? {
+            let entry = entry.map_err(|e| map_io(dir, None, e))?;
+            let md = entry.metadata().map_err(|e| map_io(dir, None, e))?;
+            out.push(FileStatus {
+                path: entry.path().to_string_lossy().into_owned(),
+                len: md.len(),
+                is_dir: md.is_dir(),
+            });
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>> {
+        let p = local_path(path);
+        let file = std::fs::File::open(p).map_err(|e| map_io(path, None, e))?;
+        let md = file.metadata().map_err(|e| map_io(path, None, e))?;
+        if md.is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "{path}: is a directory, expected a file"
+            )));
+        }
+        Ok(Arc::new(LocalFile {
+            path: p.to_string(),
+            file,
+            len: md.len(),
+        }))
+    }
+
+    fn block_locations(&self, path: &str) -> Result<Vec<BlockLocation>> {
+        let st = self.stat(path)?;
+        Ok(vec![BlockLocation {
+            offset: 0,
+            len: st.len,
+            hosts: vec!["localhost".to_string()],
+        }])
+    }
+
+    fn scheme(&self) -> &'static str {
+        "file"
+    }
+}
