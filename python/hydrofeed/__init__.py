@@ -5,6 +5,9 @@ or :func:`read` (an input's batches as ``pyarrow.RecordBatch`` in this process).
 
 ``hydrofeed.tf``, ``hydrofeed.torch`` and ``hydrofeed.jax`` are imported on first use, so neither
 TensorFlow, torch nor JAX is needed to import ``hydrofeed``.
+
+Every exception and warning class is defined in (or, for the ones the compiled module raises,
+re-exported by) :mod:`hydrofeed.exceptions`, and exported here too.
 """
 
 from __future__ import annotations
@@ -13,18 +16,19 @@ import collections.abc
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hydrofeed._native import (
-    Batch,
+from hydrofeed._native import Batch, Ragged, __version__
+from hydrofeed.exceptions import (
     CoordinatorError,
     DataError,
+    FeedFilesError,
     FeedTimeoutError,
     HydrofeedError,
     PeerLostError,
-    Ragged,
     RingExhaustedError,
     RingPressureWarning,
     SchemaError,
-    __version__,
+    TrainerFailedError,
+    TransportError,
 )
 from hydrofeed.feed import DataFeed
 from hydrofeed.read import read
@@ -41,6 +45,7 @@ __all__ = [
     "CoordinatorError",
     "DataError",
     "DataFeed",
+    "FeedFilesError",
     "FeedTimeoutError",
     "HydrofeedError",
     "PeerLostError",
@@ -48,6 +53,8 @@ __all__ = [
     "RingExhaustedError",
     "RingPressureWarning",
     "SchemaError",
+    "TrainerFailedError",
+    "TransportError",
     "__version__",
     "read",
 ]

@@ -30,7 +30,8 @@ import pyarrow as pa
 import tensorflow as tf
 
 from hydrofeed._epochs import EpochIterator
-from hydrofeed._native import Batch, HydrofeedError, Ragged
+from hydrofeed._native import Batch, Ragged
+from hydrofeed.exceptions import HydrofeedError
 from hydrofeed.feed import DataFeed
 
 __all__ = ["dataset", "distributed_dataset", "spec_of"]

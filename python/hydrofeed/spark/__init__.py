@@ -14,10 +14,10 @@ Most users want::
 as they do with ``from tensorflowonspark import TFCluster``.
 """
 
+from hydrofeed.exceptions import FeedFilesError, TrainerFailedError
 from hydrofeed.spark import cluster as TFCluster
-from hydrofeed.spark.cluster import InputMode, TrainerFailedError
+from hydrofeed.spark.cluster import InputMode
 from hydrofeed.spark.feed import SparkDataFeed
-from hydrofeed.spark.files import FeedFilesError
 from hydrofeed.spark.node import NodeContext
 
 __all__ = ["TFCluster", "InputMode", "TrainerFailedError", "FeedFilesError", "SparkDataFeed", "NodeContext"]

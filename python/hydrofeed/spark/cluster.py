@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from hydrofeed._native import HydrofeedError
+# Defined in hydrofeed.exceptions; still importable from here.
+from hydrofeed.exceptions import TrainerFailedError as TrainerFailedError
 from hydrofeed.spark import node as _node
 from hydrofeed.spark.control import Control, NodeState
 from hydrofeed.spark.node import ERROR_PREFIX
@@ -36,19 +37,6 @@ class InputMode:
 
     TENSORFLOW = 0  #: the trainers read their own data (``hydrofeed.read``, tf.data, ...)
     SPARK = 1  #: Spark feeds RDD/DataFrame partitions with ``TFCluster.train``/``inference``
-
-
-class TrainerFailedError(HydrofeedError, RuntimeError):
-    """A node of the cluster failed; carries its rank, role, host, exit status and output tail."""
-
-    def __init__(self, node: NodeState | None, message: str) -> None:
-        super().__init__(message)
-        self.rank = node.rank if node else None
-        self.job_name = node.meta.get("job_name") if node else None
-        self.task_index = node.meta.get("task_index") if node else None
-        self.host = node.meta.get("host") if node else None
-        self.exit_code = node.exit_code if node else None
-        self.log_tail = list(node.tail) if node else []
 
 
 def _error_summary(tail: list[str]) -> str | None:

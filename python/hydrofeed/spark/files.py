@@ -30,7 +30,8 @@ import time
 import urllib.request
 from typing import Any, Callable
 
-from hydrofeed._native import HydrofeedError
+# Defined in hydrofeed.exceptions; still importable from here.
+from hydrofeed.exceptions import FeedFilesError as FeedFilesError
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +41,6 @@ REMAINDERS = ("drop", "pad", "wrap")
 FORMATS = ("parquet", "orc", "avro", "tfrecord")
 
 _LISTEN_RE = re.compile(r"listening on (\S+)")
-
-
-class FeedFilesError(HydrofeedError, RuntimeError):
-    """The file feed failed: a feeder or the coordinator exited with an error (the message
-    names the rank, host and stage, and carries the process's last output lines)."""
 
 
 class Coordinator:

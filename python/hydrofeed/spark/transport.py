@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from hydrofeed._native import PeerLostError
+
+# Defined in hydrofeed.exceptions; still importable from here.
+from hydrofeed.exceptions import TransportError as TransportError
 
 # Frame kinds.
 HELLO = 1  # feeder -> hub: JSON {"mode": "train"|"infer"|"control", "partition": int}
@@ -50,10 +52,6 @@ FILES = 10  # control -> hub: JSON: attach to this feeder's ring (file mode, ``f
 _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 31
 _POOL_MIN = 1 << 16  # frames at least this large are received into Arrow pool memory
-
-
-class TransportError(PeerLostError, ConnectionError):
-    """The peer on the other end of a feeding socket failed or went away."""
 
 
 def _recv_exact(sock: socket.socket, n: int) -> memoryview:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hydrofeed.spark import cluster as _cluster
-from hydrofeed.spark.cluster import InputMode, TFCluster, TrainerFailedError
+from hydrofeed.exceptions import TrainerFailedError
+from hydrofeed.spark.cluster import InputMode, TFCluster
 
 __all__ = ["run", "InputMode", "TFCluster", "TrainerFailedError"]
 
