@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 import hydrofeed as hf
+from hydrofeed._deprecated import renamed_keyword
 from hydrofeed._proc import ServeProcess, gen, hydrofeed_bin
 
 ROW_BYTES = 784 * 4 + 8
@@ -71,10 +72,11 @@ def _best(runs: list[dict[str, float]]) -> dict[str, float]:
     return max(runs, key=lambda r: r["rows_per_s"])
 
 
-def feed_batches(data: Path, bs: int, fmt: str) -> Callable[[], Iterator[tuple[Any, Any]]]:
+@renamed_keyword("bs", "batch_size")
+def feed_batches(data: Path, batch_size: int, fmt: str) -> Callable[[], Iterator[tuple[Any, Any]]]:
     def run() -> Iterator[tuple[Any, Any]]:
         with ServeProcess(str(data), "--columns", "image,label", "--format", fmt) as s:
-            feed = hf.DataFeed(s.socket, batch_size=bs, connect_timeout=120)
+            feed = hf.DataFeed(s.socket, batch_size=batch_size, connect_timeout=120)
             feed._feed.wait_schema()
             for b in feed.batches():
                 yield b["image"], b["label"]
@@ -82,7 +84,8 @@ def feed_batches(data: Path, bs: int, fmt: str) -> Callable[[], Iterator[tuple[A
     return run
 
 
-def pyarrow_batches(data: Path, bs: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
+@renamed_keyword("bs", "batch_size")
+def pyarrow_batches(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
     import pyarrow.parquet as pq
 
     files = sorted(p for p in data.iterdir() if p.suffix == ".parquet")
@@ -90,14 +93,15 @@ def pyarrow_batches(data: Path, bs: int) -> Callable[[], Iterator[tuple[Any, Any
     def run() -> Iterator[tuple[Any, Any]]:
         for f in files:
             pf = pq.ParquetFile(f)
-            for rb in pf.iter_batches(batch_size=bs, columns=["image", "label"]):
+            for rb in pf.iter_batches(batch_size=batch_size, columns=["image", "label"]):
                 img = rb.column(0).flatten().to_numpy().reshape(-1, 784)
                 yield img, rb.column(1).to_numpy()
 
     return run
 
 
-def tfdata_batches(data: Path, bs: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
+@renamed_keyword("bs", "batch_size")
+def tfdata_batches(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
     import tensorflow as tf
 
     files = sorted(str(p) for p in data.iterdir() if p.suffix == ".tfrecord")
@@ -109,7 +113,7 @@ def tfdata_batches(data: Path, bs: int) -> Callable[[], Iterator[tuple[Any, Any]
     def run() -> Iterator[tuple[Any, Any]]:
         ds = (
             tf.data.TFRecordDataset(files)
-            .batch(bs)
+            .batch(batch_size)
             .map(lambda r: tf.io.parse_example(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE)
         )
@@ -134,12 +138,12 @@ def bench_feed(rows: int, repeat: int, work: Path) -> dict[str, Any]:
     feed_fmt = "parquet" if _parquet_readable(pq_dir) else "tfrecord"
     feed_dir = pq_dir if feed_fmt == "parquet" else tf_dir
     results: dict[str, dict[str, float]] = {}
-    for bs in (100, 1000):
-        results[f"feed_b{bs}"] = _best(
-            [_measure(feed_batches(feed_dir, bs, feed_fmt), rows) for _ in range(repeat)]
+    for batch_size in (100, 1000):
+        results[f"feed_b{batch_size}"] = _best(
+            [_measure(feed_batches(feed_dir, batch_size, feed_fmt), rows) for _ in range(repeat)]
         )
-        results[f"pyarrow_b{bs}"] = _best(
-            [_measure(pyarrow_batches(pq_dir, bs), rows) for _ in range(repeat)]
+        results[f"pyarrow_b{batch_size}"] = _best(
+            [_measure(pyarrow_batches(pq_dir, batch_size), rows) for _ in range(repeat)]
         )
     results["tfdata_b100"] = _best([_measure(tfdata_batches(tf_dir, 100), rows) for _ in range(repeat)])
 

@@ -649,7 +649,7 @@ def _decode(it: Any, schema: Any) -> Any:
         yield pa.ipc.read_record_batch(buf, schema), buf
 
 
-def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_rows: int) -> Callable:
+def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable:
     """The function a feeding task runs on one partition: returns ``[rows]`` (train) or the
     results (infer)."""
 
@@ -673,7 +673,7 @@ def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_ro
                 for _ in it:
                     pass
                 return [0] if mode == "train" else []
-            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_rows))
+            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
             sent = 0
             for rb, ipc in batches:
                 if rb.num_rows:

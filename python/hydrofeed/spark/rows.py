@@ -19,6 +19,8 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from hydrofeed._deprecated import renamed_keyword
+
 ROW_KIND = b"hf.row"  # schema metadata: tuple | list | scalar | dict | row
 PICKLED = b"hf.pickled"
 
@@ -83,11 +85,13 @@ def rows_to_batch(rows: list) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def batches_from_rows(rows: Iterable, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """Groups an iterator of rows into record batches of ``batch_rows`` rows."""
+@renamed_keyword("batch_rows", "batch_size")
+def batches_from_rows(rows: Iterable, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Groups an iterator of rows into record batches of ``batch_size`` rows (the last may be
+    shorter). ``batch_rows=``, the old name, still works but warns."""
     it = iter(rows)
     while True:
-        chunk = list(itertools.islice(it, batch_rows))
+        chunk = list(itertools.islice(it, batch_size))
         if not chunk:
             return
         yield rows_to_batch(chunk)
