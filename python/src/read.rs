@@ -94,7 +94,7 @@ impl Reader {
                 None => break,
             }
         }
-        st.pending.take(&self.plan.schema, n)
+        st.pending.take(n)
     }
 }
 

@@ -362,7 +362,7 @@ fn inspect_prints_schema_files_splits_and_rows() {
     );
 
     let bad = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/badinput/pq_text.parquet");
+        .join("../../tests/data/badinput/pq_text.parquet");
     let out = hydrofeed(&["inspect", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -72,7 +72,7 @@ impl CoordClient {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
+            .map_err(|e| Error::external("tokio runtime", e))?;
         let uri = if addr.contains("://") {
             addr.to_string()
         } else {

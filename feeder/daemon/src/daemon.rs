@@ -40,7 +40,7 @@ use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::cluster::{Registration, Role};
 use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Lease, Stage, Work, WorkerCounters};
-use hydrofeed_format::{Plan, ReadOptions, SplitReader};
+use hydrofeed_format::{Plan, ReadOptions, Rebatcher, SplitReader};
 use hydrofeed_storage::{self as storage, Storage};
 
 /// Decoded batches a rank's readers may hold ahead of its writer.
@@ -119,8 +119,11 @@ pub struct RankStats {
     pub stage: AtomicU8,
     /// Rows read (after skipping to the lease start).
     pub rows_read: AtomicU64,
-    /// Rows skipped to reach lease starts.
+    /// Rows decoded and dropped to reach lease starts (the head of a unit).
     pub rows_skipped: AtomicU64,
+    /// Rows passed over without reading or decoding them to reach lease starts (whole row
+    /// groups, stripes, blocks, records).
+    pub rows_passed: AtomicU64,
     /// Batches written into the ring.
     pub batches: AtomicU64,
     /// Bytes written into the ring.
@@ -227,7 +230,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
             .num_threads(opts.decode_threads)
             .thread_name(|i| format!("hf-decode{i}"))
             .build()
-            .map_err(|e| Error::Internal(format!("decode pool: {e}")))?,
+            .map_err(|e| Error::external("decode pool", e))?,
     );
     let mut handles: Vec<(usize, thread::JoinHandle<Result<RankTotals>>)> = Vec::new();
     for i in 0..opts.trainers {
@@ -241,7 +244,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         let h = thread::Builder::new()
             .name(format!("hf-rank{i}"))
             .spawn(move || run_rank(&o, i, &p, &s, &st, &pool))
-            .map_err(|e| Error::Internal(format!("spawning a rank thread: {e}")))?;
+            .map_err(|e| Error::external("spawning a rank thread", e))?;
         handles.push((i as usize, h));
     }
     let mut report = FeederReport::default();
@@ -348,7 +351,7 @@ fn run_rank(
         thread::Builder::new()
             .name(format!("hf-hb{rank}"))
             .spawn(move || heartbeat(&o, rank, inc, &st, &stop, every))
-            .map_err(|e| Error::Internal(format!("spawning a heartbeat thread: {e}")))?
+            .map_err(|e| Error::external("spawning a heartbeat thread", e))?
     };
     let r = feed_rank(opts, &reg, plan, storage, stats, client, pool, attached);
     stats.set(Stage::Done);
@@ -490,7 +493,11 @@ fn read_lease(
     })?;
     st.set(Stage::Reading);
     let mut reader = hydrofeed_format::open_split(storage, plan, split, read)?;
-    let (mut skip, mut left) = (l.first_row, l.rows);
+    // Whole units before the lease's first row are passed over unread; only the rest of the
+    // head is decoded and dropped.
+    let passed = reader.skip_rows(l.first_row);
+    st.rows_passed.fetch_add(passed, Ordering::Relaxed);
+    let (mut skip, mut left) = (l.first_row - passed, l.rows);
     // Records skipped before the lease's first row belong to another lease's range (the
     // readers re-decode a split's head): count only those after it.
     let mut skipped_before = (l.first_row == 0).then_some(0);
@@ -802,7 +809,7 @@ fn feed_rank(
         thread::Builder::new()
             .name(format!("hf-read{rank}"))
             .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
-            .map_err(|e| Error::Internal(format!("spawning a reader thread: {e}")))?
+            .map_err(|e| Error::external("spawning a reader thread", e))?
     };
     let mut r = write_rank(
         &mut w,
@@ -850,35 +857,44 @@ fn write_rank(
     let schema = w
         .enc
         .schema_frame(w.meta(0, u32::MAX, 0))
-        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+        .map_err(|e| Error::external("frame encoding", e))?;
     w.put(&schema)?;
     // A trainer that re-attached is in the middle of an epoch (its end-of-epoch frame still
     // to come unless it read it), maybe in the middle of a batch that was cut in frames.
     let mut epoch: Option<u32> = rejoin.filter(|r| !r.epoch_done).and_then(|r| r.epoch);
-    let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pieces: Vec<Piece> = Vec::new();
-    let mut pending_rows = match (rejoin, epoch) {
+    // Rows of the next batch, each piece tagged with its (lease, split).
+    let mut pending: Rebatcher<(u64, u32)> = Rebatcher::default();
+    // Rows the trainer already holds of its current batch (one cut in frames before a
+    // restart): the next batch completes it.
+    let mut short = match (rejoin, epoch) {
         (Some(r), Some(_)) => (r.epoch_rows % bs as u64) as usize,
         _ => 0,
     };
     let mut last_split = u32::MAX;
     let flush = |w: &mut Writer,
-                 pending: &mut Vec<RecordBatch>,
-                 pieces: &mut Vec<Piece>,
-                 pending_rows: &mut usize,
+                 pending: &mut Rebatcher<(u64, u32)>,
+                 short: &mut usize,
                  epoch: u32,
                  split: u32|
      -> Result<()> {
-        if let Some(b) = serve::glue(pending)? {
-            *pending_rows = 0;
-            w.batch(epoch, split, &b, pieces)?;
+        if let Some((b, tags)) = pending.take_tagged(bs - *short)? {
+            *short = 0;
+            let pieces: Vec<Piece> = tags
+                .into_iter()
+                .map(|((lease, split), rows)| Piece {
+                    lease,
+                    split,
+                    rows: rows as u64,
+                })
+                .collect();
+            w.batch(epoch, split, &b, &pieces)?;
             st.batches.store(w.report.batches, Ordering::Relaxed);
             st.bytes.store(w.report.bytes, Ordering::Relaxed);
             let last = w.seq - 1;
             book.lock()
                 .map_err(|_| Error::Internal("ack book poisoned".into()))?
                 .frames
-                .push_back((last, std::mem::take(pieces)));
+                .push_back((last, pieces));
         }
         Ok(())
     };
@@ -913,51 +929,27 @@ fn write_rank(
                     if let Some(e) = epoch {
                         // Quotas are multiples of the batch size: nothing is pending here
                         // unless the coordinator broke its contract; send it short then.
-                        flush(
-                            w,
-                            &mut pending,
-                            &mut pieces,
-                            &mut pending_rows,
-                            e,
-                            last_split,
-                        )?;
+                        flush(w, &mut pending, &mut short, e, last_split)?;
                         let rows = w.report.rows;
                         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
                     }
                     // (A re-attached trainer's cut batch belongs to the epoch that ended.)
-                    pending_rows = 0;
+                    short = 0;
                     epoch = Some(l.epoch);
                 }
             }
-            Ev::Rows(lease, split, mut b) => {
+            Ev::Rows(lease, split, b) => {
                 last_split = split;
                 let e = epoch.unwrap_or(0);
-                while b.num_rows() > 0 {
-                    let take = (bs - pending_rows).min(b.num_rows());
-                    pending.push(b.slice(0, take));
-                    pieces.push(Piece {
-                        lease,
-                        split,
-                        rows: take as u64,
-                    });
-                    pending_rows += take;
-                    b = b.slice(take, b.num_rows() - take);
-                    if pending_rows == bs {
-                        flush(w, &mut pending, &mut pieces, &mut pending_rows, e, split)?;
-                    }
+                pending.push_tagged(b, (lease, split));
+                while pending.rows() >= bs - short {
+                    flush(w, &mut pending, &mut short, e, split)?;
                 }
             }
             Ev::End(steps) => break steps,
             Ev::Failed(e) => {
                 let ep = epoch.unwrap_or(0);
-                flush(
-                    w,
-                    &mut pending,
-                    &mut pieces,
-                    &mut pending_rows,
-                    ep,
-                    last_split,
-                )?;
+                flush(w, &mut pending, &mut short, ep, last_split)?;
                 return Err(e);
             }
         }
@@ -966,16 +958,8 @@ fn write_rank(
     if stop_requested() {
         // Rows of a partial batch are not sent: un-acked, they go to whoever resumes.
         pending.clear();
-        pieces.clear();
     } else {
-        flush(
-            w,
-            &mut pending,
-            &mut pieces,
-            &mut pending_rows,
-            e,
-            last_split,
-        )?;
+        flush(w, &mut pending, &mut short, e, last_split)?;
     }
     if epoch.is_some() && !stop_requested() {
         let rows = w.report.rows;
@@ -1068,6 +1052,12 @@ pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
         &|st| st.rows_skipped.load(Ordering::Relaxed) as f64,
     );
     metric(
+        "hydrofeed_feeder_rows_passed_total",
+        "Rows passed over unread (whole row groups, stripes, blocks, records) to reach a lease start",
+        "counter",
+        &|st| st.rows_passed.load(Ordering::Relaxed) as f64,
+    );
+    metric(
         "hydrofeed_feeder_ring_batches_unacked",
         "Batches in the ring or held by the trainer, not yet acked (ring occupancy)",
         "gauge",
@@ -1124,7 +1114,7 @@ fn spawn_metrics(addr: SocketAddr, stats: Vec<Arc<RankStats>>, t0: Instant) -> R
                 );
             }
         })
-        .map_err(|e| Error::Internal(format!("spawning the metrics thread: {e}")))?;
+        .map_err(|e| Error::external("spawning the metrics thread", e))?;
     tracing::info!("feeder metrics on http://{local}/metrics");
     Ok(local)
 }

@@ -33,7 +33,7 @@ use hydrofeed_tfbridge::{
 
 use crate::{Error, Result};
 use hydrofeed_error::Location;
-use hydrofeed_format::{self as format, Plan, ReadOptions};
+use hydrofeed_format::{self as format, Plan, ReadOptions, Rebatcher};
 use hydrofeed_storage::{self as storage, Storage};
 
 /// Short wait used for every ring operation, so peer death and stalls are seen promptly.
@@ -217,7 +217,7 @@ impl Writer {
                         w(Duration::ZERO);
                     }
                     f.write_to(&mut r)
-                        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+                        .map_err(|e| Error::external("frame encoding", e))?;
                     r.commit();
                     self.seq += 1;
                     self.report.bytes += f.len() as u64;
@@ -298,7 +298,7 @@ impl Writer {
         self.put(&f)?;
         self.enc
             .commit(&f)
-            .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+            .map_err(|e| Error::external("frame encoding", e))?;
         self.report.rows += b.num_rows() as u64;
         self.report.batches += 1;
         Ok(())
@@ -448,22 +448,7 @@ pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
 
 /// The frame encoder for a plan's schema.
 pub(crate) fn encoder(plan: &Plan) -> Result<FrameEncoder> {
-    FrameEncoder::new(plan.schema.clone())
-        .map_err(|e| Error::Internal(format!("frame encoder: {e}")))
-}
-
-/// Concatenates the pieces of one batch (a single piece is returned as is: no copy).
-pub(crate) fn glue(pending: &mut Vec<RecordBatch>) -> Result<Option<RecordBatch>> {
-    Ok(match pending.len() {
-        0 => None,
-        1 => pending.pop(),
-        _ => {
-            let b = arrow_select::concat::concat_batches(&pending[0].schema(), pending.iter())
-                .map_err(|e| Error::Internal(format!("rebatching: {e}")))?;
-            pending.clear();
-            Some(b)
-        }
-    })
+    FrameEncoder::new(plan.schema.clone()).map_err(|e| Error::external("frame encoder", e))
 }
 
 /// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
@@ -514,7 +499,7 @@ fn feed(
     let schema_frame = w
         .enc
         .schema_frame(w.meta(0, u32::MAX, 0))
-        .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+        .map_err(|e| Error::external("frame encoding", e))?;
     w.put(&schema_frame)?;
     let bs = read.batch_rows;
     for epoch in 0..epochs {
@@ -523,7 +508,7 @@ fn feed(
         let reader = thread::Builder::new()
             .name(format!("hf-read-e{epoch}"))
             .spawn(move || read_epoch(s, p, o, tx))
-            .map_err(|e| Error::Internal(format!("spawning the reader thread: {e}")))?;
+            .map_err(|e| Error::external("spawning the reader thread", e))?;
         let r = write_epoch(w, &rx, epoch, bs);
         drop(rx); // unblocks the reader if we stop early
         let _ = reader.join();
@@ -544,19 +529,16 @@ fn feed(
 }
 
 fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> Result<()> {
-    // Pieces of the next batch, and split ends waiting for the batch holding their last row.
-    let mut pending: Vec<RecordBatch> = Vec::new();
-    let mut pending_rows = 0usize;
+    // Rows of the next batch, and split ends waiting for the batch holding their last row.
+    let mut pending = Rebatcher::default();
     let mut pending_ends: Vec<(u32, u64)> = Vec::new();
     let mut last_split = u32::MAX;
     let flush = |w: &mut Writer,
-                 pending: &mut Vec<RecordBatch>,
-                 pending_rows: &mut usize,
+                 pending: &mut Rebatcher,
                  ends: &mut Vec<(u32, u64)>,
                  split: u32|
      -> Result<()> {
-        if let Some(b) = glue(pending)? {
-            *pending_rows = 0;
+        if let Some(b) = pending.take(bs)? {
             w.batch(epoch, split, &b, &[])?;
         }
         for (s, rows) in ends.drain(..) {
@@ -577,44 +559,27 @@ fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> R
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
         };
         match ev {
-            Event::Batch(split, mut b) => {
+            Event::Batch(split, b) => {
                 last_split = split;
-                while b.num_rows() > 0 {
-                    let take = (bs - pending_rows).min(b.num_rows());
-                    pending.push(b.slice(0, take));
-                    pending_rows += take;
-                    b = b.slice(take, b.num_rows() - take);
-                    if pending_rows == bs {
-                        flush(w, &mut pending, &mut pending_rows, &mut pending_ends, split)?;
-                    }
+                pending.push(b);
+                while pending.rows() >= bs {
+                    flush(w, &mut pending, &mut pending_ends, split)?;
                 }
             }
             Event::SplitEnd(split, rows) => {
                 pending_ends.push((split, rows));
                 if pending.is_empty() {
-                    flush(w, &mut pending, &mut pending_rows, &mut pending_ends, split)?;
+                    flush(w, &mut pending, &mut pending_ends, split)?;
                 }
             }
             Event::Failed(e) => {
                 // Rows read before the error still reach the trainer, then the error.
-                flush(
-                    w,
-                    &mut pending,
-                    &mut pending_rows,
-                    &mut pending_ends,
-                    last_split,
-                )?;
+                flush(w, &mut pending, &mut pending_ends, last_split)?;
                 return Err(e);
             }
         }
     }
-    flush(
-        w,
-        &mut pending,
-        &mut pending_rows,
-        &mut pending_ends,
-        last_split,
-    )
+    flush(w, &mut pending, &mut pending_ends, last_split)
 }
 
 /// Whether `p` is an existing socket left by a dead server (tests, launchers).

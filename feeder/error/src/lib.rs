@@ -102,6 +102,16 @@ pub enum Error {
     /// Bad argument or configuration.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A library or the system failed at something that is not about the input: starting a
+    /// thread or a runtime, an Arrow kernel. What was being done, and the library's error.
+    #[error("{context}: {source}")]
+    External {
+        /// What was being done ("spawning the reader thread", "frame encoding").
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An internal invariant broke: a bug, please report it.
     #[error("internal error, please report: {0}")]
     Internal(String),
@@ -121,6 +131,17 @@ impl Error {
             ),
             Error::Timeout { .. } => true,
             _ => false,
+        }
+    }
+
+    /// An [`Error::External`]: `context` is what was being done.
+    pub fn external(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::External {
+            context: context.into(),
+            source: source.into(),
         }
     }
 

@@ -35,8 +35,9 @@ use arrow_avro::schema::AvroSchema;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::io::{catch, column_indices, guard, loc, panicked, Rebatcher};
+use super::io::{catch, column_indices, guard, loc, panicked};
 use super::parquet::check_against;
+use super::Rebatcher;
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
@@ -564,6 +565,9 @@ pub struct AvroReader {
     done: bool,
     /// The columns holding a `duration` (checked per block, see [`check_durations`]).
     duration_columns: Vec<usize>,
+    /// What [`SplitReader::skip_rows`] framed and left for the next read (a block too large to
+    /// pass over, the end, or an error).
+    held: Option<Result<Option<BlockPos>>>,
 }
 
 impl AvroReader {
@@ -621,6 +625,7 @@ impl AvroReader {
             on_error: opts.on_error,
             skipped: SkipStats::default(),
             done: false,
+            held: None,
         })
     }
 
@@ -680,7 +685,11 @@ impl AvroReader {
     /// Decodes the next block into `pending`; `false` at the end of the split.
     fn next_block(&mut self) -> Result<bool> {
         loop {
-            let Some(b) = self.walker.next_block()? else {
+            let next = match self.held.take() {
+                Some(r) => r,
+                None => self.walker.next_block(),
+            };
+            let Some(b) = next? else {
                 return Ok(false);
             };
             self.current = Some((b.offset, self.walker.block - 1));
@@ -714,7 +723,7 @@ impl AvroReader {
                 break;
             }
         }
-        match self.pending.take(&self.schema, self.batch_rows)? {
+        match self.pending.take(self.batch_rows)? {
             Some(b) => self.finish(b).map(Some),
             None => Ok(None),
         }
@@ -755,6 +764,24 @@ impl SplitReader for AvroReader {
         s.blocks += self.walker.skipped.blocks;
         s.records += self.walker.skipped.records;
         s
+    }
+
+    /// Frames blocks (header, length, sync marker) without decoding them: a block's object
+    /// count is in its header.
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        if self.done || self.current.is_some() || self.held.is_some() || self.pending.rows() > 0 {
+            return 0;
+        }
+        let mut passed = 0;
+        loop {
+            match self.walker.next_block() {
+                Ok(Some(b)) if passed + b.count <= n => passed += b.count,
+                other => {
+                    self.held = Some(other);
+                    return passed;
+                }
+            }
+        }
     }
 }
 

@@ -326,64 +326,6 @@ pub(crate) fn column_indices(
         .collect()
 }
 
-/// Concatenates small batches into batches of `rows` (Avro under `OnError::Skip` decodes
-/// block by block; `hydrofeed.read(batch_size=)` cuts across splits).
-#[derive(Default)]
-pub struct Rebatcher {
-    pending: Vec<arrow_array::RecordBatch>,
-    rows: usize,
-}
-
-impl Rebatcher {
-    /// Appends a batch.
-    pub fn push(&mut self, b: arrow_array::RecordBatch) {
-        self.rows += b.num_rows();
-        if b.num_rows() > 0 {
-            self.pending.push(b);
-        }
-    }
-
-    /// Rows pending.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Takes up to `n` rows as one batch.
-    pub fn take(
-        &mut self,
-        schema: &arrow_schema::SchemaRef,
-        n: usize,
-    ) -> Result<Option<arrow_array::RecordBatch>> {
-        if self.rows == 0 {
-            return Ok(None);
-        }
-        let mut parts = Vec::new();
-        let mut got = 0;
-        while got < n && !self.pending.is_empty() {
-            let b = self.pending.remove(0);
-            let want = n - got;
-            if b.num_rows() > want {
-                parts.push(b.slice(0, want));
-                self.pending.insert(0, b.slice(want, b.num_rows() - want));
-                got += want;
-            } else {
-                got += b.num_rows();
-                parts.push(b);
-            }
-        }
-        self.rows -= got;
-        let out = if parts.len() == 1 {
-            parts
-                .pop()
-                .unwrap_or_else(|| arrow_array::RecordBatch::new_empty(schema.clone()))
-        } else {
-            arrow_select::concat::concat_batches(schema, &parts)
-                .map_err(|e| Error::Internal(format!("concatenating batches: {e}")))?
-        };
-        Ok(Some(out))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

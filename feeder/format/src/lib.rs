@@ -20,10 +20,12 @@ pub mod listing;
 pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
+pub mod rebatch;
 pub mod split;
 pub mod tfrecord;
+mod units;
 
-pub use io::Rebatcher;
+pub use rebatch::Rebatcher;
 
 /// What to do with a corrupt record or block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,6 +105,15 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
     fn schema(&self) -> SchemaRef;
     /// What was skipped so far under `OnError::Skip`.
     fn skipped(&self) -> SkipStats;
+    /// Passes over whole units at the head of what is left to read (row groups, stripes, Avro
+    /// blocks, TFRecord records) that hold at most `n` rows together, without reading or
+    /// decoding them, and returns how many rows it passed over: 0 once reading has started,
+    /// or for a reader that cannot. A lease that starts at row `k` of a split calls this with
+    /// `k` and drops only the rest from the batches that follow, so it costs what it reads.
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        let _ = n;
+        0
+    }
 }
 
 /// Lists `input` and plans its splits.

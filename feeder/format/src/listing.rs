@@ -452,4 +452,8 @@ impl SplitReader for WithPartition {
     fn skipped(&self) -> SkipStats {
         self.inner.skipped()
     }
+
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        self.inner.skip_rows(n)
+    }
 }

@@ -9,7 +9,8 @@
 //!   groups are grouped into one split up to `opts.split_bytes` (one row group per split when
 //!   row groups are at least that large).
 //! - Read: through `StorageChunks` (the `parquet` crate's `ChunkReader` over
-//!   `RandomAccess::read_at`), one `ParquetRecordBatchReader` per row group so that an error
+//!   `RandomAccess::read_at`), in the reader loop shared with ORC ([`crate::units`]), one
+//!   `ParquetRecordBatchReader` per row group so that an error
 //!   names its row group and `OnError::Skip` can drop exactly one. Batches therefore never
 //!   span two row groups.
 //! - Projection: top-level column names (a nested list/struct column comes whole, with all its
@@ -17,7 +18,6 @@
 //! - Codecs: whatever the workspace enables on `parquet` (snappy, gzip, brotli, lz4, lz4_raw,
 //!   zstd); a codec not built in is a `DataError` naming the row group.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -28,10 +28,9 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use super::io::{
-    catch, check_head_magic, column_indices, guard, loc, not_this_format, panicked, StorageChunks,
-};
-use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
+use super::units::{Projection, UnitBatches, UnitReader, Units};
+use super::{ReadOptions, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
@@ -244,98 +243,73 @@ pub fn open(
     schema: &SchemaRef,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    Ok(Box::new(ParquetReader::open(storage, split, schema, opts)?))
+    Ok(Box::new(open_reader(storage, split, schema, opts)?))
 }
 
-/// Reads one Parquet split, row group by row group.
-pub struct ParquetReader {
+/// The row groups of one Parquet file, for the reader loop ([`UnitReader`]).
+pub(crate) struct RowGroups {
     path: String,
     split: u32,
     chunks: StorageChunks,
     meta: ArrowReaderMetadata,
     mask: ProjectionMask,
-    /// Output column `i` is column `perm[i]` of what the parquet reader yields.
-    perm: Option<Vec<usize>>,
-    schema: SchemaRef,
     batch_rows: usize,
-    on_error: OnError,
-    todo: VecDeque<usize>,
-    /// The row group being read (for errors).
-    active: usize,
-    current: Option<(usize, RgReader)>,
-    buffered: VecDeque<RecordBatch>,
-    skipped: SkipStats,
-    done: bool,
 }
 
-impl ParquetReader {
-    /// Opens a split.
-    pub fn open(
-        storage: &Arc<dyn Storage>,
-        split: &Split,
-        schema: &SchemaRef,
-        opts: &ReadOptions,
-    ) -> Result<Self> {
-        let SplitUnit::RowGroups { first, count } = split.unit else {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a Parquet split must be row groups, got {:?}",
-                split.path, split.unit
-            )));
-        };
-        let chunks = StorageChunks::new(storage.open(&split.path)?);
-        let meta = load(&chunks, &split.path)?;
-        let n_rg = meta.metadata().num_row_groups();
-        if (first as usize) + (count as usize) > n_rg {
-            return Err(Error::InvalidArgument(format!(
-                "{}: split {} asks for row groups {first}..{} of a file with {n_rg}",
-                split.path,
-                split.id,
-                first + count
-            )));
-        }
-        let file_schema = meta.schema().clone();
-        let (mask, perm, out_schema) = match &opts.columns {
-            None => (ProjectionMask::all(), None, file_schema.clone()),
-            Some(cols) => {
-                let idx = column_indices(&split.path, &file_schema, cols)?;
-                let mut sorted = idx.clone();
-                sorted.sort_unstable();
-                sorted.dedup();
-                let perm = idx
-                    .iter()
-                    .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
-                    .collect();
-                let out = Arc::new(file_schema.project(&idx).map_err(|e| Error::Schema {
-                    path: split.path.clone(),
-                    detail: e.to_string(),
-                })?);
-                (
-                    ProjectionMask::roots(meta.parquet_schema(), sorted),
-                    Some(perm),
-                    out,
-                )
-            }
-        };
-        check_against(&split.path, &out_schema, schema)?;
-        Ok(Self {
-            path: split.path.clone(),
-            split: split.id,
-            chunks,
-            meta,
-            mask,
-            perm,
-            schema: out_schema,
-            batch_rows: opts.batch_rows.max(1),
-            on_error: opts.on_error,
-            todo: (first as usize..(first + count) as usize).collect(),
-            active: first as usize,
-            current: None,
-            buffered: VecDeque::new(),
-            skipped: SkipStats::default(),
-            done: false,
-        })
+/// Opens a Parquet split: the row groups it names, projected to `opts.columns`.
+fn open_reader(
+    storage: &Arc<dyn Storage>,
+    split: &Split,
+    schema: &SchemaRef,
+    opts: &ReadOptions,
+) -> Result<UnitReader<RowGroups>> {
+    let SplitUnit::RowGroups { first, count } = split.unit else {
+        return Err(Error::InvalidArgument(format!(
+            "{}: a Parquet split must be row groups, got {:?}",
+            split.path, split.unit
+        )));
+    };
+    let chunks = StorageChunks::new(storage.open(&split.path)?);
+    let meta = load(&chunks, &split.path)?;
+    let n_rg = meta.metadata().num_row_groups();
+    if (first as usize) + (count as usize) > n_rg {
+        return Err(Error::InvalidArgument(format!(
+            "{}: split {} asks for row groups {first}..{} of a file with {n_rg}",
+            split.path,
+            split.id,
+            first + count
+        )));
     }
+    let file_schema = meta.schema().clone();
+    let idx = match &opts.columns {
+        None => None,
+        Some(cols) => Some(column_indices(&split.path, &file_schema, cols)?),
+    };
+    let (sorted, projection) = Projection::of(&split.path, &file_schema, idx)?;
+    let mask = match sorted {
+        None => ProjectionMask::all(),
+        Some(sorted) => ProjectionMask::roots(meta.parquet_schema(), sorted),
+    };
+    check_against(&split.path, &projection.schema, schema)?;
+    let units = RowGroups {
+        path: split.path.clone(),
+        split: split.id,
+        chunks,
+        meta,
+        mask,
+        batch_rows: opts.batch_rows.max(1),
+    };
+    Ok(UnitReader::new(
+        units,
+        FORMAT,
+        (&split.path, split.id),
+        projection,
+        opts.on_error,
+        (first as usize, count as usize),
+    ))
+}
 
+impl RowGroups {
     fn rg_error(&self, rg: usize, detail: String) -> Error {
         // (Not `byte_range()`: it panics on the negative offsets of a corrupt footer, and this
         // runs outside the decode guard.)
@@ -457,7 +431,7 @@ impl ParquetReader {
         let schema = Arc::new(
             file_schema
                 .project(&roots)
-                .map_err(|e| Error::Internal(format!("{}: {e}", self.path)))?,
+                .map_err(|e| self.rg_error(rg, e.to_string()))?,
         );
         Ok(RgReader::Fixed(FixedRg {
             arrow,
@@ -467,94 +441,23 @@ impl ParquetReader {
             schema,
         }))
     }
+}
 
-    fn finish_batch(&self, b: RecordBatch) -> Result<RecordBatch> {
-        let cols = match &self.perm {
-            None => b.columns().to_vec(),
-            Some(p) => p.iter().map(|&i| b.column(i).clone()).collect(),
-        };
-        RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            cols,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-        )
-        .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+impl Units for RowGroups {
+    fn rows(&self, rg: usize) -> u64 {
+        self.meta.metadata().row_group(rg).num_rows().max(0) as u64
     }
 
-    /// Handles a bad row group: the error under Raise, a count and a warning under Skip.
-    fn bad(&mut self, rg: usize, e: Error) -> Result<()> {
-        if self.on_error == OnError::Raise || !matches!(e, Error::Data { .. }) {
-            self.done = true;
-            return Err(e);
-        }
-        tracing::warn!("skipping: {e}");
-        self.skipped.blocks += 1;
-        self.skipped.records += self.meta.metadata().row_group(rg).num_rows().max(0) as u64;
-        Ok(())
+    fn open(&self, rg: usize) -> Result<UnitBatches> {
+        Ok(Box::new(self.rg_reader(rg)?))
     }
 
-    fn step(&mut self) -> Result<Option<RecordBatch>> {
-        loop {
-            if let Some(b) = self.buffered.pop_front() {
-                return Ok(Some(b));
-            }
-            if self.done {
-                return Ok(None);
-            }
-            let Some((rg, mut reader)) = self.current.take() else {
-                let Some(rg) = self.todo.pop_front() else {
-                    self.done = true;
-                    return Ok(None);
-                };
-                self.active = rg;
-                match self.rg_reader(rg) {
-                    Ok(r) => self.current = Some((rg, r)),
-                    Err(e) => self.bad(rg, e)?,
-                }
-                continue;
-            };
-            if self.on_error == OnError::Raise {
-                match reader.next() {
-                    Some(Ok(b)) => {
-                        self.current = Some((rg, reader));
-                        return self.finish_batch(b).map(Some);
-                    }
-                    Some(Err(e)) => {
-                        let e = self.rg_error(rg, e);
-                        self.done = true;
-                        return Err(e);
-                    }
-                    None => continue,
-                }
-            }
-            // Skip: decode the whole row group before handing any of it out, so a bad one is
-            // dropped whole and counted, never half-delivered.
-            let (path, split) = (self.path.clone(), self.split);
-            let decoded = guard(
-                || loc(&path, Some(split), None, Some(format!("row group {rg}"))),
-                FORMAT,
-                || {
-                    reader
-                        .by_ref()
-                        .collect::<std::result::Result<Vec<_>, _>>()
-                        .map_err(Error::Internal)
-                },
-            );
-            let failed = match decoded {
-                Ok(got) => {
-                    for b in got {
-                        let b = self.finish_batch(b)?;
-                        self.buffered.push_back(b);
-                    }
-                    None
-                }
-                Err(Error::Internal(msg)) => Some(self.rg_error(rg, msg)),
-                Err(e) => Some(e),
-            };
-            if let Some(e) = failed {
-                self.bad(rg, e)?;
-            }
-        }
+    fn error(&self, rg: usize, detail: String) -> Error {
+        self.rg_error(rg, detail)
+    }
+
+    fn name(&self, rg: usize) -> String {
+        format!("row group {rg}")
     }
 }
 
@@ -643,33 +546,6 @@ impl Iterator for FixedRg {
             self.rows_left = 0;
         }
         Some(r)
-    }
-}
-
-impl Iterator for ParquetReader {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let r = match catch(|| self.step()) {
-            Ok(r) => r,
-            Err(msg) => Err(self.rg_error(self.active, panicked(&msg))),
-        };
-        if r.is_err() {
-            self.done = true;
-            self.current = None;
-            self.buffered.clear();
-        }
-        r.transpose()
-    }
-}
-
-impl SplitReader for ParquetReader {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    fn skipped(&self) -> SkipStats {
-        self.skipped.clone()
     }
 }
 

@@ -37,7 +37,7 @@ const COVERED: &[&str] = &[
 ];
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/badinput")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/badinput")
 }
 
 fn path(name: &str) -> String {

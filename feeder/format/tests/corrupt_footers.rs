@@ -8,7 +8,7 @@ use hydrofeed_format::{OnError, ReadOptions};
 
 fn read(name: &str, ext: &str, on_error: OnError) -> String {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/regressions")
+        .join("../../fuzz/regressions")
         .join(name);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(format!("input.{ext}"));

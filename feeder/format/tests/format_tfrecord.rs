@@ -23,7 +23,7 @@ fn python() -> PathBuf {
     if let Ok(p) = std::env::var("HYDROFEED_PYTHON") {
         return p.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
 }
 
 /// Writes the TF fixtures once per test binary: `varied.{tfrecord,tfrecord.gz}`,

@@ -18,7 +18,7 @@ fn python() -> PathBuf {
     if let Ok(p) = std::env::var("HYDROFEED_PYTHON") {
         return p.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
 }
 
 /// `read FORMAT COMPRESSION OUT FILE...`: reads with pyarrow / fastavro / tf.data and dumps

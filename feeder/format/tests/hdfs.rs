@@ -571,7 +571,7 @@ fn pyarrow_parquet_over_hdfs_matches_local() {
     let tmp = tempfile::tempdir().unwrap();
     let local = tmp.path().join("pyarrow.parquet");
     let python = std::env::var("HYDROFEED_PYTHON").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python").to_string()
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/bin/python").to_string()
     });
     let script = r#"
 import sys, numpy as np, pyarrow as pa, pyarrow.parquet as pq
@@ -644,7 +644,7 @@ fn every_format_over_hdfs_matches_local() {
     let local: Arc<dyn Storage> = Arc::new(LocalStorage);
 
     let python = std::env::var("HYDROFEED_PYTHON").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python").to_string()
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../.venv/bin/python").to_string()
     });
     let indep = tmp.path().join("indep");
     let script = r#"

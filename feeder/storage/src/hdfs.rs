@@ -57,7 +57,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
             .map_err(|e| e.to_string())
     })
     .as_ref()
-    .map_err(|e| Error::Internal(format!("cannot start the HDFS runtime: {e}")))
+    .map_err(|e| Error::external("cannot start the HDFS runtime", e.clone()))
 }
 
 /// A future running on the HDFS runtime; [`Task::wait`] collects its output.

@@ -203,7 +203,7 @@ fn default_python() -> PathBuf {
     if local.exists() {
         return local;
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
 }
 
 fn baseline_script() -> PathBuf {
@@ -211,7 +211,7 @@ fn baseline_script() -> PathBuf {
     if local.exists() {
         return local;
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/baselines/decode.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baselines/decode.py")
 }
 
 /// Runs the Python baselines over `files` (format name -> paths).

@@ -342,6 +342,8 @@ pub struct TfrecordReader {
     skipped: SkipStats,
     skipped_bytes: u64,
     done: bool,
+    /// What [`SplitReader::skip_rows`] met and left for [`Self::fill`] (never a valid record).
+    held: Option<std::io::Result<Event>>,
 }
 
 impl TfrecordReader {
@@ -393,6 +395,7 @@ impl TfrecordReader {
             skipped: SkipStats::default(),
             skipped_bytes: 0,
             done: false,
+            held: None,
         })
     }
 
@@ -443,8 +446,9 @@ impl TfrecordReader {
         while self.decoder.rows() < self.batch_rows {
             let at = self.stream.offset();
             let ev = self
-                .stream
-                .next_record()
+                .held
+                .take()
+                .unwrap_or_else(|| self.stream.next_record())
                 .map_err(|e| from_io(&self.path, Some(self.split), self.compression, at, e))?;
             match ev {
                 Event::Record { offset, at, len } => {
@@ -533,6 +537,28 @@ impl SplitReader for TfrecordReader {
 
     fn skipped(&self) -> SkipStats {
         self.skipped.clone()
+    }
+
+    /// Frames records (their CRCs checked) without parsing them as `tf.train.Example`s; stops
+    /// at anything but a valid record, which the next read then reports as it would have.
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        if self.done || self.record > 0 || self.decoder.rows() > 0 || self.held.is_some() {
+            return 0;
+        }
+        let mut passed = 0;
+        while passed < n {
+            match self.stream.next_record() {
+                Ok(Event::Record { .. }) => {
+                    passed += 1;
+                    self.record += 1;
+                }
+                other => {
+                    self.held = Some(other);
+                    break;
+                }
+            }
+        }
+        passed
     }
 }
 

@@ -55,7 +55,7 @@ pub struct MiniDfs {
 }
 
 fn project_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/minidfs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/minidfs")
 }
 
 /// Builds the Maven project; `Err(Some(msg))` when Maven cannot reach its repository (skip),

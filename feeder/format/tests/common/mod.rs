@@ -16,7 +16,7 @@ pub fn python() -> PathBuf {
     if let Ok(p) = std::env::var("HYDROFEED_PYTHON") {
         return p.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
 }
 
 /// Runs a Python script with arguments; panics with its output when it fails.

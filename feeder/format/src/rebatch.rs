@@ -1,0 +1,165 @@
+//! The one rebatcher: batches in, batches of a chosen size out (like arrow-select's
+//! `BatchCoalescer`, which also cuts), each piece keeping a tag.
+//!
+//! Readers decode in their own units (row groups, blocks, `batch_rows`); a trainer's batches
+//! are `batch_size` rows that may span units and splits. Every place that re-cuts (`serve`, the
+//! feeder daemon with each piece's lease for the lineage, Avro's blocks, `hydrofeed.read`)
+//! goes through this type. A batch that is one piece is handed out as is, never copied.
+
+use std::collections::VecDeque;
+
+use arrow_array::RecordBatch;
+
+use crate::{Error, Result};
+
+/// Batches pushed in, cut and concatenated into batches of the size asked for.
+///
+/// `T` tags each pushed batch (the feeder: which lease and split its rows came from); a batch
+/// taken out reports the tag and rows of each of its pieces, in order.
+#[derive(Debug)]
+pub struct Rebatcher<T = ()> {
+    pending: VecDeque<(RecordBatch, T)>,
+    rows: usize,
+}
+
+impl<T> Default for Rebatcher<T> {
+    fn default() -> Self {
+        Self {
+            pending: VecDeque::new(),
+            rows: 0,
+        }
+    }
+}
+
+/// A batch taken out of a [`Rebatcher`], with the tag and rows of each of its pieces in order.
+pub type Tagged<T> = (RecordBatch, Vec<(T, usize)>);
+
+impl<T: Clone> Rebatcher<T> {
+    /// Appends a batch with its tag (empty batches are dropped).
+    pub fn push_tagged(&mut self, b: RecordBatch, tag: T) {
+        if b.num_rows() > 0 {
+            self.rows += b.num_rows();
+            self.pending.push_back((b, tag));
+        }
+    }
+
+    /// Rows pending.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether no row is pending.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Drops every pending row.
+    pub fn clear(&mut self) {
+        self.pending.clear();
+        self.rows = 0;
+    }
+
+    /// Takes the first `n` rows pending (fewer when fewer are pending) as one batch, with the
+    /// tag and rows of each piece; `None` when nothing is pending.
+    pub fn take_tagged(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
+        if self.rows == 0 || n == 0 {
+            return Ok(None);
+        }
+        let mut parts: Vec<RecordBatch> = Vec::new();
+        let mut tags = Vec::new();
+        let mut got = 0;
+        while got < n {
+            let Some((b, tag)) = self.pending.pop_front() else {
+                break;
+            };
+            let want = n - got;
+            if b.num_rows() > want {
+                self.pending
+                    .push_front((b.slice(want, b.num_rows() - want), tag.clone()));
+                parts.push(b.slice(0, want));
+                tags.push((tag, want));
+                got += want;
+            } else {
+                got += b.num_rows();
+                tags.push((tag, b.num_rows()));
+                parts.push(b);
+            }
+        }
+        self.rows -= got;
+        let out = if parts.len() == 1 {
+            parts.pop().unwrap_or_else(|| unreachable!("one part"))
+        } else {
+            arrow_select::concat::concat_batches(&parts[0].schema(), &parts).map_err(|e| {
+                Error::Schema {
+                    path: String::new(),
+                    detail: format!("batches of different schemas met in one batch: {e}"),
+                }
+            })?
+        };
+        Ok(Some((out, tags)))
+    }
+}
+
+impl Rebatcher<()> {
+    /// Appends a batch (empty batches are dropped).
+    pub fn push(&mut self, b: RecordBatch) {
+        self.push_tagged(b, ());
+    }
+
+    /// Takes the first `n` rows pending as one batch (fewer when fewer are pending); `None`
+    /// when nothing is pending.
+    pub fn take(&mut self, n: usize) -> Result<Option<RecordBatch>> {
+        Ok(self.take_tagged(n)?.map(|(b, _)| b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn ids(lo: i64, hi: i64) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(lo..hi))]).unwrap()
+    }
+
+    fn values(b: &RecordBatch) -> Vec<i64> {
+        b.column(0).as_primitive::<Int64Type>().values().to_vec()
+    }
+
+    #[test]
+    fn cuts_and_glues_in_order_with_the_tags_of_the_pieces() {
+        let mut r = Rebatcher::default();
+        r.push_tagged(ids(0, 3), 'a');
+        r.push_tagged(ids(3, 3), 'x'); // empty: dropped
+        r.push_tagged(ids(3, 10), 'b');
+        assert_eq!(r.rows(), 10);
+        let (b, tags) = r.take_tagged(4).unwrap().unwrap();
+        assert_eq!(values(&b), [0, 1, 2, 3]);
+        assert_eq!(tags, [('a', 3), ('b', 1)]);
+        let (b, tags) = r.take_tagged(4).unwrap().unwrap();
+        assert_eq!(values(&b), [4, 5, 6, 7]);
+        assert_eq!(tags, [('b', 4)]);
+        let (b, tags) = r.take_tagged(4).unwrap().unwrap();
+        assert_eq!(values(&b), [8, 9]);
+        assert_eq!(tags, [('b', 2)]);
+        assert!(r.take_tagged(4).unwrap().is_none());
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn one_piece_is_not_copied() {
+        let mut r = Rebatcher::default();
+        let b = ids(0, 8);
+        let ptr = b.column(0).to_data().buffers()[0].as_ptr();
+        r.push(b);
+        let out = r.take(8).unwrap().unwrap();
+        assert_eq!(out.column(0).to_data().buffers()[0].as_ptr(), ptr);
+    }
+}

@@ -1,0 +1,254 @@
+//! The one reader loop of the formats that store rows in independently decodable units with
+//! row counts in the footer: Parquet row groups and ORC stripes.
+//!
+//! A format provides [`Units`]: how many rows each unit holds, how to open one unit for
+//! decoding, and where a unit is for an error. [`UnitReader`] does the rest, the same for
+//! both: units in order, `OnError::Raise` (stream the unit's batches, stop at the first bad
+//! one) or `OnError::Skip` (decode a whole unit before handing any of it out, so a bad unit is
+//! dropped whole and counted, never half-delivered), a decoder panic caught as a `DataError`
+//! at the unit, the projection's column order, and [`SplitReader::skip_rows`] passing whole
+//! units over without reading them.
+
+use std::collections::VecDeque;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use crate::io::{catch, guard, loc, panicked};
+use crate::{Error, OnError, Result, SkipStats, SplitReader};
+
+/// The batches of one unit; an `Err` is what the decoder said was wrong (the reader places it).
+pub(crate) type UnitBatches =
+    Box<dyn Iterator<Item = std::result::Result<RecordBatch, String>> + Send>;
+
+/// What a format tells the reader loop about its units.
+pub(crate) trait Units: Send {
+    /// Rows of unit `u` by the file's metadata.
+    fn rows(&self, u: usize) -> u64;
+    /// Opens unit `u` for decoding (reads its bytes or starts to).
+    fn open(&self, u: usize) -> Result<UnitBatches>;
+    /// A `DataError` at unit `u` (a failed storage read's own error first, when there is one).
+    fn error(&self, u: usize, detail: String) -> Error;
+    /// The unit as the error messages name it: "row group 3", "stripe 1".
+    fn name(&self, u: usize) -> String;
+}
+
+/// The projection: output column `i` is column `perm[i]` of what the decoder yields (decoders
+/// yield projected columns in file order).
+pub(crate) struct Projection {
+    pub(crate) perm: Option<Vec<usize>>,
+    pub(crate) schema: SchemaRef,
+}
+
+impl Projection {
+    /// The projection of `columns` (indices into the file's schema, in the order asked for)
+    /// over `file_schema`: the sorted, deduplicated indices the decoder reads, and the
+    /// projection that reorders its output.
+    pub(crate) fn of(
+        path: &str,
+        file_schema: &SchemaRef,
+        columns: Option<Vec<usize>>,
+    ) -> Result<(Option<Vec<usize>>, Self)> {
+        let Some(idx) = columns else {
+            return Ok((
+                None,
+                Self {
+                    perm: None,
+                    schema: file_schema.clone(),
+                },
+            ));
+        };
+        let mut sorted = idx.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let perm = idx
+            .iter()
+            .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
+            .collect();
+        let schema = file_schema.project(&idx).map_err(|e| Error::Schema {
+            path: path.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok((
+            Some(sorted),
+            Self {
+                perm: Some(perm),
+                schema: schema.into(),
+            },
+        ))
+    }
+
+    /// A decoded batch in the projection's column order and schema.
+    fn apply(&self, path: &str, b: RecordBatch) -> Result<RecordBatch> {
+        let cols = match &self.perm {
+            None => b.columns().to_vec(),
+            Some(p) => p.iter().map(|&i| b.column(i).clone()).collect(),
+        };
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )
+        .map_err(|e| Error::Schema {
+            path: path.to_string(),
+            detail: format!("a decoded batch does not match the file's schema: {e}"),
+        })
+    }
+}
+
+/// Reads the units `todo` of one split, in order.
+pub(crate) struct UnitReader<U: Units> {
+    units: U,
+    format: &'static str,
+    path: String,
+    split: u32,
+    projection: Projection,
+    on_error: OnError,
+    todo: VecDeque<usize>,
+    /// The unit being read (for errors).
+    active: usize,
+    current: Option<(usize, UnitBatches)>,
+    buffered: VecDeque<RecordBatch>,
+    skipped: SkipStats,
+    done: bool,
+}
+
+impl<U: Units> UnitReader<U> {
+    /// A reader of `units` `[first, first + count)` of the file at `path` (split `split`).
+    pub(crate) fn new(
+        units: U,
+        format: &'static str,
+        (path, split): (&str, u32),
+        projection: Projection,
+        on_error: OnError,
+        (first, count): (usize, usize),
+    ) -> Self {
+        Self {
+            units,
+            format,
+            path: path.to_string(),
+            split,
+            projection,
+            on_error,
+            todo: (first..first + count).collect(),
+            active: first,
+            current: None,
+            buffered: VecDeque::new(),
+            skipped: SkipStats::default(),
+            done: false,
+        }
+    }
+
+    /// A bad unit: the error under `Raise` (or when it is not a data error), a count and a
+    /// warning under `Skip`.
+    fn bad(&mut self, u: usize, e: Error) -> Result<()> {
+        if self.on_error == OnError::Raise || !matches!(e, Error::Data { .. }) {
+            self.done = true;
+            return Err(e);
+        }
+        tracing::warn!("skipping: {e}");
+        self.skipped.blocks += 1;
+        self.skipped.records += self.units.rows(u);
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(b) = self.buffered.pop_front() {
+                return Ok(Some(b));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let Some((u, mut batches)) = self.current.take() else {
+                let Some(u) = self.todo.pop_front() else {
+                    self.done = true;
+                    return Ok(None);
+                };
+                self.active = u;
+                match self.units.open(u) {
+                    Ok(b) => self.current = Some((u, b)),
+                    Err(e) => self.bad(u, e)?,
+                }
+                continue;
+            };
+            if self.on_error == OnError::Raise {
+                match batches.next() {
+                    Some(Ok(b)) => {
+                        self.current = Some((u, batches));
+                        return self.projection.apply(&self.path, b).map(Some);
+                    }
+                    Some(Err(detail)) => {
+                        self.done = true;
+                        return Err(self.units.error(u, detail));
+                    }
+                    None => continue,
+                }
+            }
+            let units = &self.units;
+            let (path, split) = (&self.path, self.split);
+            let decoded = guard(
+                || loc(path, Some(split), None, Some(units.name(u))),
+                self.format,
+                || {
+                    batches
+                        .by_ref()
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|detail| units.error(u, detail))
+                },
+            );
+            match decoded {
+                Ok(got) => {
+                    for b in got {
+                        let b = self.projection.apply(&self.path, b)?;
+                        self.buffered.push_back(b);
+                    }
+                }
+                Err(e) => self.bad(u, e)?,
+            }
+        }
+    }
+}
+
+impl<U: Units> Iterator for UnitReader<U> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = match catch(|| self.step()) {
+            Ok(r) => r,
+            Err(msg) => Err(self.units.error(self.active, panicked(&msg))),
+        };
+        if r.is_err() {
+            self.done = true;
+            self.current = None;
+            self.buffered.clear();
+        }
+        r.transpose()
+    }
+}
+
+impl<U: Units> SplitReader for UnitReader<U> {
+    fn schema(&self) -> SchemaRef {
+        self.projection.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        self.skipped.clone()
+    }
+
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        if self.current.is_some() || !self.buffered.is_empty() {
+            return 0;
+        }
+        let mut passed = 0;
+        while let Some(&u) = self.todo.front() {
+            let rows = self.units.rows(u);
+            if passed + rows > n {
+                break;
+            }
+            passed += rows;
+            self.todo.pop_front();
+        }
+        passed
+    }
+}
