@@ -7,12 +7,14 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-PHONY_EXTRA := develop-debug valgrind
+PHONY_EXTRA := develop-debug valgrind check-rust check-python
 .PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
+include mk/check-python.mk
+
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(VENV)/.stamp: requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -88,11 +90,15 @@ fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS
 	  if [ $$rc -ne 0 ] || [ $$crashes -ne 0 ]; then fail=1; echo "  see $$log and fuzz/artifacts/$$t/"; fi; \
 	done; exit $$fail
 
-test: venv ## All tests
+test: venv ## All tests, and the static checks (make check)
+	$(MAKE) check-rust
 	$(MAKE) test-rust
 	$(MAKE) test-python
+	$(MAKE) check-python
 
-check: venv ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind
+check: check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
+
+check-rust: venv ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
