@@ -70,7 +70,7 @@ def _report(args: Any, n: int, t0: float | None) -> None:
         json.dump({"rows": n, "trainer_s": (time.perf_counter() - t0) if t0 else 0.0}, f)
 
 
-def _one(sc: Any, impl: str, data: Any, fn: Any, rows: int, epochs: int, extra: dict | None = None) -> dict:
+def _one(sc: Any, impl: str, data: Any, fn: Any, rows: int, epochs: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     out = tempfile.mktemp(prefix=f"hf-bench-{impl}-", suffix=".json")
     args = {"impl": impl, "out": out, **(extra or {})}
     t = time.perf_counter()
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession(sc)
     n = a.rows
 
-    def make(i: int) -> tuple:
+    def make(i: int) -> tuple[Any, int]:
         import numpy as np
 
         rng = np.random.default_rng(i)
@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     def ratio(k: str) -> float | None:
         if "tfos_spark" not in results:
             return None
-        return round(results[k]["rows_per_s"] / results["tfos_spark"]["rows_per_s"], 2)
+        r: float = round(results[k]["rows_per_s"] / results["tfos_spark"]["rows_per_s"], 2)
+        return r
 
     report = {
         "bench": "spark_feed",

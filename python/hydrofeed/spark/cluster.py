@@ -73,8 +73,8 @@ class TFCluster:
     num_executors: int = 0  #: number of nodes (one per executor)
     nodeRDD: Any = None  #: ``sc.parallelize(range(num_executors), num_executors)``
     cluster_id: str = ""  #: unique id of this cluster
-    cluster_info: list[dict] = []  #: one dict per node: executor_id, host, port, job_name, task_index, gpus, tb_port
-    cluster_meta: dict = {}  #: id, cluster_template, num_executors, default_fs, working_dir, server_addr, ...
+    cluster_info: list[dict[str, Any]] = []  #: one dict per node: executor_id, host, port, job_name, task_index, gpus, tb_port
+    cluster_meta: dict[str, Any] = {}  #: id, cluster_template, num_executors, default_fs, working_dir, server_addr, ...
     input_mode: int = InputMode.TENSORFLOW
     queues: list[str] = ["input", "output", "error"]  #: TFoS compatibility only
     server: Any = None  #: the driver's control server (TFoS: reservation.Server)
@@ -88,7 +88,7 @@ class TFCluster:
         self._shutting_down = False
         self._thread: threading.Thread | None = None
         self._max_restarts = 0
-        self._map_fun: Callable | None = None
+        self._map_fun: Callable[..., Any] | None = None
         self._tb_url: str | None = None
 
     # ------------------------------------------------------------------ feeding
@@ -142,7 +142,7 @@ class TFCluster:
         memory_mb: int = 512,
         decode_threads: int = 0,
         schema: Any = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
         ring into each node's ``DataFeed``; Spark moves no data.
@@ -208,7 +208,7 @@ class TFCluster:
                     raise self._error from e
                 raise
 
-    def _feed_files(self, o: dict, holder: dict) -> dict:
+    def _feed_files(self, o: dict[str, Any], holder: dict[str, str | None]) -> dict[str, Any]:
         """One file feed on the current generation; ``holder["state"]`` gets the coordinator's
         state if it is interrupted (for a restart)."""
         import json
@@ -277,7 +277,7 @@ class TFCluster:
                     lambda: coord.poll() is not None or feeders_done() or self._gen != gen or self._failed_node_locked(gen) is not None,
                     0.2,
                 )
-            state = json.loads(coord.state() or "{}")
+            state: dict[str, Any] = json.loads(coord.state() or "{}")
             if not state.get("finished"):
                 raise _files.FeedFilesError(f"hydrofeed: the coordinator of file feed {job} stopped before the end of the feed: {state}")
             # The feeders leave once their trainer read the end of this feed.
@@ -295,7 +295,7 @@ class TFCluster:
 
         ctl = self.server
 
-        def failed_feeder() -> tuple[int, dict] | None:
+        def failed_feeder() -> tuple[int, dict[str, Any]] | None:
             for r, n in sorted(ctl.gen_nodes(gen).items()):
                 f = n.feeders.get(job)
                 if f is not None and f["code"] != 0 and not f["stopped"]:
@@ -513,7 +513,7 @@ class TFCluster:
         logger.error("hydrofeed: node rank %d failed (generation %d): stopping the other nodes", rank, gen)
         self.server.stop_all(gen, except_rank=rank)
 
-    def _loop(self, map_fun: Callable, tf_args: Any) -> None:
+    def _loop(self, map_fun: Callable[..., Any], tf_args: Any) -> None:
         from pyspark import cloudpickle
 
         fn_bytes = cloudpickle.dumps(map_fun)
@@ -649,11 +649,11 @@ def _decode(it: Any, schema: Any) -> Any:
         yield pa.ipc.read_record_batch(buf, schema), buf
 
 
-def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable:
+def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
     """The function a feeding task runs on one partition: returns ``[rows]`` (train) or the
     results (infer)."""
 
-    def feed(index: int, it: Any, arrow: bool) -> list:
+    def feed(index: int, it: Any, arrow: bool) -> list[Any]:
         from hydrofeed.spark import rows as _rows
         from hydrofeed.spark.transport import open_channel
 
@@ -693,7 +693,7 @@ def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_si
 
 def run(
     sc: Any,
-    map_fun: Callable,
+    map_fun: Callable[..., Any],
     tf_args: Any,
     num_executors: int,
     num_ps: int = 0,

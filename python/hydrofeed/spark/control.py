@@ -29,7 +29,7 @@ class NodeState:
     """What the driver knows about one node of one generation."""
 
     rank: int
-    meta: dict
+    meta: dict[str, Any]
     sock: socket.socket
     ready: bool = False
     tb_port: int = 0
@@ -40,7 +40,7 @@ class NodeState:
     tail: list[str] = field(default_factory=list)
     order: int = 0  # arrival order of the exit report
     pid: int = 0  # the supervisor's pid on its host
-    feeders: dict[str, dict] = field(default_factory=dict)  # file-feed job -> {"code", "tail"}
+    feeders: dict[str, dict[str, Any]] = field(default_factory=dict)  # file-feed job -> {"code", "tail"}
 
     @property
     def failed(self) -> bool:
@@ -59,7 +59,7 @@ class Control:
         self.port = self._srv.getsockname()[1]
         self.cond = threading.Condition()
         self.nodes: dict[int, dict[int, NodeState]] = {}
-        self.gathers: dict[int, dict[int, dict]] = {}  # gen -> rank -> meta (the rendezvous)
+        self.gathers: dict[int, dict[int, dict[str, Any]]] = {}  # gen -> rank -> meta (the rendezvous)
         self._exits = 0
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="hydrofeed-control", daemon=True)
@@ -126,7 +126,7 @@ class Control:
             conn.settimeout(None)
             threading.Thread(target=self._serve, args=(conn,), name="hydrofeed-control-conn", daemon=True).start()
 
-    def _gather(self, conn: socket.socket, msg: dict) -> None:
+    def _gather(self, conn: socket.socket, msg: dict[str, Any]) -> None:
         """The rendezvous of one barrier task: answers every task's meta once all ``n`` arrived.
 
         Replaces ``BarrierTaskContext.allGather``, which costs a fixed second (Spark polls its

@@ -13,12 +13,15 @@ import json
 import logging
 import threading
 from collections import deque
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from hydrofeed.spark import rows as _rows
+
+if TYPE_CHECKING:
+    from hydrofeed.feed import DataFeed
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +59,8 @@ class SparkDataFeed:
         self._src: dict[int, tuple[pa.RecordBatch, int]] = {}
         self._np_batch: pa.RecordBatch | None = None
         self._np_cols: list[Any] = []
-        self._ring: Any = None  # hydrofeed.DataFeed of this node's feeder (file mode)
-        self._last_ring: Any = None
+        self._ring: DataFeed | None = None  # this node's feeder (file mode)
+        self._last_ring: DataFeed | None = None
 
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
@@ -70,18 +73,18 @@ class SparkDataFeed:
         slices = self._take(batch_size)
         try:
             if self.input_tensors is None:
-                out: list = []
+                out: list[Any] = []
                 for rb in slices:
                     out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
                 return out
             if not slices:
                 return {t: [] for t in self.input_tensors}
             mapping = self.input_mapping or {}
-            cols = []
+            parts: list[dict[str, Any]] = []
             for rb in slices:
                 idx = _rows.mapping_indices(rb.schema, mapping)
-                cols.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
-            return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
+                parts.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
+            return {t: _concat([c[t] for c in parts]) for t in self.input_tensors}
         finally:
             # The slices' batches may be ring slots (file mode): hold none past this call, or
             # the ring cannot reclaim them while later batches take the zero-copy path.
@@ -166,9 +169,12 @@ class SparkDataFeed:
         """File mode, ``input_mapping``, a ring batch of exactly ``batch_size`` rows (the
         coordinator's batch size): its numpy columns as they lie in shared memory, no copy
         (each array holds its ring slot until collected). None: take the general path."""
-        b = self._ring.next()
+        ring = self._ring
+        if ring is None:
+            return None
+        b = ring.next()
         if b is None:  # this file feed ended; _take goes back to the hub
-            self._last_ring, self._ring = self._ring, None
+            self._last_ring, self._ring = ring, None
             return None
         mapping = self.input_mapping or {}
         if b.num_rows == batch_size and all(c in b for c in mapping):
@@ -236,7 +242,7 @@ class SparkDataFeed:
         return slices
 
 
-def _drain(ring: Any) -> None:
+def _drain(ring: DataFeed) -> None:
     try:
         while ring.next() is not None:
             pass
@@ -248,14 +254,15 @@ def _combine(slices: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     if len(slices) == 1:
         return slices
     if all(s.schema.equals(slices[0].schema) for s in slices[1:]):
-        return pa.Table.from_batches(slices).combine_chunks().to_batches()[:1]
+        combined: list[pa.RecordBatch] = pa.Table.from_batches(slices).combine_chunks().to_batches()[:1]
+        return combined
     return slices  # partitions typed differently (e.g. int64 vs double): one dict each
 
 
 def _concat(parts: list[Any]) -> Any:
     if all(isinstance(p, np.ndarray) for p in parts):
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
-    out: list = []
+    out: list[Any] = []
     for p in parts:
         out.extend(list(p))
     return out

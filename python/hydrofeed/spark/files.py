@@ -28,10 +28,13 @@ import tempfile
 import threading
 import time
 import urllib.request
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 # Defined in hydrofeed.exceptions; still importable from here.
 from hydrofeed.exceptions import FeedFilesError as FeedFilesError
+
+if TYPE_CHECKING:
+    from hydrofeed.feed import DataFeed
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +202,7 @@ def _ip_of(host: str) -> str:
         return "0.0.0.0"
 
 
-def pump(proc: subprocess.Popen, tail: collections.deque[str], emit: Callable[[str], None]) -> threading.Thread:
+def pump(proc: subprocess.Popen[bytes], tail: collections.deque[str], emit: Callable[[str], None]) -> threading.Thread:
     """Starts a thread that reads a child's output to its end: every line goes to ``emit`` and
     the last ones stay in ``tail``."""
 
@@ -215,7 +218,7 @@ def pump(proc: subprocess.Popen, tail: collections.deque[str], emit: Callable[[s
     return t
 
 
-def spawn(args: list[str], token: str) -> subprocess.Popen:
+def spawn(args: list[str], token: str) -> subprocess.Popen[bytes]:
     """Starts a ``hydrofeed`` child with the job token in its environment (never in argv or a
     file), its output piped (stderr into stdout), killed when its parent dies."""
     return subprocess.Popen(
@@ -244,7 +247,7 @@ def die_with_parent() -> None:
 class Feeder:
     """One ``hydrofeed feeder`` run by a node's supervisor for its trainer."""
 
-    def __init__(self, msg: dict, host: str, run_dir: str, log: Callable[[str], None]) -> None:
+    def __init__(self, msg: dict[str, Any], host: str, run_dir: str, log: Callable[[str], None]) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
         self.msg = msg
@@ -301,7 +304,7 @@ class Feeder:
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def hub_message(self) -> dict:
+    def hub_message(self) -> dict[str, Any]:
         """What the trainer needs to attach: ring socket, and the coordinator for ``state()``."""
         m = self.msg
         return {
@@ -318,7 +321,7 @@ class Feeder:
 # ----------------------------------------------------------------------------- trainer side
 
 
-def ring_env(msg: dict) -> dict[str, str]:
+def ring_env(msg: dict[str, Any]) -> dict[str, str]:
     """Environment a ring :class:`hydrofeed.DataFeed` reads for ``state()``/``metrics()``."""
     return {
         "HYDROFEED_COORDINATOR": str(msg["coordinator"]),
@@ -328,7 +331,7 @@ def ring_env(msg: dict) -> dict[str, str]:
     }
 
 
-def open_ring(msg: dict) -> Any:
+def open_ring(msg: dict[str, Any]) -> DataFeed:
     """Attaches to the feeder named in a ``files`` message; returns a :class:`hydrofeed.DataFeed`."""
     from hydrofeed.feed import DataFeed
 

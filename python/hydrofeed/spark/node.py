@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -173,7 +174,8 @@ def hdfs_path(ctx: Any, path: str) -> str:
     if path.startswith(schemes):
         return path
     if path.startswith("/"):
-        return ctx.defaultFS + path
+        absolute: str = ctx.defaultFS + path
+        return absolute
     if ctx.defaultFS.startswith(("hdfs://", "viewfs://")):
         return f"{ctx.defaultFS}/user/{getpass.getuser()}/{path}"
     if ctx.defaultFS.startswith("file://"):
@@ -289,7 +291,7 @@ def _reserve_port() -> socket.socket:
     return s
 
 
-def cluster_spec_of(metas: list[dict]) -> dict[str, list[str]]:
+def cluster_spec_of(metas: list[dict[str, Any]]) -> dict[str, list[str]]:
     """{job: ["host:port", ...]} ordered by executor_id (then by task index within a job)."""
     spec: dict[str, list[str]] = {}
     seen = set()
@@ -301,7 +303,7 @@ def cluster_spec_of(metas: list[dict]) -> dict[str, list[str]]:
     return spec
 
 
-def _gather(cluster_meta: dict, generation: int, rank: int, n: int, meta: dict) -> list[dict]:
+def _gather(cluster_meta: dict[str, Any], generation: int, rank: int, n: int, meta: dict[str, Any]) -> list[dict[str, Any]]:
     """Every barrier task's meta, in rank order, from the driver's control server."""
     timeout = float(cluster_meta["reservation_timeout"])
     with socket.create_connection(tuple(cluster_meta["driver_addr"]), timeout=30) as s:
@@ -312,13 +314,16 @@ def _gather(cluster_meta: dict, generation: int, rank: int, n: int, meta: dict) 
     reply = json.loads(line or b"{}")
     if "metas" not in reply:
         raise RuntimeError(f"hydrofeed: rendezvous at the driver {cluster_meta['driver_addr']} failed: {reply.get('error', 'no answer')}")
-    return reply["metas"]
+    metas: list[dict[str, Any]] = reply["metas"]
+    return metas
 
 
-def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generation: int):
+def barrier_node_fn(
+    cluster_meta: dict[str, Any], fn_bytes: bytes, tf_args: Any, generation: int
+) -> Callable[[Iterable[int]], list[str]]:
     """Returns the function run by ``nodeRDD.barrier().mapPartitions``: one node per task."""
 
-    def _node(it):
+    def _node(it: Iterable[int]) -> list[str]:
         from pyspark import BarrierTaskContext
 
         executor_ids = list(it)
@@ -425,7 +430,7 @@ def barrier_node_fn(cluster_meta: dict, fn_bytes: bytes, tf_args: Any, generatio
     return _node
 
 
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
     import select
 
     assert proc.stdout is not None
@@ -445,7 +450,7 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
     return buf.decode(errors="replace") or (f"supervisor exited with code {proc.poll()}" if proc.poll() is not None else f"timed out after {timeout}s")
 
 
-def _wait(proc: subprocess.Popen) -> int:
+def _wait(proc: subprocess.Popen[bytes]) -> int:
     # Short waits so the task stays responsive to Spark's kill (barrier stage failure).
     while True:
         try:

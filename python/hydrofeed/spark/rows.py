@@ -42,7 +42,7 @@ def _row_kind(row: Any) -> str:
     return "scalar"
 
 
-def _column(values: list) -> tuple[pa.Array, bool]:
+def _column(values: list[Any]) -> tuple[pa.Array, bool]:
     first = values[0]
     if isinstance(first, np.ndarray) or (isinstance(first, (list, tuple)) and first and isinstance(first[0], (int, float))):
         try:
@@ -60,7 +60,7 @@ def _column(values: list) -> tuple[pa.Array, bool]:
         return pa.array([pickle.dumps(v, protocol=5) for v in values], type=pa.binary()), True
 
 
-def rows_to_batch(rows: list) -> pa.RecordBatch:
+def rows_to_batch(rows: list[Any]) -> pa.RecordBatch:
     """Converts a non-empty list of rows of one shape into a record batch."""
     kind = _row_kind(rows[0])
     cols: list[Any]
@@ -86,7 +86,7 @@ def rows_to_batch(rows: list) -> pa.RecordBatch:
 
 
 @renamed_keyword("batch_rows", "batch_size")
-def batches_from_rows(rows: Iterable, batch_size: int) -> Iterator[pa.RecordBatch]:
+def batches_from_rows(rows: Iterable[Any], batch_size: int) -> Iterator[pa.RecordBatch]:
     """Groups an iterator of rows into record batches of ``batch_size`` rows (the last may be
     shorter). ``batch_rows=``, the old name, still works but warns."""
     it = iter(rows)
@@ -133,7 +133,8 @@ def _sliceable(col: pa.Array, field: pa.Field) -> bool:
         return True
     if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
         v = t.value_type
-        return (pa.types.is_integer(v) or pa.types.is_floating(v) or pa.types.is_boolean(v)) and col.flatten().null_count == 0
+        dense: bool = (pa.types.is_integer(v) or pa.types.is_floating(v) or pa.types.is_boolean(v)) and col.flatten().null_count == 0
+        return dense
     return False
 
 
@@ -167,7 +168,7 @@ def slice_columns(rb: pa.RecordBatch, whole: list[Any] | None, off: int, k: int,
     return out
 
 
-def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list:
+def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list[Any]:
     """Record batch -> list of rows shaped like the rows that were fed (``cols``: its columns
     already converted, e.g. by :func:`slice_columns`)."""
     meta = rb.schema.metadata or {}

@@ -21,8 +21,9 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
-from hydrofeed.spark.files import pump
+from hydrofeed.spark.files import Feeder, pump
 
 TAIL_LINES = 40
 STOP_GRACE_S = 5.0
@@ -60,7 +61,7 @@ def _die_with_parent() -> None:
         _LIBC.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def _connect_driver(cm: dict, hello: dict) -> socket.socket:
+def _connect_driver(cm: dict[str, Any], hello: dict[str, Any]) -> socket.socket:
     host, port = cm["driver_addr"]
     s = socket.create_connection((host, port), timeout=30)
     s.settimeout(None)
@@ -71,7 +72,7 @@ def _connect_driver(cm: dict, hello: dict) -> socket.socket:
 _SEND_LOCK = threading.Lock()  # feeder watchers report from their own threads
 
 
-def _send(s: socket.socket, msg: dict) -> None:
+def _send(s: socket.socket, msg: dict[str, Any]) -> None:
     try:
         with _SEND_LOCK:
             s.sendall((json.dumps(msg) + "\n").encode())
@@ -79,7 +80,7 @@ def _send(s: socket.socket, msg: dict) -> None:
         pass
 
 
-def _start_tensorboard(spec: dict) -> tuple[subprocess.Popen | None, int]:
+def _start_tensorboard(spec: dict[str, Any]) -> tuple[subprocess.Popen[bytes] | None, int]:
     cm = spec["cluster_meta"]
     meta = spec["meta"]
     if not cm.get("tensorboard"):
@@ -161,13 +162,13 @@ def main(spec_path: str) -> int:
                 break
 
 
-def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subprocess.Popen) -> int:
+def _supervise(spec: dict[str, Any], spec_path: str, drv: socket.socket, trainer: subprocess.Popen[bytes]) -> int:
     cm, meta = spec["cluster_meta"], spec["meta"]
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     prefix = f"[hydrofeed {meta['job_name']}:{meta['task_index']}] "
 
     pumper = pump(trainer, tail, lambda line: _log(prefix + line))
-    feeders: list = []
+    feeders: list[Feeder] = []
 
     # Ready = the hub listens (feeding nodes) or the trainer is running (others).
     sock = meta["sock"]
@@ -251,17 +252,16 @@ def _supervise(spec: dict, spec_path: str, drv: socket.socket, trainer: subproce
     return 0 if code == 0 or (stopping and driver_alive) else 1
 
 
-def _await_path(path: str, proc: subprocess.Popen, deadline: float, step: float) -> None:
+def _await_path(path: str, proc: subprocess.Popen[bytes], deadline: float, step: float) -> None:
     """Waits, polling every ``step`` seconds, until ``path`` exists (a child's socket), the
     child exited, or ``deadline`` (monotonic) passed; the caller looks at which."""
     while not os.path.exists(path) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(step)
 
 
-def _start_files(msg: dict, meta: dict, hub_sock: str, spec_path: str, drv: socket.socket, prefix: str) -> object:
+def _start_files(msg: dict[str, Any], meta: dict[str, Any], hub_sock: str, spec_path: str, drv: socket.socket, prefix: str) -> Feeder:
     """File mode: starts this node's feeder, points the trainer's hub at its ring, and reports
     the feeder's exit (``feeder_exit``: code, output tail) to the driver from a thread."""
-    from hydrofeed.spark.files import Feeder
     from hydrofeed.spark.node import ERROR_PREFIX
     from hydrofeed.spark.transport import send_files
 

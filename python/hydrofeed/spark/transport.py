@@ -187,7 +187,7 @@ class Hub:
         if done:
             self._finish(conn_id, c)
 
-    def send_results(self, conn_id: int, objs: list) -> None:
+    def send_results(self, conn_id: int, objs: list[Any]) -> None:
         """Sends inference results for rows of ``conn_id`` (in row order)."""
         with self._lock:
             c = self._conns.get(conn_id)
@@ -385,19 +385,20 @@ class Channel:
             self.sock.settimeout(0.5)
             kind, payload = recv_frame(self.sock)
             if kind == ERROR:
-                return json.loads(bytes(payload))["error"]
+                said: str = json.loads(bytes(payload))["error"]
+                return said
         except (OSError, TransportError, ValueError):
             pass
         return default
 
-    def finish(self, timeout: float) -> list:
+    def finish(self, timeout: float) -> list[Any]:
         """Ends the partition and waits until the trainer consumed it (train) or answered every
         row (infer). Returns the inference results in row order."""
         try:
             send_frame(self.sock, END)
         except OSError as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away: {e}")) from e
-        results: list = []
+        results: list[Any] = []
         deadline = time.monotonic() + timeout
         self.sock.settimeout(1.0)
         while True:
@@ -450,6 +451,6 @@ def send_end_of_feed(path: str, timeout: float = 10.0) -> None:
     _control(path, EOF, b"", timeout)
 
 
-def send_files(path: str, msg: dict, timeout: float = 10.0) -> None:
+def send_files(path: str, msg: dict[str, Any], timeout: float = 10.0) -> None:
     """Tells the hub on ``path`` to read from a feeder's ring next (file mode)."""
     _control(path, FILES, _json(msg), timeout)

@@ -13,7 +13,7 @@ __all__ = ["run", "InputMode", "TFCluster", "TrainerFailedError"]
 
 def run(
     sc: Any,
-    map_fun: Callable,
+    map_fun: Callable[..., Any],
     tf_args: Any,
     num_executors: int,
     num_ps: int,
