@@ -6,7 +6,23 @@ from typing import Any, final
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
-__all__ = ["__version__", "HydrofeedError", "DataError", "SchemaError", "FeedTimeoutError", "PeerLostError", "CoordinatorError", "Reader", "Feed", "Batch", "Ragged", "BufferOwner", "SOCKET_ENV"]
+__all__ = [
+    "__version__",
+    "HydrofeedError",
+    "DataError",
+    "SchemaError",
+    "FeedTimeoutError",
+    "PeerLostError",
+    "CoordinatorError",
+    "RingExhaustedError",
+    "RingPressureWarning",
+    "Reader",
+    "Feed",
+    "Batch",
+    "Ragged",
+    "BufferOwner",
+    "SOCKET_ENV",
+]
 
 __version__: str
 SOCKET_ENV: str
