@@ -9,7 +9,12 @@
 VENV ?= .venv
 CHECK_PYTHON_VENV = $(abspath $(VENV))
 
+# Defining a target here must not make it the includer's default goal (`make` alone).
+CHECK_PYTHON_DEFAULT_GOAL := $(.DEFAULT_GOAL)
+
 .PHONY: check-python
 check-python: ## mypy --strict on the Python package, stubtest of the extension's stubs
 	cd python && $(CHECK_PYTHON_VENV)/bin/mypy --strict hydrofeed
 	cd python && $(CHECK_PYTHON_VENV)/bin/python -m mypy.stubtest hydrofeed._native
+
+.DEFAULT_GOAL := $(CHECK_PYTHON_DEFAULT_GOAL)
