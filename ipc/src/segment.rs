@@ -12,7 +12,7 @@ use crate::AttachError;
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-/// Why [`Segment::detach`] failed.
+/// Why `Segment::detach` failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DetachError {
     /// This backing cannot move (a heap ring).

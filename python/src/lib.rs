@@ -16,6 +16,30 @@ pub mod feed;
 pub mod read;
 pub mod tensor;
 
+/// `TF_CONFIG` JSON for a task, from the cluster spec as JSON (`{job: ["host:port", ...]}`):
+/// built by the same code as `hydrofeed launch`'s (`hydrofeed_coord::cluster::tf_config_for`).
+#[pyfunction]
+#[pyo3(signature = (cluster_spec_json, task_type, index, environment=None))]
+fn tf_config(
+    cluster_spec_json: &str,
+    task_type: &str,
+    index: u32,
+    environment: Option<&str>,
+) -> PyResult<String> {
+    let spec: hydrofeed_coord::ClusterSpec =
+        serde_json::from_str(cluster_spec_json).map_err(|e| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "cluster spec: expected {{job: [\"host:port\", ...]}} as JSON: {e}"
+            ))
+        })?;
+    Ok(hydrofeed_coord::cluster::tf_config_for(
+        &spec,
+        task_type,
+        index,
+        environment,
+    ))
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -27,5 +51,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Ragged>()?;
     m.add_class::<tensor::BufferOwner>()?;
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
+    m.add_function(wrap_pyfunction!(tf_config, m)?)?;
     Ok(())
 }

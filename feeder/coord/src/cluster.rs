@@ -249,11 +249,28 @@ impl Reservation {
 
 /// `TF_CONFIG` JSON: `{"cluster": spec, "task": {"type": role, "index": index}}`.
 pub fn tf_config_json(spec: &ClusterSpec, role: Role, index: u32) -> String {
-    serde_json::json!({
+    tf_config_for(spec, role.task_type(), index, None)
+}
+
+/// `TF_CONFIG` JSON for a task of any type: `{"cluster": spec, "task": {"type": task_type,
+/// "index": index}}`, with `"environment"` when given (TensorFlowOnSpark sets `"cloud"`).
+///
+/// The one place `TF_CONFIG` is built: `hydrofeed launch` through [`Reservation::tf_config`],
+/// the Spark integration through `hydrofeed._native.tf_config`.
+pub fn tf_config_for(
+    spec: &ClusterSpec,
+    task_type: &str,
+    index: u32,
+    environment: Option<&str>,
+) -> String {
+    let mut v = serde_json::json!({
         "cluster": spec,
-        "task": {"type": role.task_type(), "index": index},
-    })
-    .to_string()
+        "task": {"type": task_type, "index": index},
+    });
+    if let Some(env) = environment {
+        v["environment"] = env.into();
+    }
+    v.to_string()
 }
 
 #[cfg(test)]

@@ -7,5 +7,6 @@
 
 pub mod daemon;
 pub mod serve;
+mod writer;
 
 pub use hydrofeed_error::{Error, Result};

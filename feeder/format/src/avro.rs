@@ -735,7 +735,10 @@ impl AvroReader {
             b.columns().to_vec(),
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
         )
-        .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+        .map_err(|e| Error::Schema {
+            path: self.path.clone(),
+            detail: format!("a decoded batch does not match the file's schema: {e}"),
+        })
     }
 }
 

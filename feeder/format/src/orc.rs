@@ -8,7 +8,8 @@
 //! - Plan: from the file tail only (rows, offset and length per stripe); consecutive stripes
 //!   are grouped into one split up to `opts.split_bytes`.
 //! - Read: through `StorageChunks` (orc-rust's `ChunkReader` over `RandomAccess::read_at`),
-//!   in the reader loop shared with Parquet ([`crate::units`]), one orc-rust reader per stripe, selected with `with_file_byte_range` over the stripe's
+//!   in the reader loop shared with Parquet (`units.rs`), one orc-rust reader per stripe,
+//!   selected with `with_file_byte_range` over the stripe's
 //!   first byte, so that an error names its stripe and `OnError::Skip` drops exactly one.
 //!   orc-rust has no way to share parsed file metadata between readers, so each stripe
 //!   re-reads the tail (a few KiB).

@@ -9,7 +9,7 @@
 //!   groups are grouped into one split up to `opts.split_bytes` (one row group per split when
 //!   row groups are at least that large).
 //! - Read: through `StorageChunks` (the `parquet` crate's `ChunkReader` over
-//!   `RandomAccess::read_at`), in the reader loop shared with ORC ([`crate::units`]), one
+//!   `RandomAccess::read_at`), in the reader loop shared with ORC (`units.rs`), one
 //!   `ParquetRecordBatchReader` per row group so that an error
 //!   names its row group and `OnError::Skip` can drop exactly one. Batches therefore never
 //!   span two row groups.

@@ -524,7 +524,10 @@ impl Iterator for TfrecordReader {
                     cols,
                     &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
                 )
-                .map_err(|e| Error::Internal(format!("batch of {}: {e}", self.path)))
+                .map_err(|e| Error::Schema {
+                    path: self.path.clone(),
+                    detail: format!("a decoded batch does not match the file's schema: {e}"),
+                })
             });
         Some(r)
     }

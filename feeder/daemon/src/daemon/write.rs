@@ -1,0 +1,393 @@
+//! The writer side of a rank: attaches (or re-attaches) the trainer, cuts the leases' rows
+//! into batches of the job's size with their lineage, writes frames and markers into the ring,
+//! and forwards the trainer's acks to the coordinator.
+
+use super::*;
+
+/// Batches written but not yet acked, and per-lease acked rows.
+pub(super) struct AckBook {
+    /// `(last frame seq, the batch's pieces: rows of one lease each)`.
+    pub(super) frames: VecDeque<(u64, Vec<Piece>)>,
+    pub(super) acked: HashMap<u64, u64>,
+    pub(super) client: CoordClient,
+    pub(super) rank: u32,
+    pub(super) inc: u64,
+    pub(super) st: Arc<RankStats>,
+}
+
+impl AckBook {
+    fn ack(&mut self, seq: u64) -> Result<()> {
+        let mut touched: Vec<(u64, u32)> = Vec::new();
+        while self.frames.front().is_some_and(|(s, _)| *s <= seq) {
+            let (_, pieces) = self.frames.pop_front().unwrap_or_default();
+            self.st.batches_acked.fetch_add(1, Ordering::Relaxed);
+            for Piece { lease, split, rows } in pieces {
+                *self.acked.entry(lease).or_default() += rows;
+                self.st.rows_acked.fetch_add(rows, Ordering::Relaxed);
+                if !touched.contains(&(lease, split)) {
+                    touched.push((lease, split));
+                }
+            }
+        }
+        for (lease, split) in touched {
+            let n = self.acked[&lease];
+            self.client.ack(self.rank, self.inc, lease, split, n)?;
+        }
+        Ok(())
+    }
+}
+
+/// A trainer attached to a rank's ring, before any batch.
+pub(super) struct Attached {
+    pub(super) listener: Listener,
+    pub(super) producer: Producer,
+    /// The batch size its `Hello` asked for.
+    pub(super) asked: Option<usize>,
+    /// What a re-attaching trainer reported (`--rejoin`).
+    pub(super) rejoin: Option<Rejoin>,
+}
+
+/// Where a trainer that re-attaches to a restarted feeder is in the feed.
+#[derive(Debug, Default)]
+pub(super) struct Rejoin {
+    pub(super) epoch: Option<u32>,
+    pub(super) epoch_done: bool,
+    pub(super) epoch_rows: u64,
+    pub(super) consumed: Vec<(u64, u32, u64)>,
+}
+
+/// Binds `rank`'s socket, takes its trainer's attach and `Hello` (and with `rejoin`, its
+/// `Rejoin` report).
+pub(super) fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<Attached> {
+    let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
+    let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
+    let listener = writer::bind(
+        &socket,
+        RingConfig {
+            capacity: ring_bytes,
+            max_frame: None,
+        },
+    )?;
+    tracing::info!(rank, socket = %socket.display(), "waiting for the trainer");
+    let mut producer = writer::accept(&listener, opts.accept_timeout)?;
+    let asked = writer::hello(&mut producer, opts.accept_timeout)?;
+    let rejoin = if rejoin {
+        Some(rejoin_report(&mut producer, opts.accept_timeout)?)
+    } else {
+        None
+    };
+    Ok(Attached {
+        listener,
+        producer,
+        asked,
+        rejoin,
+    })
+}
+
+/// Reads the `Rejoin` message(s) of a trainer re-attaching to a restarted feeder.
+pub(super) fn rejoin_report(p: &mut Producer, timeout: Duration) -> Result<Rejoin> {
+    let mut r = Rejoin::default();
+    writer::await_control(
+        p,
+        timeout,
+        "Rejoin",
+        "say where it was in the feed (stage: rejoin)",
+        |c| match c {
+            Control::Rejoin {
+                epoch,
+                epoch_done,
+                epoch_rows,
+                consumed,
+                more,
+            } => {
+                r.epoch = epoch;
+                r.epoch_done = epoch_done;
+                r.epoch_rows = epoch_rows;
+                r.consumed.extend(consumed);
+                if more {
+                    ControlFlow::Continue(None)
+                } else {
+                    ControlFlow::Break(std::mem::take(&mut r))
+                }
+            }
+            other => ControlFlow::Continue(Some(other)),
+        },
+    )
+}
+
+#[allow(clippy::too_many_arguments)] // the rank's parts, each owned elsewhere
+pub(super) fn feed_rank(
+    opts: &FeederOptions,
+    reg: &hydrofeed_coord::client::Registered,
+    plan: &Arc<Plan>,
+    storage: &Arc<dyn Storage>,
+    st: &Arc<RankStats>,
+    client: CoordClient,
+    pool: &Arc<rayon::ThreadPool>,
+    attached: Option<Attached>,
+) -> Result<(u64, u64, u64)> {
+    let (rank, inc) = (reg.rank, reg.incarnation);
+    let mut bs = reg.batch_size as usize;
+    let Attached {
+        listener,
+        producer,
+        asked,
+        rejoin,
+    } = match attached {
+        Some(a) => a,
+        None => attach(opts, rank, false)?,
+    };
+    let mut told = "`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed coordinator`";
+    if opts.batch_size_from_trainers && rejoin.is_none() {
+        bs = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
+        told = "what the other ranks' trainers asked for";
+    }
+    let mut w = Writer::new(producer, writer::encoder(plan)?, opts.stall_timeout, bs);
+    if let Some(a) = asked {
+        if a != bs {
+            let e = Error::InvalidArgument(format!(
+                "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
+                 batch size is {bs} ({}: every rank takes the same steps); ask for {bs}, or leave \
+                 the batch size unset",
+                w.peer,
+                told.replace("{bs}", &bs.to_string())
+            ));
+            w.error(&e);
+            w.producer.close();
+            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
+            return Err(Error::PeerLost(e.to_string()));
+        }
+    }
+    let book = Arc::new(Mutex::new(AckBook {
+        frames: VecDeque::new(),
+        acked: HashMap::new(),
+        client,
+        rank,
+        inc,
+        st: st.clone(),
+    }));
+    {
+        let b = book.clone();
+        w.on_ack = Some(Box::new(move |seq| {
+            b.lock()
+                .map_err(|_| Error::Internal("ack book poisoned".into()))?
+                .ack(seq)
+        }));
+        let s = st.clone();
+        w.on_wait = Some(Box::new(move |waited| {
+            if waited.is_zero() {
+                return;
+            }
+            s.set(if waited > Duration::from_secs(1) {
+                Stage::TrainerIdle
+            } else {
+                Stage::WaitingRing
+            });
+            s.ring_wait_ms.fetch_add(100, Ordering::Relaxed);
+        }));
+    }
+    let (tx, rx) = bounded(CHANNEL_BATCHES);
+    let reader_stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let c = connect(opts)?;
+        let mut read = opts.read.clone();
+        read.batch_rows = bs;
+        let ctx = Arc::new(ReadCtx {
+            storage: storage.clone(),
+            plan: plan.clone(),
+            read,
+            st: st.clone(),
+            pool: pool.clone(),
+        });
+        let (stop, host) = (reader_stop.clone(), opts.host.clone());
+        thread::Builder::new()
+            .name(format!("hf-read{rank}"))
+            .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
+            .map_err(|e| Error::external("spawning a reader thread", e))?
+    };
+    let mut r = write_rank(
+        &mut w,
+        &rx,
+        bs,
+        &book,
+        st,
+        opts.stall_timeout,
+        rejoin.as_ref(),
+    );
+    reader_stop.store(true, Ordering::Relaxed);
+    drop(rx);
+    if r.is_err() && w.bye {
+        // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
+        // coordinator's state; the rest goes to whoever resumes the job.
+        tracing::info!(
+            rank,
+            "the trainer said bye after {} batches",
+            w.report.batches
+        );
+        r = Ok(0);
+    }
+    let _ = reader.join();
+    match &r {
+        Ok(_) => w.producer.close(),
+        Err(Error::PeerLost(_)) => {}
+        Err(e) => {
+            w.error(e);
+            w.producer.close();
+        }
+    }
+    drop(listener);
+    r.map(|steps| (w.report.rows, w.report.batches, steps))
+}
+
+pub(super) fn write_rank(
+    w: &mut Writer,
+    rx: &Receiver<Ev>,
+    bs: usize,
+    book: &Arc<Mutex<AckBook>>,
+    st: &RankStats,
+    stall: Duration,
+    rejoin: Option<&Rejoin>,
+) -> Result<u64> {
+    let schema = w
+        .enc
+        .schema_frame(w.meta(0, u32::MAX, 0))
+        .map_err(|e| Error::external("frame encoding", e))?;
+    w.put(&schema)?;
+    // A trainer that re-attached is in the middle of an epoch (its end-of-epoch frame still
+    // to come unless it read it), maybe in the middle of a batch that was cut in frames.
+    let mut epoch: Option<u32> = rejoin.filter(|r| !r.epoch_done).and_then(|r| r.epoch);
+    // Rows of the next batch, each piece tagged with its (lease, split).
+    let mut pending: Rebatcher<(u64, u32)> = Rebatcher::default();
+    // Rows the trainer already holds of its current batch (one cut in frames before a
+    // restart): the next batch completes it.
+    let mut short = match (rejoin, epoch) {
+        (Some(r), Some(_)) => (r.epoch_rows % bs as u64) as usize,
+        _ => 0,
+    };
+    let mut last_split = u32::MAX;
+    let flush = |w: &mut Writer,
+                 pending: &mut Rebatcher<(u64, u32)>,
+                 short: &mut usize,
+                 epoch: u32,
+                 split: u32|
+     -> Result<()> {
+        if let Some((b, tags)) = pending.take_tagged(bs - *short)? {
+            *short = 0;
+            let pieces: Vec<Piece> = tags
+                .into_iter()
+                .map(|((lease, split), rows)| Piece {
+                    lease,
+                    split,
+                    rows: rows as u64,
+                })
+                .collect();
+            w.batch(epoch, split, &b, &pieces)?;
+            st.batches.store(w.report.batches, Ordering::Relaxed);
+            st.bytes.store(w.report.bytes, Ordering::Relaxed);
+            let last = w.seq - 1;
+            book.lock()
+                .map_err(|_| Error::Internal("ack book poisoned".into()))?
+                .frames
+                .push_back((last, pieces));
+        }
+        Ok(())
+    };
+    let steps = loop {
+        if w.bye {
+            return Err(bye());
+        }
+        if stop_requested() {
+            // Stopped early: the batches written so far are this rank's steps.
+            break w.report.batches;
+        }
+        let ev = match rx.recv_timeout(POLL) {
+            Ok(ev) => ev,
+            Err(RecvTimeoutError::Timeout) => {
+                if w.poll_control()? {
+                    return Err(bye());
+                }
+                if w.producer.check_peer().is_err() {
+                    return Err(w.lost());
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Internal(
+                    "the reader thread stopped without end-of-feed".into(),
+                ))
+            }
+        };
+        match ev {
+            Ev::Lease(l) => {
+                if epoch != Some(l.epoch) {
+                    if let Some(e) = epoch {
+                        // Quotas are multiples of the batch size: nothing is pending here
+                        // unless the coordinator broke its contract; send it short then.
+                        flush(w, &mut pending, &mut short, e, last_split)?;
+                        let rows = w.report.rows;
+                        w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
+                    }
+                    // (A re-attached trainer's cut batch belongs to the epoch that ended.)
+                    short = 0;
+                    epoch = Some(l.epoch);
+                }
+            }
+            Ev::Rows(lease, split, b) => {
+                last_split = split;
+                let e = epoch.unwrap_or(0);
+                pending.push_tagged(b, (lease, split));
+                while pending.rows() >= bs - short {
+                    flush(w, &mut pending, &mut short, e, split)?;
+                }
+            }
+            Ev::End(steps) => break steps,
+            Ev::Failed(e) => {
+                let ep = epoch.unwrap_or(0);
+                flush(w, &mut pending, &mut short, ep, last_split)?;
+                return Err(e);
+            }
+        }
+    };
+    let e = epoch.unwrap_or(0);
+    if stop_requested() {
+        // Rows of a partial batch are not sent: un-acked, they go to whoever resumes.
+        pending.clear();
+    } else {
+        flush(w, &mut pending, &mut short, e, last_split)?;
+    }
+    if epoch.is_some() && !stop_requested() {
+        let rows = w.report.rows;
+        w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
+    }
+    w.marker(FrameKind::EndOfFeed, e, u32::MAX, steps)?;
+    // The trainer's last acks come after it read end-of-feed: forward them before leaving,
+    // so the coordinator's final state holds every consumed row.
+    let t0 = Instant::now();
+    loop {
+        let left = book
+            .lock()
+            .map_err(|_| Error::Internal("ack book poisoned".into()))?
+            .frames
+            .len();
+        if left == 0 {
+            break;
+        }
+        match w.poll_control() {
+            Ok(true) => {
+                // Bye: the trainer stopped reading; what it did not ack was not consumed.
+                break;
+            }
+            Ok(false) => {}
+            Err(_) => break, // gone: its last acks were sent or are lost with it
+        }
+        if w.producer.check_peer().is_err() || t0.elapsed() > stall {
+            break;
+        }
+        thread::sleep(POLL);
+    }
+    Ok(steps)
+}
+
+pub(super) fn bye() -> Error {
+    Error::PeerLost("the trainer said bye".into())
+}

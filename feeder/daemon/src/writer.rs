@@ -1,0 +1,349 @@
+//! The ring writer shared by `serve` and the feeder daemon: encodes frames into ring
+//! reservations (halving a batch that does not fit, waiting out a full ring with a stall
+//! timeout), reads the trainer's control messages (acks, bye), and the socket handshake
+//! (`bind`, `accept`, `hello`).
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
+use hydrofeed_tfbridge::{
+    error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameError, FrameKind,
+    FrameMeta, Piece,
+};
+
+use crate::serve::ServeReport;
+use crate::{Error, Result};
+use hydrofeed_error::Location;
+use hydrofeed_format::Plan;
+
+/// Short wait used for every ring operation, so peer death and stalls are seen promptly.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// With an ack sink, the writer reads the control channel at least this often while it writes
+/// (a ring that stays full but drains within `TICK` would otherwise never be polled, and the
+/// coordinator would see the trainer's acks only at the next epoch barrier). With the
+/// trainer's own 50 ms ack interval, the coordinator's acked rows lag the trainer's
+/// consumption by at most about 100 ms plus one `Ack` call.
+pub(crate) const ACK_POLL: Duration = Duration::from_millis(50);
+
+/// The pieces of the first `rows` rows of `pieces` (in order), and those of the rest.
+pub(crate) fn split_pieces(pieces: &[Piece], mut rows: u64) -> (Vec<Piece>, Vec<Piece>) {
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    for p in pieces {
+        if rows >= p.rows {
+            rows -= p.rows;
+            head.push(*p);
+        } else if rows > 0 {
+            head.push(Piece { rows, ..*p });
+            tail.push(Piece {
+                rows: p.rows - rows,
+                ..*p
+            });
+            rows = 0;
+        } else {
+            tail.push(*p);
+        }
+    }
+    (head, tail)
+}
+
+/// Called with the sequence number of every `Ack` control message (the daemon forwards the
+/// acked rows to the coordinator); an error stops the feed.
+pub(crate) type AckSink = Box<dyn FnMut(u64) -> Result<()> + Send>;
+
+/// The writing side: encodes frames and puts them into the ring. Shared by `serve` and the
+/// feeder daemon (`crate::daemon`).
+pub(crate) struct Writer {
+    pub(crate) producer: Producer,
+    pub(crate) enc: FrameEncoder,
+    pub(crate) seq: u64,
+    pub(crate) stall: Duration,
+    pub(crate) report: ServeReport,
+    pub(crate) peer: u32,
+    /// Where trainer acks go (`None` in `serve`: acks are ignored).
+    pub(crate) on_ack: Option<AckSink>,
+    /// Called with `true` while waiting for ring space, `false` once a frame went in (the
+    /// daemon's heartbeat stage).
+    pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
+    /// The trainer said `Bye` (it stops reading on purpose).
+    pub(crate) bye: bool,
+    /// When the control channel was last read.
+    last_poll: Instant,
+}
+
+impl Writer {
+    /// A writer over an attached ring.
+    pub(crate) fn new(producer: Producer, enc: FrameEncoder, stall: Duration, bs: usize) -> Self {
+        let peer = producer.peer_pid();
+        Self {
+            producer,
+            enc,
+            seq: 0,
+            stall,
+            report: ServeReport {
+                batch_size: bs,
+                ..Default::default()
+            },
+            peer,
+            on_ack: None,
+            on_wait: None,
+            bye: false,
+            last_poll: Instant::now(),
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Error {
+        Error::PeerLost(format!(
+            "trainer (pid {}) is gone: it died or closed its end of the ring",
+            self.peer
+        ))
+    }
+
+    pub(crate) fn put(&mut self, f: &Encoded) -> Result<()> {
+        let started = Instant::now();
+        if self.on_ack.is_some() && self.last_poll.elapsed() >= ACK_POLL {
+            self.poll_control()?;
+        }
+        loop {
+            match self.producer.reserve(f.len(), TICK) {
+                Ok(mut r) => {
+                    if let Some(w) = &self.on_wait {
+                        w(Duration::ZERO);
+                    }
+                    f.write_to(&mut r)
+                        .map_err(|e| Error::external("frame encoding", e))?;
+                    r.commit();
+                    self.seq += 1;
+                    self.report.bytes += f.len() as u64;
+                    return Ok(());
+                }
+                Err(ReserveError::Timeout) => {
+                    if let Some(w) = &self.on_wait {
+                        w(started.elapsed());
+                    }
+                    if self.on_ack.is_some() {
+                        // Acks free nothing in the ring, but the coordinator's epoch barrier
+                        // waits for them: keep forwarding while the ring is full.
+                        self.poll_control()?;
+                    }
+                    if started.elapsed() > self.stall {
+                        return Err(Error::Timeout {
+                            what: format!(
+                                "trainer (pid {}) to consume: the ring stayed full (stage: \
+                                 trainer not consuming)",
+                                self.peer
+                            ),
+                            secs: self.stall.as_secs_f64(),
+                        });
+                    }
+                }
+                Err(ReserveError::PeerLost) | Err(ReserveError::Closed) => {
+                    // Its last acks may still be queued on the control channel: forward them.
+                    if self.on_ack.is_some() {
+                        let _ = self.poll_control();
+                    }
+                    return Err(self.lost());
+                }
+                Err(ReserveError::TooLarge) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a {}-byte frame does not fit the ring (max frame {} bytes)",
+                        f.len(),
+                        self.producer.max_frame()
+                    )))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn meta(&self, epoch: u32, split: u32, rows: u64) -> FrameMeta {
+        FrameMeta {
+            epoch,
+            split,
+            seq: self.seq,
+            rows,
+        }
+    }
+
+    /// Writes one batch, halving it while it is larger than the ring's largest frame (a frame
+    /// dropped that way is never committed, so its dictionaries do not count as sent). Each
+    /// frame carries its share of `pieces` (the leases its rows belong to) as lineage.
+    pub(crate) fn batch(
+        &mut self,
+        epoch: u32,
+        split: u32,
+        b: &RecordBatch,
+        pieces: &[Piece],
+    ) -> Result<()> {
+        let meta = self.meta(epoch, split, 0);
+        let f = self
+            .enc
+            .batch_within(b, meta, self.producer.max_frame())
+            .map_err(|e| match e {
+                FrameError::DictionaryTooLarge { .. } => Error::InvalidArgument(e.to_string()),
+                e => Error::Internal(format!("frame encoding: {e}")),
+            })?
+            .with_lineage(pieces);
+        if f.len() > self.producer.max_frame() && b.num_rows() > 1 {
+            let half = b.num_rows() / 2;
+            let (head, tail) = split_pieces(pieces, half as u64);
+            self.batch(epoch, split, &b.slice(0, half), &head)?;
+            return self.batch(epoch, split, &b.slice(half, b.num_rows() - half), &tail);
+        }
+        self.put(&f)?;
+        self.enc
+            .commit(&f)
+            .map_err(|e| Error::external("frame encoding", e))?;
+        self.report.rows += b.num_rows() as u64;
+        self.report.batches += 1;
+        Ok(())
+    }
+
+    pub(crate) fn marker(
+        &mut self,
+        kind: FrameKind,
+        epoch: u32,
+        split: u32,
+        rows: u64,
+    ) -> Result<()> {
+        let f = marker(kind, self.meta(epoch, split, rows));
+        self.put(&f)
+    }
+
+    /// Best effort: tells the trainer why the feed stops.
+    pub(crate) fn error(&mut self, e: &Error) {
+        let code = match e {
+            Error::Data { .. } | Error::Io { .. } | Error::Hdfs { .. } => ErrorCode::Data,
+            Error::Schema { .. } => ErrorCode::Schema,
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::PermissionDenied { .. } => ErrorCode::PermissionDenied,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            _ => ErrorCode::Other,
+        };
+        let f = error_frame(
+            code,
+            &e.to_string(),
+            self.meta(0, u32::MAX, 0),
+            self.producer.max_frame(),
+        );
+        let _ = self.put(&f);
+    }
+
+    /// Reads control messages that arrived (results counts, bye); errors if the trainer left.
+    pub(crate) fn poll_control(&mut self) -> Result<bool> {
+        self.last_poll = Instant::now();
+        loop {
+            match self.producer.try_recv_control() {
+                Ok(Some(m)) => match Control::from_bytes(&m) {
+                    Ok(Control::Bye) => {
+                        self.bye = true;
+                        return Ok(true);
+                    }
+                    Ok(Control::Ack { seq }) => {
+                        if let Some(f) = &mut self.on_ack {
+                            f(seq)?;
+                        }
+                    }
+                    Ok(c) => tracing::debug!(?c, "control message"),
+                    Err(e) => tracing::warn!("trainer (pid {}): {e}", self.peer),
+                },
+                Ok(None) => return Ok(false),
+                Err(ControlError::PeerLost) => return Err(self.lost()),
+                Err(e) => {
+                    tracing::debug!("control channel: {e}");
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// Waits up to `timeout` for the control messages `take` is after: it returns `Break` with the
+/// result, `Continue(None)` for a message it used and wants more, `Continue(Some(m))` for a
+/// message it does not expect (logged and skipped). `expected` names the message kind, `doing`
+/// what the trainer is waiting to do ("send its batch size"), for errors.
+pub(crate) fn await_control<T>(
+    p: &mut Producer,
+    timeout: Duration,
+    expected: &str,
+    doing: &str,
+    mut take: impl FnMut(Control) -> ControlFlow<T, Option<Control>>,
+) -> Result<T> {
+    // A huge timeout (`--accept-timeout inf`) waits for ever instead of overflowing.
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        match p.wait_control(TICK) {
+            Ok(Some(m)) => match Control::from_bytes(&m) {
+                Ok(c) => match take(c) {
+                    ControlFlow::Break(t) => return Ok(t),
+                    ControlFlow::Continue(None) => {}
+                    ControlFlow::Continue(Some(other)) => {
+                        tracing::warn!("expected {expected} from the trainer, got {other:?}")
+                    }
+                },
+                Err(e) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "trainer (pid {}): {e}",
+                        p.peer_pid()
+                    )))
+                }
+            },
+            Ok(None) => {}
+            Err(ControlError::Timeout) => {}
+            Err(e) => {
+                return Err(Error::PeerLost(format!(
+                    "trainer (pid {}) left before it could {doing}: {e}",
+                    p.peer_pid()
+                )))
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::Timeout {
+                what: format!("the trainer (pid {}) to {doing}", p.peer_pid()),
+                secs: timeout.as_secs_f64(),
+            });
+        }
+    }
+}
+
+/// Waits for the trainer's `Hello`; returns the batch size it asked for.
+pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+    await_control(p, timeout, "Hello", "send its batch size", |c| match c {
+        Control::Hello { batch_size, .. } => ControlFlow::Break(batch_size.map(|b| b as usize)),
+        other => ControlFlow::Continue(Some(other)),
+    })
+}
+
+pub(crate) fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
+    // One call with the whole timeout: the handshake runs inside `accept`, and a short
+    // timeout that expires mid-handshake would reset a trainer that is connecting.
+    l.accept(timeout).map_err(|e| match e {
+        AttachError::Timeout => Error::Timeout {
+            what: format!("a trainer to connect to {}", l.path().display()),
+            secs: timeout.as_secs_f64(),
+        },
+        e => Error::PeerLost(format!(
+            "attaching the trainer at {}: {e}",
+            l.path().display()
+        )),
+    })
+}
+
+/// Binds the trainer socket.
+pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
+    Listener::bind(socket, ring).map_err(|e| Error::Io {
+        loc: Location {
+            path: socket.display().to_string(),
+            ..Default::default()
+        },
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+/// The frame encoder for a plan's schema.
+pub(crate) fn encoder(plan: &Plan) -> Result<FrameEncoder> {
+    FrameEncoder::new(plan.schema.clone()).map_err(|e| Error::external("frame encoder", e))
+}
