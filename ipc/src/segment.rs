@@ -155,7 +155,7 @@ unsafe impl Segment for HeapSegment {
 pub(crate) struct MemfdSegment {
     map: memmap2::MmapRaw,
     /// Base of the mapping in use (`map`'s until the first detach).
-    base: std::sync::atomic::AtomicPtr<u8>,
+    base: crate::sync::AtomicPtr<u8>,
     moved: std::sync::Mutex<Moved>,
     /// Validated `(capacity, max_frame)`.
     geometry: (u64, usize),
@@ -176,7 +176,7 @@ struct Moved {
 impl MemfdSegment {
     fn new(map: memmap2::MmapRaw, geometry: (u64, usize)) -> MemfdSegment {
         MemfdSegment {
-            base: std::sync::atomic::AtomicPtr::new(map.as_mut_ptr()),
+            base: crate::sync::AtomicPtr::new(map.as_mut_ptr()),
             map,
             moved: std::sync::Mutex::new(Moved::default()),
             geometry,
@@ -186,7 +186,7 @@ impl MemfdSegment {
     pub(crate) fn base(&self) -> *mut u8 {
         // SYNC: Acquire, pairs with the Release store in `detach` (the new mapping exists
         // before its address is seen).
-        self.base.load(std::sync::atomic::Ordering::Acquire)
+        self.base.load(crate::sync::Ordering::Acquire)
     }
 }
 
@@ -294,7 +294,7 @@ unsafe impl Segment for MemfdSegment {
         }
         // SYNC: Release, pairs with the Acquire load in `base`.
         self.base
-            .store(new.cast::<u8>(), std::sync::atomic::Ordering::Release);
+            .store(new.cast::<u8>(), crate::sync::Ordering::Release);
         Ok(which.into_iter().map(|s| ids[s]).collect())
     }
 

@@ -6,13 +6,16 @@
 //! release queue) with every interleaving; the wake-up protocol itself (waiting flags, `SeqCst`
 //! fences) is exercised by the real-futex tests.
 
+// The one place std's atomics are named in this crate (`ipc/clippy.toml` refuses them
+// elsewhere).
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+#[allow(clippy::disallowed_types)]
+pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 

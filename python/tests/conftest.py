@@ -96,3 +96,20 @@ def serve(hf_bin: str, tmp_path: Path) -> Iterator[object]:
     yield start
     for s in servers:
         s.stop()
+
+
+@pytest.fixture(scope="session")
+def big_mnist(tmp_path_factory: pytest.TempPathFactory, hf_bin: str) -> Path:
+    """MNIST-shaped TFRecords of BIG_ROWS rows: 31 MB of float32 images, about 8x a 4 MiB
+    ring and 30x a 1 MiB one."""
+    from helpers import BIG_ROWS, gen_tfrecord_mnist
+
+    return gen_tfrecord_mnist(hf_bin, tmp_path_factory.mktemp("big"), BIG_ROWS)
+
+
+@pytest.fixture(scope="session")
+def big_want(big_mnist: Path) -> dict[str, Any]:
+    """What tf.data reads from big_mnist."""
+    from helpers import tf_read_mnist
+
+    return tf_read_mnist(big_mnist)

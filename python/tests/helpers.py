@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pytest
+
+import hydrofeed as hf
 
 
 def tf_read_mnist(d: Path) -> dict[str, np.ndarray]:
@@ -65,6 +69,9 @@ class DLPackCapsule:
 #: about 5x a 4 MiB ring.
 ADAPTER_ROWS = 6500
 
+# Rows of the session fixture big_mnist (conftest.py).
+BIG_ROWS = 10000
+
 
 def gen_tfrecord_mnist(hf_bin: str, out: Path, rows: int) -> Path:
     """`hydrofeed gen` of `rows` MNIST-shaped TFRecord rows in 3 files under `out`."""
@@ -87,3 +94,20 @@ def check_mnist_epoch(batches: list[Any], want: dict[str, np.ndarray], rows: int
     if batches and "label" in batches[0]:  # (a feed of some columns only has no label)
         lab = np.concatenate([np.asarray(b["label"]).ravel() for b in batches])[order]
         np.testing.assert_array_equal(lab, want["label"].ravel())
+
+
+def read_table(path: Path, **kw: object) -> pa.Table:
+    batches = list(hf.read(str(path), **kw))  # type: ignore[arg-type]
+    reader = hf.read(str(path), **kw)  # type: ignore[arg-type]
+    return pa.Table.from_batches(batches, schema=reader.schema if hasattr(reader, "schema") else None)
+
+
+def orc_via_pyorc(path: Path, schema: str, rows: list[tuple[object, ...]]) -> None:
+    pyorc = pytest.importorskip("pyorc")
+    from zoneinfo import ZoneInfo
+
+    with open(path, "wb") as f:
+        w = pyorc.Writer(f, schema, timezone=ZoneInfo("UTC"), stripe_size=4096)
+        for r in rows:
+            w.write(r)
+        w.close()

@@ -170,28 +170,6 @@ def test_released_arrays_free_ring_space(serve: Any, mnist_dir: Path) -> None:
     assert feed.metrics()["pressure_copies"] == 0
 
 
-def test_dictionary_column_through_a_small_ring(serve: Any, tmp_path: Path) -> None:
-    """A dictionary<string> column: the trainer keeps each dictionary for the batches after
-    it, in its own copy; a view would pin the ring slot it came in, and every slot after it,
-    so the feeder would stall with the ring full."""
-    import pyarrow.parquet as pq
-
-    n = 200_000
-    tags = pa.array([f"category-{i % 37}" for i in range(n)]).dictionary_encode()
-    table = pa.table({"id": pa.array(range(n), pa.int64()), "tag": tags})
-    pq.write_table(table, tmp_path / "d.parquet", row_group_size=50_000)
-    s = serve("--input", str(tmp_path / "d.parquet"), "--ring-mb", "1")
-    feed = hf.DataFeed(str(s.sock), batch_size=1000, timeout=30)
-    ids = []
-    for b in feed.batches():
-        ids.append(b["id"].copy())
-        t = b.to_arrow().column(1).to_pylist()
-        assert t == [f"category-{i % 37}" for i in ids[-1]], b.num_rows
-    np.testing.assert_array_equal(np.concatenate(ids), np.arange(n))
-    code, err = s.wait()
-    assert code == 0, err
-
-
 def test_feeder_killed_raises_peer_lost_fast(serve: Any, mnist_dir: Path) -> None:
     s = serve("--input", str(mnist_dir), "--ring-mb", "4")
     feed = hf.DataFeed(str(s.sock), batch_size=100)

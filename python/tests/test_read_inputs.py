@@ -16,12 +16,6 @@ import pytest
 import hydrofeed as hf
 
 
-def _table(path: Path, **kw: object) -> pa.Table:
-    batches = list(hf.read(str(path), **kw))  # type: ignore[arg-type]
-    reader = hf.read(str(path), **kw)  # type: ignore[arg-type]
-    return pa.Table.from_batches(batches, schema=reader.schema if hasattr(reader, "schema") else None)
-
-
 def _write_tfrecord(path: Path, values: list[list[int]]) -> None:
     tf = pytest.importorskip("tensorflow")
     with tf.io.TFRecordWriter(str(path)) as w:
@@ -104,16 +98,6 @@ def test_files_written_beside_the_data_are_skipped(tmp_path: Path) -> None:
 
 
 # ---- batch_size ----------------------------------------------------------------------------
-
-
-def test_batch_size_is_rows_per_yielded_batch_across_files(tmp_path: Path) -> None:
-    for i in range(3):
-        pq.write_table(pa.table({"x": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), tmp_path / f"p{i}.parquet")
-    batches = list(hf.read(str(tmp_path), batch_size=7))
-    assert [b.num_rows for b in batches] == [7, 7, 7, 7, 2]
-    assert pa.Table.from_batches(batches).column("x").to_pylist() == list(range(30))
-    with pytest.raises(ValueError, match="batch_size"):
-        hf.read(str(tmp_path), batch_size=0)
 
 
 # ---- a schema the user states ----------------------------------------------------------------
@@ -228,60 +212,3 @@ def test_avro_files_that_avro_cannot_resolve_are_refused_naming_the_file(tmp_pat
 # ---- ORC values the C++ and Java readers agree on ----------------------------------------------
 
 
-def _orc_via_pyorc(path: Path, schema: str, rows: list[tuple[object, ...]]) -> None:
-    pyorc = pytest.importorskip("pyorc")
-    from zoneinfo import ZoneInfo
-
-    with open(path, "wb") as f:
-        w = pyorc.Writer(f, schema, timezone=ZoneInfo("UTC"), stripe_size=4096)
-        for r in rows:
-            w.write(r)
-        w.close()
-
-
-def test_orc_timestamps_before_1970_match_the_reference_reader(tmp_path: Path) -> None:
-    import datetime as dt
-    from zoneinfo import ZoneInfo
-
-    utc = ZoneInfo("UTC")
-    rng = np.random.default_rng(7)
-    base = dt.datetime(1970, 1, 1, tzinfo=utc)
-    # every microsecond value, both sides of the epoch, 1677..2262 (timestamp[ns]'s range)
-    secs = rng.integers(-9_000_000_000, 9_000_000_000, 3000)
-    micros = rng.integers(0, 1_000_000, 3000)
-    rows = [(base + dt.timedelta(seconds=int(s), microseconds=int(u)),) for s, u in zip(secs, micros)]
-    rows += [(dt.datetime(1969, 12, 31, 23, 59, 58, 1, tzinfo=utc),), (dt.datetime(1900, 1, 1, tzinfo=utc),), (None,)]
-    p = tmp_path / "t.orc"
-    _orc_via_pyorc(p, "struct<t:timestamp>", rows)
-    want = po.read_table(p).column("t").cast(pa.int64()).to_pylist()
-    got = _table(p).column("t").cast(pa.int64()).to_pylist()
-    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    assert not wrong, f"{len(wrong)} of {len(want)} differ, first (row, hydrofeed, pyarrow): {wrong[:3]}"
-
-
-def test_orc_dates_before_1970_match_the_reference_reader(tmp_path: Path) -> None:
-    import datetime as dt
-
-    days = [-719162, -25567, -1, 0, 1, 2932896]  # 0001-01-01, 1900-01-01, 1969-12-31, ..., 9999-12-31
-    rows = [(dt.date(1970, 1, 1) + dt.timedelta(days=d),) for d in days]
-    p = tmp_path / "d.orc"
-    _orc_via_pyorc(p, "struct<d:date>", rows)
-    assert _table(p).column("d").to_pylist() == po.read_table(p).column("d").to_pylist()
-
-
-@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
-def test_orc_timestamps_before_1970_from_the_arrow_writer(tmp_path: Path, unit: str) -> None:
-    # pyarrow's ORC writer (Apache Arrow C++) splits a timestamp before the epoch into seconds
-    # and nanoseconds truncated towards zero: the nanoseconds it stores are negative.
-    mult = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
-    rng = np.random.default_rng(3)
-    v = rng.integers(-(9 * 10**18) // mult, (9 * 10**18) // mult, 30_000)
-    v[:4] = [-1, -(10**9 // mult) - 1, 0, 1]
-    t = pa.table({"t": pa.array(v, pa.timestamp(unit))})
-    p = tmp_path / "t.orc"
-    po.write_table(t, p)
-    want = po.read_table(p).column("t").cast(pa.int64()).to_pylist()
-    assert want == [int(x) * mult for x in v]  # the reference reader gives back what was written
-    got = _table(p).column("t").cast(pa.int64()).to_pylist()
-    wrong = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
-    assert not wrong, f"{len(wrong)} of {len(want)} differ, first (row, hydrofeed, pyarrow): {wrong[:3]}"
