@@ -6,20 +6,81 @@
 //! release queue) with every interleaving; the wake-up protocol itself (waiting flags, `SeqCst`
 //! fences) is exercised by the real-futex tests.
 
-// The one place std's atomics are named in this crate (`ipc/clippy.toml` refuses them
-// elsewhere).
 #[cfg(not(loom))]
-#[allow(clippy::disallowed_types)]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 use std::time::Duration;
+
+/// The atomics the crate uses: `std`'s, or loom's under `cfg(loom)`. This is the one place
+/// either is named (`ipc/clippy.toml` refuses std's atomics everywhere else), so loom's model
+/// covers every atomic of the ring. `repr(transparent)`: the shared-memory layout is that of
+/// the wrapped atomic.
+mod atomics {
+    #![allow(clippy::disallowed_types)]
+
+    use super::Ordering;
+    #[cfg(loom)]
+    use loom::sync::atomic as imp;
+    #[cfg(not(loom))]
+    use std::sync::atomic as imp;
+
+    macro_rules! atomic {
+        ($name:ident, $t:ty) => {
+            #[doc = concat!("`", stringify!($name), "` of std, or of loom under `cfg(loom)`.")]
+            #[repr(transparent)]
+            #[derive(Debug)]
+            // `pub` for the fields of `layout`'s public structs; unnameable outside the crate.
+            pub struct $name(pub(super) imp::$name);
+
+            #[allow(dead_code)]
+            impl $name {
+                /// A new atomic holding `v`.
+                pub fn new(v: $t) -> Self {
+                    Self(imp::$name::new(v))
+                }
+                /// `load` of the wrapped atomic.
+                pub fn load(&self, o: Ordering) -> $t {
+                    self.0.load(o)
+                }
+                /// `store` of the wrapped atomic.
+                pub fn store(&self, v: $t, o: Ordering) {
+                    self.0.store(v, o)
+                }
+                /// `fetch_add` of the wrapped atomic.
+                pub fn fetch_add(&self, v: $t, o: Ordering) -> $t {
+                    self.0.fetch_add(v, o)
+                }
+            }
+        };
+    }
+    atomic!(AtomicU32, u32);
+    atomic!(AtomicU64, u64);
+
+    /// `AtomicPtr` of std, or of loom under `cfg(loom)`.
+    #[repr(transparent)]
+    #[derive(Debug)]
+    pub(crate) struct AtomicPtr<T>(imp::AtomicPtr<T>);
+
+    impl<T> AtomicPtr<T> {
+        pub(crate) fn new(p: *mut T) -> Self {
+            Self(imp::AtomicPtr::new(p))
+        }
+        pub(crate) fn load(&self, o: Ordering) -> *mut T {
+            self.0.load(o)
+        }
+        pub(crate) fn store(&self, p: *mut T, o: Ordering) {
+            self.0.store(p, o)
+        }
+    }
+}
+pub(crate) use atomics::{AtomicPtr, AtomicU32, AtomicU64};
 
 /// Locks a mutex, ignoring poisoning (the protected state stays consistent: every critical
 /// section is a few plain assignments that cannot panic half-way).
@@ -46,14 +107,14 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     };
     // EAGAIN (value changed), ETIMEDOUT and EINTR all mean "re-check"; nothing else can occur
     // for a valid, aligned word.
-    let _ = futex::wait(word, futex::Flags::empty(), expected, Some(&ts));
+    let _ = futex::wait(&word.0, futex::Flags::empty(), expected, Some(&ts));
 }
 
 /// Wakes every waiter on `word` (at most one per side exists).
 #[cfg(not(loom))]
 pub(crate) fn futex_wake(word: &AtomicU32) {
     use rustix::thread::futex;
-    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
+    let _ = futex::wake(&word.0, futex::Flags::empty(), i32::MAX as u32);
 }
 
 /// loom model of the futex wait: yield to the other modelled threads.
