@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PySchema;
 
-use crate::blocking::Owner;
+use crate::blocking::{self, Owner};
 use crate::error;
 
 mod attach;
@@ -134,10 +134,7 @@ impl Feed {
                 Err(TryLockError::Poisoned(_)) => {
                     return Err(error::internal("feed poisoned by an earlier panic"))
                 }
-                Err(TryLockError::WouldBlock) => {
-                    py.detach(|| std::thread::sleep(Duration::from_millis(1)));
-                    py.check_signals()?;
-                }
+                Err(TryLockError::WouldBlock) => blocking::sleep(py, Duration::from_millis(1))?,
             }
         }
     }
@@ -350,7 +347,10 @@ impl Feed {
         let timeout = secs("timeout", timeout)?;
         let token = Token::new(token).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let addr = address.to_string();
-        let r: Result<String, String> = py.detach(move || {
+        let what = format!("the coordinator's state from {addr}");
+        // A gRPC call that may wait up to `timeout`: on a thread of its own, so Ctrl-C is
+        // answered meanwhile.
+        let r: Result<String, String> = blocking::call(py, &what, move || {
             let mut c = CoordClient::connect(&addr, &token, timeout).map_err(|e| e.to_string())?;
             let t0 = Instant::now();
             loop {
@@ -365,13 +365,15 @@ impl Feed {
                 }
                 if t0.elapsed() > timeout {
                     return Err(format!(
-                        "the coordinator at {addr} to record rank {rank}'s acks ({acked} of                          {min_rows_acked} rows) within {:.1} s (stage: forwarding acks through                          the feeder)",
+                        "the coordinator at {addr} to record rank {rank}'s acks ({acked} of \
+                         {min_rows_acked} rows) within {:.1} s (stage: forwarding acks through \
+                         the feeder)",
                         timeout.as_secs_f64()
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-        });
+        })?;
         r.map_err(error::FeedTimeoutError::new_err)
     }
 
