@@ -1,5 +1,10 @@
 //! `hydrofeed.read`: an input's batches as `pyarrow.RecordBatch`es, in this process.
+//!
+//! Planning the input and reading each batch may wait on storage (an HDFS NameNode or
+//! DataNode, up to its deadline), so both run on a thread of their own through
+//! [`crate::blocking`]: Ctrl-C is answered while they wait.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
@@ -10,7 +15,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3_arrow::PyRecordBatch;
 
-use crate::blocking::Owner;
+use crate::blocking::{self, Owner, Pending};
 use crate::error;
 
 struct State {
@@ -20,15 +25,27 @@ struct State {
     pending: Rebatcher,
 }
 
-/// Iterator of `pyarrow.RecordBatch` over every split of an input, in plan order.
-#[pyclass(module = "hydrofeed._native")]
-pub struct Reader {
+/// What a reader reads and where it stands: shared with the thread that reads a batch.
+struct Source {
     storage: Arc<dyn Storage>,
     plan: Arc<Plan>,
     opts: ReadOptions,
     /// Rows per yielded batch across splits (`None`: the readers' batches as they come).
     batch_size: Option<usize>,
     state: Mutex<State>,
+}
+
+/// A batch being read, or read: what [`Source::next_batch`] returns.
+type Next = hydrofeed_error::Result<Option<RecordBatch>>;
+
+/// Iterator of `pyarrow.RecordBatch` over every split of an input, in plan order.
+#[pyclass(module = "hydrofeed._native")]
+pub struct Reader {
+    source: Arc<Source>,
+    /// Reads of `__next__` calls that a signal interrupted (Ctrl-C), oldest first: the next
+    /// calls return their batches before reading on, so an interrupt that is caught loses no
+    /// rows.
+    interrupted: Mutex<VecDeque<Pending<Next>>>,
     owner: Owner,
 }
 
@@ -57,7 +74,7 @@ pub(crate) fn parse_on_error(s: &str) -> PyResult<OnError> {
     }
 }
 
-impl Reader {
+impl Source {
     /// The next batch of a split as the reader yields it.
     fn next_read(&self, st: &mut State) -> hydrofeed_error::Result<Option<RecordBatch>> {
         loop {
@@ -96,6 +113,56 @@ impl Reader {
         }
         st.pending.take(n)
     }
+
+    /// The next batch when it needs no reading (`batch_size` rows are rebatched already), so
+    /// no thread is started for it; `None` when it needs reading, or another call is reading.
+    fn ready(&self, py: Python<'_>) -> Option<Next> {
+        let n = self.batch_size?;
+        let mut st = self.state.try_lock().ok()?;
+        if st.pending.rows() < n {
+            return None;
+        }
+        let pending = &mut st.pending;
+        // Not a blocking call (it only concatenates rows already in memory, so it needs no
+        // Ctrl-C check and no thread of its own), but no reason to hold the GIL either.
+        Some(py.detach(|| pending.take(n)))
+    }
+}
+
+impl Reader {
+    /// The next batch. It is read on a thread of its own, so Ctrl-C is answered while it
+    /// reads (a read from HDFS may wait up to its deadline); a read that a signal interrupted
+    /// goes on, and the next call returns its batch.
+    fn next_batch(&self, py: Python<'_>) -> PyResult<Next> {
+        let earlier = self
+            .interrupted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let read = match earlier {
+            Some(read) => read,
+            None => {
+                if let Some(b) = self.source.ready(py) {
+                    return Ok(b);
+                }
+                let source = Arc::clone(&self.source);
+                blocking::spawn("the next batch of hydrofeed.read", move || {
+                    source.next_batch()
+                })?
+            }
+        };
+        match read.wait(py) {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                // Interrupted (Ctrl-C): the read goes on; a later call collects its batch.
+                self.interrupted
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_back(read);
+                Err(e)
+            }
+        }
+    }
 }
 
 #[pymethods]
@@ -130,23 +197,28 @@ impl Reader {
         };
         let path = path.to_string();
         let o = opts.clone();
-        let (storage, plan) = py
-            .detach(move || -> hydrofeed_error::Result<_> {
-                let storage = open_storage(&path)?;
-                let plan = plan(&storage, &path, &o)?;
-                Ok((storage, plan))
-            })
-            .map_err(error::feeder)?;
+        // Listing an HDFS directory, or waiting for its NameNode, may take long: on a thread of
+        // its own, so Ctrl-C is answered meanwhile.
+        let what = format!("planning the input {path}");
+        let (storage, plan) = blocking::call(py, &what, move || -> hydrofeed_error::Result<_> {
+            let storage = open_storage(&path)?;
+            let plan = plan(&storage, &path, &o)?;
+            Ok((storage, plan))
+        })?
+        .map_err(error::feeder)?;
         Ok(Self {
-            storage,
-            plan: Arc::new(plan),
-            opts,
-            batch_size,
-            state: Mutex::new(State {
-                next_split: 0,
-                current: None,
-                pending: Rebatcher::default(),
+            source: Arc::new(Source {
+                storage,
+                plan: Arc::new(plan),
+                opts,
+                batch_size,
+                state: Mutex::new(State {
+                    next_split: 0,
+                    current: None,
+                    pending: Rebatcher::default(),
+                }),
             }),
+            interrupted: Mutex::new(VecDeque::new()),
             owner: Owner::here(),
         })
     }
@@ -154,19 +226,19 @@ impl Reader {
     /// The schema of the batches, as a `pyarrow.Schema`.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        pyo3_arrow::PySchema::new(self.plan.schema.clone()).into_pyarrow(py)
+        pyo3_arrow::PySchema::new(self.source.plan.schema.clone()).into_pyarrow(py)
     }
 
     /// Total rows of the input (from the plan).
     #[getter]
     fn num_rows(&self) -> u64 {
-        self.plan.total_rows()
+        self.source.plan.total_rows()
     }
 
     /// Number of splits.
     #[getter]
     fn num_splits(&self) -> usize {
-        self.plan.splits.len()
+        self.source.plan.splits.len()
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -175,10 +247,7 @@ impl Reader {
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.owner.check("hydrofeed.read iterator")?;
-        // Decoding runs without the GIL; one batch takes milliseconds, so signals are seen
-        // between batches.
-        let b = py.detach(|| self.next_batch()).map_err(error::feeder)?;
-        py.check_signals()?;
+        let b = self.next_batch(py)?.map_err(error::feeder)?;
         match b {
             Some(b) => Ok(Some(PyRecordBatch::new(b).into_pyarrow(py)?)),
             None => Ok(None),

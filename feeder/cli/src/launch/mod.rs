@@ -13,14 +13,17 @@
 //! Children lead their own process groups and die with `launch` (`PR_SET_PDEATHSIG`); the
 //! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
 //! nothing is ever in /dev/shm.
+//!
+//! Parts: `children` (spawning the children, their output and tails, cleanup, the private
+//! socket directory), `feeder` (the feeder's command line, its restarts and failures) and
+//! `batch_size` (the batch size the trainers agree on). This module holds the arguments, the
+//! signal handling and the supervision loop.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, IsTerminal, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::IsTerminal;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,6 +37,15 @@ use hydrofeed_coord::token::{Token, TOKEN_ENV};
 use hydrofeed_coord::{Config, Machine, Remainder};
 use hydrofeed_feeder::daemon::SKIPPED_LINE;
 use hydrofeed_tfbridge::SOCKET_ENV;
+
+mod batch_size;
+mod children;
+mod feeder;
+
+use batch_size::agree_batch_size;
+pub use children::private_run_dir;
+use children::{describe, free_ports, spawn, spawn_at, Job};
+use feeder::{failed_by_itself, feeder_command, feeder_failed, restart_feeder};
 
 /// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
 pub const REJOIN_ENV: &str = "HYDROFEED_REJOIN_TIMEOUT";
@@ -124,260 +136,11 @@ fn catch_signals() {
     }
 }
 
-/// Children get SIGKILL when `launch` dies, whatever kills it.
-fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: the closure runs in the child between fork and exec and calls only `prctl`,
-    // which is async-signal-safe; it touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Lines of a child's output kept for the error that names it.
-const TAIL_LINES: usize = 20;
 /// How long stopping trainers may take (Ctrl-C, or the feed ended early) before they are
 /// killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Non-terminal stderr: a plain progress line this often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-
-/// The last lines a child wrote (stdout and stderr together).
-type Tail = Arc<Mutex<VecDeque<String>>>;
-
-/// Everything to clean up, on every exit path.
-struct Job {
-    dir: PathBuf,
-    /// `(name, child, its output tail)`; the feeder first, then rank 0, 1, ...
-    children: Vec<(String, Child, Tail)>,
-    /// Threads copying the children's output, with the index of their child.
-    outs: Vec<(usize, thread::JoinHandle<()>)>,
-}
-
-impl Job {
-    /// Lets the output threads of child `i` (all children: `None`) print what it wrote last
-    /// (at most 2 s: a grandchild may hold the pipe open).
-    fn drain_output(&mut self, i: Option<usize>) {
-        let t = Instant::now();
-        while self
-            .outs
-            .iter()
-            .any(|(k, h)| i.is_none_or(|i| i == *k) && !h.is_finished())
-            && t.elapsed() < Duration::from_secs(2)
-        {
-            thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// The last lines child `i` wrote, indented, for an error message.
-    fn tail(&mut self, i: usize) -> String {
-        self.drain_output(Some(i));
-        let (name, _, tail) = &self.children[i];
-        let lines = tail.lock().map(|t| t.clone()).unwrap_or_default();
-        if lines.is_empty() {
-            return format!("; {name} wrote nothing");
-        }
-        let mut s = format!("; last lines of {name}:");
-        for l in lines {
-            s.push_str("\n    ");
-            s.push_str(&l);
-        }
-        s
-    }
-
-    /// Sends `sig` to child `i` if it was not reaped yet.
-    fn signal(&mut self, i: usize, sig: libc::c_int) {
-        let c = &mut self.children[i].1;
-        if matches!(c.try_wait(), Ok(None)) {
-            // SAFETY: plain syscall on the pid of our own child, which is not reaped yet, so
-            // the pid cannot have been reused.
-            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
-        }
-    }
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        for (_, c, _) in &mut self.children {
-            if matches!(c.try_wait(), Ok(None)) {
-                // The child leads its own process group: take its children along.
-                // SAFETY: plain syscall; the group is our un-reaped child's.
-                unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
-            }
-            let _ = c.kill();
-        }
-        for (_, c, _) in &mut self.children {
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
-}
-
-fn describe(s: ExitStatus) -> String {
-    match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(sig)) => format!(
-            "killed by signal {sig}{}{}",
-            signal_name(sig)
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default(),
-            if s.core_dumped() { ", core dumped" } else { "" }
-        ),
-        _ => s.to_string(),
-    }
-}
-
-fn pipe_lines(
-    job: &mut Job,
-    i: usize,
-    r: impl Read + Send + 'static,
-    prefix: String,
-    err: bool,
-    pb: ProgressBar,
-) {
-    let tail = job.children[i].2.clone();
-    let h = thread::Builder::new().name("hf-out".into()).spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(mut t) = tail.lock() {
-                if t.len() == TAIL_LINES {
-                    t.pop_front();
-                }
-                t.push_back(line.chars().take(500).collect());
-            }
-            pb.suspend(|| {
-                if err {
-                    eprintln!("{prefix} {line}");
-                } else {
-                    println!("{prefix} {line}");
-                }
-            });
-        }
-    });
-    if let Ok(h) = h {
-        job.outs.push((i, h));
-    }
-}
-
-/// Starts a child of `job` with its output prefixed and kept; it leads its own process group
-/// (so a terminal's Ctrl-C reaches `launch` alone, which stops the children in order) and dies
-/// with `launch`.
-fn spawn(
-    job: &mut Job,
-    name: String,
-    prefix: String,
-    cmd: Command,
-    pb: &ProgressBar,
-) -> std::io::Result<u32> {
-    spawn_at(job, None, name, prefix, cmd, pb)
-}
-
-/// [`spawn`] into child slot `slot` (replacing a child that was reaped), or a new slot.
-fn spawn_at(
-    job: &mut Job,
-    slot: Option<usize>,
-    name: String,
-    prefix: String,
-    mut cmd: Command,
-    pb: &ProgressBar,
-) -> std::io::Result<u32> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    die_with_parent(&mut cmd);
-    let mut c = cmd.spawn()?;
-    let pid = c.id();
-    let (o, e) = (c.stdout.take(), c.stderr.take());
-    let entry = (name, c, Arc::new(Mutex::new(VecDeque::new())));
-    let i = match slot {
-        Some(i) => {
-            job.children[i] = entry;
-            i
-        }
-        None => {
-            job.children.push(entry);
-            job.children.len() - 1
-        }
-    };
-    if let Some(o) = o {
-        pipe_lines(job, i, o, prefix.clone(), false, pb.clone());
-    }
-    if let Some(e) = e {
-        pipe_lines(job, i, e, prefix, true, pb.clone());
-    }
-    Ok(pid)
-}
-
-/// A private directory for the job's sockets: `hydrofeed-launch-<pid>-<random>` under
-/// `$XDG_RUNTIME_DIR` (else the temporary directory), created 0700 by this call: a directory
-/// someone else made beforehand, at a predictable name, is never used.
-pub fn private_run_dir(prefix: &str) -> anyhow::Result<PathBuf> {
-    use rand::RngCore;
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    for _ in 0..16 {
-        let dir = base.join(format!(
-            "{prefix}-{}-{:08x}",
-            std::process::id(),
-            rand::rng().next_u32()
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {
-                let m = std::fs::symlink_metadata(&dir)
-                    .with_context(|| format!("{}", dir.display()))?;
-                // SAFETY: getuid never fails and has no preconditions.
-                let uid = unsafe { libc::getuid() };
-                anyhow::ensure!(
-                    m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
-                    "{}: not a private directory of this user",
-                    dir.display()
-                );
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    bail!(
-        "could not create a private directory under {}",
-        base.display()
-    )
-}
-
-fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {
-    let ls: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()
-        .context("picking ports for the trainers' TF servers")?;
-    ls.iter()
-        .map(|l| Ok(u32::from(l.local_addr()?.port())))
-        .collect()
-}
 
 /// How the trainers ended.
 enum Ended {
@@ -755,171 +518,4 @@ fn supervise(
         }
         thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The `hydrofeed feeder` command of the job (`rejoin`: it replaces one that died).
-fn feeder_command(
-    args: &Args,
-    addr: &str,
-    token: &Token,
-    dir: &Path,
-    ports: &[u32],
-    from_trainers: bool,
-    rejoin: bool,
-) -> anyhow::Result<Command> {
-    let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
-    let mut feeder = Command::new(exe);
-    feeder
-        .arg("feeder")
-        .args(["--input", &args.input, "--coordinator", addr])
-        .arg("--socket-dir")
-        .arg(dir)
-        .args(["--trainers", &ports.len().to_string()])
-        .arg("--ranks")
-        .arg(
-            (0..ports.len())
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        )
-        .arg("--trainer-ports")
-        .arg(
-            ports
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        )
-        .args(["--memory-mb", &args.memory_mb.to_string()])
-        // A trainer that leaves ends only its rank: `launch` decides from its exit status.
-        .arg("--keep-going")
-        .env(TOKEN_ENV, token.as_str());
-    if let Some(c) = &args.columns {
-        feeder.arg("--columns").arg(c.join(","));
-    }
-    if let Some(f) = args.format {
-        let v = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
-        if let Some(v) = v {
-            feeder.args(["--format", &v]);
-        }
-    }
-    if let Some(a) = args.feeder_metrics {
-        feeder.args(["--metrics", &a.to_string()]);
-    }
-    if args.skip_errors {
-        feeder.arg("--skip-errors");
-    }
-    if let Some(s) = &args.schema {
-        feeder.arg("--schema").arg(s);
-    }
-    if from_trainers {
-        feeder.arg("--batch-size-from-trainers");
-    }
-    if rejoin {
-        feeder.arg("--rejoin");
-    }
-    Ok(feeder)
-}
-
-/// Batch size when no trainer asks for one and `--batch-size` is not given.
-const DEFAULT_BATCH_SIZE: u64 = 256;
-
-/// Without `--batch-size`: once every rank wrote what its trainer asked for, sets the job's
-/// batch size on the coordinator (before any work was handed out) and tells the feeder.
-/// `Ok(false)` while ranks are missing; an error naming the sizes when the trainers disagree.
-fn agree_batch_size(
-    dir: &Path,
-    n: u32,
-    svc: &service::RunningService,
-    pb: &ProgressBar,
-) -> anyhow::Result<bool> {
-    let mut asked = Vec::new();
-    for r in 0..n {
-        match std::fs::read_to_string(hydrofeed_feeder::daemon::asked_path(dir, r)) {
-            Ok(s) => asked.push((r, s.trim().parse::<u64>().ok())),
-            Err(_) => return Ok(false),
-        }
-    }
-    let sizes: std::collections::BTreeSet<u64> = asked.iter().filter_map(|(_, b)| *b).collect();
-    if sizes.len() > 1 {
-        let who: Vec<String> = asked
-            .iter()
-            .filter_map(|(r, b)| b.map(|b| format!("rank {r} asks for {b} rows")))
-            .collect();
-        bail!(
-            "the trainers asked for different batch sizes: {} (every rank takes the same steps): \
-             make them ask the same size, or pass --batch-size",
-            who.join(", ")
-        );
-    }
-    let b = sizes.first().copied().unwrap_or(DEFAULT_BATCH_SIZE);
-    svc.shared
-        .with_machine_mut(|m| m.set_batch_size(b))
-        .context("setting the batch size the trainers asked for")?;
-    let p = hydrofeed_feeder::daemon::agreed_path(dir);
-    let tmp = p.with_extension("tmp");
-    std::fs::write(&tmp, b.to_string()).with_context(|| format!("{}", tmp.display()))?;
-    std::fs::rename(&tmp, &p).with_context(|| format!("{}", p.display()))?;
-    pb.set_length(
-        svc.shared
-            .with_machine(|m| m.total_rows() * u64::from(m.config().epochs)),
-    );
-    pb.suspend(|| {
-        eprintln!(
-            "hydrofeed launch: batch size {b} ({})",
-            if sizes.is_empty() {
-                "the default: no trainer asked for one"
-            } else {
-                "asked by the trainers"
-            }
-        )
-    });
-    Ok(true)
-}
-
-/// Says that the feeder died and will be restarted (the `k`-th time of `of`), after a backoff
-/// of 250 ms doubling with each restart (a feeder that crashes again at once is not hammered).
-fn restart_feeder(
-    job: &mut Job,
-    s: ExitStatus,
-    k: u32,
-    of: u32,
-    pb: &ProgressBar,
-) -> anyhow::Result<()> {
-    let pid = job.children[0].1.id();
-    job.drain_output(Some(0));
-    pb.suspend(|| {
-        eprintln!(
-            "hydrofeed launch: the feeder (pid {pid}) was {}; restarting it ({k} of {of}): the \
-             trainers re-attach and report what they read, the rows they did not read are \
-             handed out again",
-            describe(s)
-        )
-    });
-    thread::sleep(Duration::from_millis(250 << (k - 1).min(4)));
-    Ok(())
-}
-
-/// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).
-fn failed_by_itself(s: ExitStatus) -> bool {
-    !s.success() && s.code() != Some(super::feeder::TRAINER_LEFT_EXIT)
-}
-
-/// The error for a feeder that failed: its status, each rank's last stage, its last lines.
-fn feeder_failed(job: &mut Job, svc: &service::RunningService, s: ExitStatus) -> anyhow::Error {
-    let stages = svc.shared.with_machine(|m| {
-        m.ranks()
-            .iter()
-            .enumerate()
-            .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
-    let pid = job.children[0].1.id();
-    let tail = job.tail(0);
-    anyhow::anyhow!(
-        "the feeder (pid {pid}) failed: {}; last stages reported: {stages}; stopped every \
-         trainer{tail}",
-        describe(s)
-    )
 }

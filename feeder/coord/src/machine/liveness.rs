@@ -1,0 +1,207 @@
+//! Ranks joining and staying alive: [`Machine::join`] and [`Machine::rejoin`] (a restarted
+//! feeder whose trainer kept running), the incarnation checks every call makes, heartbeats,
+//! and [`Machine::tick`], which reports stalled ranks and declares silent ones dead,
+//! re-queueing their un-acked rows.
+
+use super::queue::Range;
+use super::{LivenessEvent, LogKind, Machine, Stage, WorkerCounters};
+use crate::{Error, Result};
+
+impl Machine {
+    /// Registers (or re-registers) `rank` from `host` at `now_ms`. A re-join starts a new
+    /// incarnation: the old one's un-acked rows go back to the queue.
+    pub fn join(&mut self, rank: u32, host: &str, now_ms: u64) -> Result<u64> {
+        self.check_rank(rank)?;
+        if self.ranks[rank as usize].alive {
+            self.requeue_rank(rank);
+        }
+        let r = &mut self.ranks[rank as usize];
+        r.joined = true;
+        r.alive = true;
+        r.incarnation += 1;
+        r.host = host.to_string();
+        r.last_seen_ms = now_ms;
+        r.stage = Stage::Starting;
+        r.stalled = false;
+        Ok(r.incarnation)
+    }
+
+    /// [`Machine::join`] of a feeder restarted under `rank` while its trainer kept running:
+    /// first counts `consumed` (`(lease, split, rows read)`, cumulative per lease, reported by
+    /// the trainer from its frames' lineage) as acks of the previous incarnation, so only rows
+    /// nobody read go back to the queue. Leases no longer outstanding (acked whole, or of an
+    /// older incarnation) are skipped. Refused when the previous incarnation was declared dead
+    /// in between: its rows were queued again already, and the trainer's would come twice.
+    pub fn rejoin(
+        &mut self,
+        rank: u32,
+        host: &str,
+        now_ms: u64,
+        consumed: &[(u64, u32, u64)],
+    ) -> Result<u64> {
+        self.check_rank(rank)?;
+        if !consumed.is_empty() {
+            let r = &self.ranks[rank as usize];
+            if !r.joined || !r.alive {
+                return Err(Error::Coordinator(format!(
+                    "rank {rank} was declared dead (silent for {} ms) before its feeder came \
+                     back: the rows its trainer read after the last ack were queued again and \
+                     would come twice; restart the feeder sooner or raise the dead-after time",
+                    self.cfg.dead_after_ms
+                )));
+            }
+            let inc = r.incarnation;
+            for &(lease, split, rows) in consumed {
+                let ours = self
+                    .leases
+                    .get(&lease)
+                    .is_some_and(|l| l.rank == rank && l.incarnation == inc);
+                if ours && rows > 0 {
+                    self.ack(rank, inc, lease, split, rows, now_ms)?;
+                }
+            }
+        }
+        self.join(rank, host, now_ms)
+    }
+
+    fn check_rank(&self, rank: u32) -> Result<()> {
+        if rank >= self.cfg.workers {
+            return Err(Error::Coordinator(format!(
+                "rank {rank} out of range: the job has {} workers",
+                self.cfg.workers
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_live(&self, rank: u32, incarnation: u64) -> Result<()> {
+        self.check_rank(rank)?;
+        let r = &self.ranks[rank as usize];
+        if !r.joined {
+            return Err(Error::Coordinator(format!(
+                "rank {rank} has not registered"
+            )));
+        }
+        if r.incarnation != incarnation || !r.alive {
+            return Err(Error::PeerLost(format!(
+                "rank {rank} incarnation {incarnation} (host {}) was declared dead or replaced; \
+                 re-register",
+                r.host
+            )));
+        }
+        Ok(())
+    }
+
+    /// A heartbeat of `rank`. Returns `false` when that incarnation is no longer alive.
+    pub fn heartbeat(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        stage: Stage,
+        counters: WorkerCounters,
+        now_ms: u64,
+    ) -> Result<bool> {
+        self.check_rank(rank)?;
+        let r = &self.ranks[rank as usize];
+        if !r.joined || !r.alive || r.incarnation != incarnation {
+            return Ok(false);
+        }
+        self.touch(rank, now_ms);
+        let r = &mut self.ranks[rank as usize];
+        r.stage = stage;
+        r.counters = counters;
+        Ok(true)
+    }
+
+    pub(super) fn touch(&mut self, rank: u32, now_ms: u64) {
+        let r = &mut self.ranks[rank as usize];
+        r.last_seen_ms = r.last_seen_ms.max(now_ms);
+        r.stalled = false;
+    }
+
+    /// Checks liveness at `now_ms`: names stalled ranks once per silence and declares dead
+    /// (re-queueing their un-acked rows) those silent past `dead_after_ms`.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<LivenessEvent> {
+        let mut ev = Vec::new();
+        if self.finished {
+            return ev;
+        }
+        for rank in 0..self.cfg.workers {
+            let r = &self.ranks[rank as usize];
+            if !r.joined || !r.alive {
+                continue;
+            }
+            let silent_ms = now_ms.saturating_sub(r.last_seen_ms);
+            if silent_ms >= self.cfg.dead_after_ms {
+                let (host, stage) = (r.host.clone(), r.stage);
+                let requeued_rows = self.requeue_rank(rank);
+                let r = &mut self.ranks[rank as usize];
+                r.alive = false;
+                self.counters.deaths += 1;
+                ev.push(LivenessEvent::Dead {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                    requeued_rows,
+                });
+            } else if silent_ms >= self.cfg.stall_after_ms && !r.stalled {
+                let (host, stage) = (r.host.clone(), r.stage);
+                self.ranks[rank as usize].stalled = true;
+                self.counters.stalls += 1;
+                ev.push(LivenessEvent::Stalled {
+                    rank,
+                    host,
+                    stage,
+                    silent_ms,
+                });
+            }
+        }
+        ev
+    }
+
+    /// Puts the un-acked rows of every lease of `rank` back at the head of the queue (pad
+    /// rows are simply forgotten: they are generated again). Returns the rows re-queued.
+    fn requeue_rank(&mut self, rank: u32) -> u64 {
+        let mut ids: Vec<u64> = self
+            .leases
+            .iter()
+            .filter(|(_, l)| l.rank == rank)
+            .map(|(&id, _)| id)
+            .collect();
+        // Latest first, so that after the push_head calls the oldest is at the head.
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let mut rows = 0;
+        for id in ids {
+            let l = self.leases.remove(&id).expect("listed above");
+            let left = l.range.rows - l.acked_rows;
+            self.ranks[rank as usize].assigned -= left;
+            if l.pad || left == 0 {
+                continue;
+            }
+            // The gaps between acked intervals, last first so the first ends at the head.
+            let mut gaps = Vec::new();
+            let mut at = l.range.first;
+            for &(a, b) in &l.acked {
+                if a > at {
+                    gaps.push((at, a));
+                }
+                at = b;
+            }
+            if at < l.range.first + l.range.rows {
+                gaps.push((at, l.range.first + l.range.rows));
+            }
+            for &(a, b) in gaps.iter().rev() {
+                let rest = Range {
+                    first: a,
+                    rows: b - a,
+                    ..l.range
+                };
+                self.push_head(rest);
+                self.push_log(LogKind::Requeue, rank, id, rest, false);
+            }
+            rows += left;
+        }
+        rows
+    }
+}
