@@ -22,10 +22,15 @@ __all__ = [
     "Ragged",
     "BufferOwner",
     "SOCKET_ENV",
+    "tf_config",
 ]
 
 __version__: str
 SOCKET_ENV: str
+
+def tf_config(cluster_spec_json: str, task_type: str, index: int, environment: str | None = None) -> str:
+    """TF_CONFIG JSON for a task from the cluster spec as JSON ({job: ["host:port", ...]}),
+    built by the same code as `hydrofeed launch`'s."""
 
 class HydrofeedError(Exception): ...
 class DataError(HydrofeedError): ...

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from hydrofeed import _native
+
 logger = logging.getLogger(__name__)
 
 FEEDING_JOBS = ("chief", "master", "worker")  # TFoS's count of ctx.num_workers
@@ -365,7 +367,8 @@ def barrier_node_fn(
         else:
             metas = _gather(cluster_meta, generation, ctx.partitionId(), n_tasks, meta)
         spec = cluster_spec_of(metas)
-        tf_config = {"cluster": spec, "task": {"type": job_name, "index": task_index}, "environment": "cloud"}
+        # Built by the same code as hydrofeed launch's TF_CONFIG ("environment": "cloud", as TFoS).
+        tf_config = json.loads(_native.tf_config(json.dumps(spec), job_name, task_index, "cloud"))
         from pyspark import cloudpickle
 
         node_spec = {
