@@ -6,9 +6,10 @@
 //!   threads; deterministic for a given sequence of calls. Most code wants this.
 //! - [`Reservation`] (in [`cluster`]): workers register (rank or auto, host, port, GPUs, role);
 //!   the cluster spec and each rank's `TF_CONFIG` JSON.
-//! - [`service`]: the gRPC service (`hydrofeed.coord.v1`, tonic) around both, with the
-//!   shared-secret [`token`] check, the assignment log and the Prometheus endpoint.
-//! - [`client::CoordClient`]: a blocking client for the feeder daemon and Python.
+//! - `service` (feature `grpc`): the gRPC service (`hydrofeed.coord.v1`, tonic) around both,
+//!   with the shared-secret [`token`] check, the assignment log and the Prometheus endpoint.
+//! - `client::CoordClient` (feature `grpc`): a blocking client for the feeder daemon and
+//!   Python.
 //!
 //! # Contract
 //! - **Equal steps.** With `T` rows, `W` workers and batch size `B`, every rank receives

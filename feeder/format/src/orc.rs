@@ -24,8 +24,8 @@ use orc_rust::projection::ProjectionMask;
 use orc_rust::ArrowReaderBuilder;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
-use super::parquet::{check_against, group_units};
-use super::units::{Projection, UnitBatches, UnitReader, Units};
+use super::parquet::check_against;
+use super::units::{group_units, Projection, UnitBatches, UnitGroup, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
@@ -52,17 +52,24 @@ fn builder(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderBuilder<Stor
     })
 }
 
-/// `(offset, rows, bytes)` of every stripe.
-fn stripes(b: &ArrowReaderBuilder<StorageChunks>) -> Vec<(u64, u64, u64)> {
+/// Where a stripe starts, and its rows and bytes.
+#[derive(Debug, Clone, Copy)]
+struct StripeInfo {
+    offset: u64,
+    size: UnitSize,
+}
+
+/// Every stripe of the file, from its tail.
+fn stripes(b: &ArrowReaderBuilder<StorageChunks>) -> Vec<StripeInfo> {
     b.file_metadata()
         .stripe_metadatas()
         .iter()
-        .map(|s| {
-            (
-                s.offset(),
-                s.number_of_rows(),
-                s.index_length() + s.data_length() + s.footer_length(),
-            )
+        .map(|s| StripeInfo {
+            offset: s.offset(),
+            size: UnitSize {
+                rows: s.number_of_rows(),
+                bytes: s.index_length() + s.data_length() + s.footer_length(),
+            },
         })
         .collect()
 }
@@ -77,11 +84,11 @@ pub fn plan_file(
     let chunks = StorageChunks::new(storage.open(&file.path)?);
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
     let b = builder(&chunks, &file.path)?;
-    let units: Vec<(u64, u64)> = stripes(&b).iter().map(|&(_, r, n)| (r, n)).collect();
+    let units: Vec<UnitSize> = stripes(&b).iter().map(|s| s.size).collect();
     let splits = group_units(&units, opts.split_bytes)
         .into_iter()
         .enumerate()
-        .map(|(i, (first, count, rows, bytes))| Split {
+        .map(|(i, UnitGroup { first, count, rows, bytes })| Split {
             id: first_id + i as u32,
             path: file.path.clone(),
             format: Format::Orc,
@@ -109,8 +116,8 @@ pub(crate) struct Stripes {
     path: String,
     split: u32,
     chunks: StorageChunks,
-    /// Offset and rows of every stripe of the file.
-    stripes: Vec<(u64, u64, u64)>,
+    /// Every stripe of the file.
+    stripes: Vec<StripeInfo>,
     columns: Option<Vec<String>>,
     batch_rows: usize,
 }
@@ -175,7 +182,7 @@ impl Stripes {
             loc(
                 &self.path,
                 Some(self.split),
-                Some(self.stripes[stripe].0),
+                Some(self.stripes[stripe].offset),
                 Some(format!("stripe {stripe}")),
             ),
             FORMAT,
@@ -189,7 +196,7 @@ impl Stripes {
             None => ProjectionMask::all(),
             Some(c) => ProjectionMask::named_roots(b.file_metadata().root_data_type(), c),
         };
-        let at = self.stripes[stripe].0 as usize;
+        let at = self.stripes[stripe].offset as usize;
         Ok(b.with_projection(mask)
             .with_batch_size(self.batch_rows)
             .with_file_byte_range(at..at + 1)
@@ -199,7 +206,7 @@ impl Stripes {
 
 impl Units for Stripes {
     fn rows(&self, stripe: usize) -> u64 {
-        self.stripes[stripe].1
+        self.stripes[stripe].size.rows
     }
 
     fn open(&self, stripe: usize) -> Result<UnitBatches> {

@@ -29,7 +29,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
-use super::units::{Projection, UnitBatches, UnitReader, Units};
+use super::units::{group_units, Projection, UnitBatches, UnitGroup, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
@@ -156,23 +156,6 @@ fn stored_arrow_schema(meta: &ArrowReaderMetadata) -> Option<arrow_schema::Schem
     Some(arrow_ipc::convert::fb_to_schema(msg.header_as_schema()?))
 }
 
-/// Groups consecutive units of `(rows, bytes)` into splits of about `target` bytes:
-/// `(first, count, rows, bytes)` each.
-pub(crate) fn group_units(units: &[(u64, u64)], target: u64) -> Vec<(u32, u32, u64, u64)> {
-    let mut out: Vec<(u32, u32, u64, u64)> = Vec::new();
-    for (i, &(rows, bytes)) in units.iter().enumerate() {
-        match out.last_mut() {
-            Some(last) if last.3 + bytes <= target.max(1) => {
-                last.1 += 1;
-                last.2 += rows;
-                last.3 += bytes;
-            }
-            _ => out.push((i as u32, 1, rows, bytes)),
-        }
-    }
-    out
-}
-
 /// Plans the splits of one file; ids start at `first_id`.
 pub fn plan_file(
     storage: &Arc<dyn Storage>,
@@ -182,21 +165,19 @@ pub fn plan_file(
 ) -> Result<(SchemaRef, Vec<Split>)> {
     let chunks = StorageChunks::new(storage.open(&file.path)?);
     let meta = load(&chunks, &file.path)?;
-    let units: Vec<(u64, u64)> = meta
+    let units: Vec<UnitSize> = meta
         .metadata()
         .row_groups()
         .iter()
-        .map(|rg| {
-            (
-                rg.num_rows().max(0) as u64,
-                rg.compressed_size().max(0) as u64,
-            )
+        .map(|rg| UnitSize {
+            rows: rg.num_rows().max(0) as u64,
+            bytes: rg.compressed_size().max(0) as u64,
         })
         .collect();
     let splits = group_units(&units, opts.split_bytes)
         .into_iter()
         .enumerate()
-        .map(|(i, (first, count, rows, bytes))| Split {
+        .map(|(i, UnitGroup { first, count, rows, bytes })| Split {
             id: first_id + i as u32,
             path: file.path.clone(),
             format: Format::Parquet,

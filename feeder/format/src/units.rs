@@ -17,6 +17,48 @@ use arrow_schema::SchemaRef;
 use crate::io::{catch, guard, loc, panicked};
 use crate::{Error, OnError, Result, SkipStats, SplitReader};
 
+/// Rows and (compressed) bytes of one unit, from the footer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnitSize {
+    pub(crate) rows: u64,
+    pub(crate) bytes: u64,
+}
+
+/// Consecutive units planned as one split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnitGroup {
+    /// The first unit's index in the file.
+    pub(crate) first: u32,
+    /// Units in the split.
+    pub(crate) count: u32,
+    /// Their rows.
+    pub(crate) rows: u64,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+}
+
+/// Groups consecutive units into splits of about `target` bytes (a unit larger than that is a
+/// split of its own).
+pub(crate) fn group_units(units: &[UnitSize], target: u64) -> Vec<UnitGroup> {
+    let mut out: Vec<UnitGroup> = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if last.bytes + u.bytes <= target.max(1) => {
+                last.count += 1;
+                last.rows += u.rows;
+                last.bytes += u.bytes;
+            }
+            _ => out.push(UnitGroup {
+                first: i as u32,
+                count: 1,
+                rows: u.rows,
+                bytes: u.bytes,
+            }),
+        }
+    }
+    out
+}
+
 /// The batches of one unit; an `Err` is what the decoder said was wrong (the reader places it).
 pub(crate) type UnitBatches =
     Box<dyn Iterator<Item = std::result::Result<RecordBatch, String>> + Send>;

@@ -91,6 +91,8 @@ def sweep_stale(min_age_s: float = 600.0) -> int:
     for d in dirs:
         try:
             names = os.listdir(d)
+            # Its age from before this sweep: our own unlinks below move its mtime to now.
+            d_mtime = os.path.getmtime(d)
         except OSError:
             continue
         live = False
@@ -139,7 +141,7 @@ def sweep_stale(min_age_s: float = 600.0) -> int:
             except OSError:
                 pass
         try:
-            if now - os.path.getmtime(d) > min_age_s:
+            if now - d_mtime >= min_age_s:
                 os.rmdir(d)
                 removed += 1
         except OSError:
