@@ -88,15 +88,25 @@ pub fn plan_file(
     let splits = group_units(&units, opts.split_bytes)
         .into_iter()
         .enumerate()
-        .map(|(i, UnitGroup { first, count, rows, bytes })| Split {
-            id: first_id + i as u32,
-            path: file.path.clone(),
-            format: Format::Orc,
-            unit: SplitUnit::Stripes { first, count },
-            rows,
-            bytes,
-            partition: Vec::new(),
-        })
+        .map(
+            |(
+                i,
+                UnitGroup {
+                    first,
+                    count,
+                    rows,
+                    bytes,
+                },
+            )| Split {
+                id: first_id + i as u32,
+                path: file.path.clone(),
+                format: Format::Orc,
+                unit: SplitUnit::Stripes { first, count },
+                rows,
+                bytes,
+                partition: Vec::new(),
+            },
+        )
         .collect();
     Ok((b.schema(), splits))
 }
