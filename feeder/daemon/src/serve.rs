@@ -133,7 +133,10 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     let asked = hello(&mut producer, opts.accept_timeout)?;
     let batch_size = asked.unwrap_or(opts.batch_size);
     let enc = encoder(&plan)?;
-    let mut w = Writer::new(producer, enc, opts.stall_timeout, batch_size);
+    let mut w = Writer::builder(producer, enc)
+        .stall_timeout(opts.stall_timeout)
+        .batch_size(batch_size)
+        .build();
     if batch_size == 0 {
         let e = Error::InvalidArgument("batch size 0".into());
         w.error(&e);
@@ -143,17 +146,17 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     read.batch_rows = batch_size;
     let result = feed(&mut w, &storage, &plan, &read, opts.epochs);
     match &result {
-        Ok(()) => w.producer.close(),
+        Ok(()) => w.close(),
         Err(Error::PeerLost(_)) => {}
         Err(e) => {
             w.error(e);
-            w.producer.close();
+            w.close();
         }
     }
     // Wait (bounded) for the trainer to drain and detach, so its last frames are not lost to
     // an early exit of ours (the ring outlives us anyway: the trainer holds the memfd).
     drop(listener);
-    result.map(|()| w.report)
+    result.map(|()| w.into_report())
 }
 
 fn feed(
@@ -163,11 +166,7 @@ fn feed(
     read: &ReadOptions,
     epochs: u32,
 ) -> Result<()> {
-    let schema_frame = w
-        .enc
-        .schema_frame(w.meta(0, u32::MAX, 0))
-        .map_err(|e| Error::external("frame encoding", e))?;
-    w.put(&schema_frame)?;
+    w.put_schema()?;
     let bs = read.batch_rows;
     for epoch in 0..epochs {
         let (tx, rx): (Sender<Event>, Receiver<Event>) = bounded(4);
@@ -180,7 +179,7 @@ fn feed(
         drop(rx); // unblocks the reader if we stop early
         let _ = reader.join();
         r?;
-        let rows = w.report.rows;
+        let rows = w.report().rows;
         w.marker(FrameKind::EndOfEpoch, epoch, u32::MAX, rows)?;
         if w.poll_control()? {
             tracing::info!("trainer said bye after epoch {epoch}");
@@ -191,7 +190,7 @@ fn feed(
         FrameKind::EndOfFeed,
         epochs.saturating_sub(1),
         u32::MAX,
-        w.report.rows,
+        w.report().rows,
     )
 }
 
@@ -218,9 +217,7 @@ fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> R
             Ok(ev) => ev,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 // Reading is slow: still notice a trainer that went away.
-                if w.producer.check_peer().is_err() {
-                    return Err(w.lost());
-                }
+                w.check_peer()?;
                 continue;
             }
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,

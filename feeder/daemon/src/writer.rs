@@ -54,45 +54,142 @@ pub(crate) fn split_pieces(pieces: &[Piece], mut rows: u64) -> (Vec<Piece>, Vec<
 /// acked rows to the coordinator); an error stops the feed.
 pub(crate) type AckSink = Box<dyn FnMut(u64) -> Result<()> + Send>;
 
+/// Called while waiting for ring space with how long this wait has lasted (zero once a frame
+/// went in): the daemon's heartbeat stage.
+pub(crate) type WaitHook = Box<dyn Fn(Duration) + Send>;
+
 /// The writing side: encodes frames and puts them into the ring. Shared by `serve` and the
-/// feeder daemon (`crate::daemon`).
+/// feeder daemon (`crate::daemon`); made with [`Writer::builder`].
 pub(crate) struct Writer {
-    pub(crate) producer: Producer,
-    pub(crate) enc: FrameEncoder,
-    pub(crate) seq: u64,
-    pub(crate) stall: Duration,
-    pub(crate) report: ServeReport,
-    pub(crate) peer: u32,
+    producer: Producer,
+    enc: FrameEncoder,
+    seq: u64,
+    stall: Duration,
+    report: ServeReport,
+    peer: u32,
     /// Where trainer acks go (`None` in `serve`: acks are ignored).
-    pub(crate) on_ack: Option<AckSink>,
-    /// Called with `true` while waiting for ring space, `false` once a frame went in (the
-    /// daemon's heartbeat stage).
-    pub(crate) on_wait: Option<Box<dyn Fn(Duration) + Send>>,
+    on_ack: Option<AckSink>,
+    on_wait: Option<WaitHook>,
     /// The trainer said `Bye` (it stops reading on purpose).
-    pub(crate) bye: bool,
+    bye: bool,
     /// When the control channel was last read.
     last_poll: Instant,
 }
 
-impl Writer {
-    /// A writer over an attached ring.
-    pub(crate) fn new(producer: Producer, enc: FrameEncoder, stall: Duration, bs: usize) -> Self {
-        let peer = producer.peer_pid();
-        Self {
-            producer,
-            enc,
+/// Settings of a [`Writer`]: the stall timeout, the batch size it reports, the ack sink and
+/// the wait hook.
+pub(crate) struct WriterBuilder {
+    producer: Producer,
+    enc: FrameEncoder,
+    stall: Duration,
+    batch_size: usize,
+    on_ack: Option<AckSink>,
+    on_wait: Option<WaitHook>,
+}
+
+impl WriterBuilder {
+    /// How long a full ring may stay full before the feed fails naming the trainer (default:
+    /// no limit).
+    pub(crate) fn stall_timeout(mut self, d: Duration) -> Self {
+        self.stall = d;
+        self
+    }
+
+    /// The batch size the feed writes (reported back in [`ServeReport::batch_size`]).
+    pub(crate) fn batch_size(mut self, bs: usize) -> Self {
+        self.batch_size = bs;
+        self
+    }
+
+    /// Where the trainer's acks go; with one, the control channel is read at least every
+    /// `ACK_POLL` while writing.
+    pub(crate) fn on_ack(mut self, sink: AckSink) -> Self {
+        self.on_ack = Some(sink);
+        self
+    }
+
+    /// Called while waiting for ring space.
+    pub(crate) fn on_wait(mut self, hook: WaitHook) -> Self {
+        self.on_wait = Some(hook);
+        self
+    }
+
+    /// The writer.
+    pub(crate) fn build(self) -> Writer {
+        let peer = self.producer.peer_pid();
+        Writer {
+            producer: self.producer,
+            enc: self.enc,
             seq: 0,
-            stall,
+            stall: self.stall,
             report: ServeReport {
-                batch_size: bs,
+                batch_size: self.batch_size,
                 ..Default::default()
             },
             peer,
-            on_ack: None,
-            on_wait: None,
+            on_ack: self.on_ack,
+            on_wait: self.on_wait,
             bye: false,
             last_poll: Instant::now(),
         }
+    }
+}
+
+impl Writer {
+    /// A writer over an attached ring, encoding with `enc`.
+    pub(crate) fn builder(producer: Producer, enc: FrameEncoder) -> WriterBuilder {
+        WriterBuilder {
+            producer,
+            enc,
+            stall: Duration::MAX,
+            batch_size: 0,
+            on_ack: None,
+            on_wait: None,
+        }
+    }
+
+    /// What was written so far.
+    pub(crate) fn report(&self) -> &ServeReport {
+        &self.report
+    }
+
+    /// What was written, once the feed is over.
+    pub(crate) fn into_report(self) -> ServeReport {
+        self.report
+    }
+
+    /// The sequence number the next frame gets (frames written so far).
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether the trainer said `Bye` (it stopped reading on purpose).
+    pub(crate) fn said_bye(&self) -> bool {
+        self.bye
+    }
+
+    /// The trainer's pid.
+    pub(crate) fn trainer_pid(&self) -> u32 {
+        self.peer
+    }
+
+    /// The trainer's end still there, or [`Self::lost`].
+    pub(crate) fn check_peer(&self) -> Result<()> {
+        self.producer.check_peer().map_err(|_| self.lost())
+    }
+
+    /// Closes the producer's end: the trainer reads what is in the ring, then the end.
+    pub(crate) fn close(&mut self) {
+        self.producer.close();
+    }
+
+    /// The schema frame, written once before the batches.
+    pub(crate) fn put_schema(&mut self) -> Result<()> {
+        let f = self
+            .enc
+            .schema_frame(self.meta(0, u32::MAX, 0))
+            .map_err(|e| Error::external("frame encoding", e))?;
+        self.put(&f)
     }
 
     pub(crate) fn lost(&self) -> Error {

@@ -142,22 +142,6 @@ pub(super) fn feed_rank(
         bs = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
         told = "what the other ranks' trainers asked for";
     }
-    let mut w = Writer::new(producer, writer::encoder(plan)?, opts.stall_timeout, bs);
-    if let Some(a) = asked {
-        if a != bs {
-            let e = Error::InvalidArgument(format!(
-                "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
-                 batch size is {bs} ({}: every rank takes the same steps); ask for {bs}, or leave \
-                 the batch size unset",
-                w.peer,
-                told.replace("{bs}", &bs.to_string())
-            ));
-            w.error(&e);
-            w.producer.close();
-            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
-            return Err(Error::PeerLost(e.to_string()));
-        }
-    }
     let book = Arc::new(Mutex::new(AckBook {
         frames: VecDeque::new(),
         acked: HashMap::new(),
@@ -166,15 +150,17 @@ pub(super) fn feed_rank(
         inc,
         st: st.clone(),
     }));
-    {
+    let on_ack: writer::AckSink = {
         let b = book.clone();
-        w.on_ack = Some(Box::new(move |seq| {
+        Box::new(move |seq| {
             b.lock()
                 .map_err(|_| Error::Internal("ack book poisoned".into()))?
                 .ack(seq)
-        }));
+        })
+    };
+    let on_wait: writer::WaitHook = {
         let s = st.clone();
-        w.on_wait = Some(Box::new(move |waited| {
+        Box::new(move |waited| {
             if waited.is_zero() {
                 return;
             }
@@ -184,7 +170,28 @@ pub(super) fn feed_rank(
                 Stage::WaitingRing
             });
             s.ring_wait_ms.fetch_add(100, Ordering::Relaxed);
-        }));
+        })
+    };
+    let mut w = Writer::builder(producer, writer::encoder(plan)?)
+        .stall_timeout(opts.stall_timeout)
+        .batch_size(bs)
+        .on_ack(on_ack)
+        .on_wait(on_wait)
+        .build();
+    if let Some(a) = asked {
+        if a != bs {
+            let e = Error::InvalidArgument(format!(
+                "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
+                 batch size is {bs} ({}: every rank takes the same steps); ask for {bs}, or leave \
+                 the batch size unset",
+                w.trainer_pid(),
+                told.replace("{bs}", &bs.to_string())
+            ));
+            w.error(&e);
+            w.close();
+            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
+            return Err(Error::PeerLost(e.to_string()));
+        }
     }
     let (tx, rx) = bounded(CHANNEL_BATCHES);
     let reader_stop = Arc::new(AtomicBool::new(false));
@@ -216,27 +223,27 @@ pub(super) fn feed_rank(
     );
     reader_stop.store(true, Ordering::Relaxed);
     drop(rx);
-    if r.is_err() && w.bye {
+    if r.is_err() && w.said_bye() {
         // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
         // coordinator's state; the rest goes to whoever resumes the job.
         tracing::info!(
             rank,
             "the trainer said bye after {} batches",
-            w.report.batches
+            w.report().batches
         );
         r = Ok(0);
     }
     let _ = reader.join();
     match &r {
-        Ok(_) => w.producer.close(),
+        Ok(_) => w.close(),
         Err(Error::PeerLost(_)) => {}
         Err(e) => {
             w.error(e);
-            w.producer.close();
+            w.close();
         }
     }
     drop(listener);
-    r.map(|steps| (w.report.rows, w.report.batches, steps))
+    r.map(|steps| (w.report().rows, w.report().batches, steps))
 }
 
 pub(super) fn write_rank(
@@ -248,11 +255,7 @@ pub(super) fn write_rank(
     stall: Duration,
     rejoin: Option<&Rejoin>,
 ) -> Result<u64> {
-    let schema = w
-        .enc
-        .schema_frame(w.meta(0, u32::MAX, 0))
-        .map_err(|e| Error::external("frame encoding", e))?;
-    w.put(&schema)?;
+    w.put_schema()?;
     // A trainer that re-attached is in the middle of an epoch (its end-of-epoch frame still
     // to come unless it read it), maybe in the middle of a batch that was cut in frames.
     let mut epoch: Option<u32> = rejoin.filter(|r| !r.epoch_done).and_then(|r| r.epoch);
@@ -282,9 +285,9 @@ pub(super) fn write_rank(
                 })
                 .collect();
             w.batch(epoch, split, &b, &pieces)?;
-            st.batches.store(w.report.batches, Ordering::Relaxed);
-            st.bytes.store(w.report.bytes, Ordering::Relaxed);
-            let last = w.seq - 1;
+            st.batches.store(w.report().batches, Ordering::Relaxed);
+            st.bytes.store(w.report().bytes, Ordering::Relaxed);
+            let last = w.next_seq() - 1;
             book.lock()
                 .map_err(|_| Error::Internal("ack book poisoned".into()))?
                 .frames
@@ -293,12 +296,12 @@ pub(super) fn write_rank(
         Ok(())
     };
     let steps = loop {
-        if w.bye {
+        if w.said_bye() {
             return Err(bye());
         }
         if stop_requested() {
             // Stopped early: the batches written so far are this rank's steps.
-            break w.report.batches;
+            break w.report().batches;
         }
         let ev = match rx.recv_timeout(POLL) {
             Ok(ev) => ev,
@@ -306,9 +309,7 @@ pub(super) fn write_rank(
                 if w.poll_control()? {
                     return Err(bye());
                 }
-                if w.producer.check_peer().is_err() {
-                    return Err(w.lost());
-                }
+                w.check_peer()?;
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
@@ -324,7 +325,7 @@ pub(super) fn write_rank(
                         // Quotas are multiples of the batch size: nothing is pending here
                         // unless the coordinator broke its contract; send it short then.
                         flush(w, &mut pending, &mut short, e, last_split)?;
-                        let rows = w.report.rows;
+                        let rows = w.report().rows;
                         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
                     }
                     // (A re-attached trainer's cut batch belongs to the epoch that ended.)
@@ -356,7 +357,7 @@ pub(super) fn write_rank(
         flush(w, &mut pending, &mut short, e, last_split)?;
     }
     if epoch.is_some() && !stop_requested() {
-        let rows = w.report.rows;
+        let rows = w.report().rows;
         w.marker(FrameKind::EndOfEpoch, e, u32::MAX, rows)?;
     }
     w.marker(FrameKind::EndOfFeed, e, u32::MAX, steps)?;
@@ -380,7 +381,7 @@ pub(super) fn write_rank(
             Ok(false) => {}
             Err(_) => break, // gone: its last acks were sent or are lost with it
         }
-        if w.producer.check_peer().is_err() || t0.elapsed() > stall {
+        if w.check_peer().is_err() || t0.elapsed() > stall {
             break;
         }
         thread::sleep(POLL);
