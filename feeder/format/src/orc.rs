@@ -25,9 +25,9 @@ use orc_rust::ArrowReaderBuilder;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
 use super::parquet::check_against;
-use super::units::{group_units, Projection, UnitBatches, UnitGroup, UnitReader, UnitSize, Units};
+use super::units::{group_units, Projection, UnitBatches, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
-use crate::split::{Format, Split, SplitUnit};
+use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
@@ -85,29 +85,14 @@ pub fn plan_file(
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
     let b = builder(&chunks, &file.path)?;
     let units: Vec<UnitSize> = stripes(&b).iter().map(|s| s.size).collect();
-    let splits = group_units(&units, opts.split_bytes)
-        .into_iter()
-        .enumerate()
-        .map(
-            |(
-                i,
-                UnitGroup {
-                    first,
-                    count,
-                    rows,
-                    bytes,
-                },
-            )| Split {
-                id: first_id + i as u32,
-                path: file.path.clone(),
-                format: Format::Orc,
-                unit: SplitUnit::Stripes { first, count },
-                rows,
-                bytes,
-                partition: Vec::new(),
-            },
-        )
-        .collect();
+    let parts = group_units(&units, opts.split_bytes).into_iter().map(|g| {
+        let unit = SplitUnit::Stripes {
+            first: g.first,
+            count: g.count,
+        };
+        (unit, g.rows, g.bytes)
+    });
+    let splits = file_splits(&file.path, Format::Orc, first_id, parts);
     Ok((b.schema(), splits))
 }
 

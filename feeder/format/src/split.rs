@@ -63,3 +63,26 @@ pub struct Split {
     #[serde(default)]
     pub partition: Vec<(String, String)>,
 }
+
+/// The splits of one file, numbered from `first_id`, from each part's `(unit, rows, bytes)`
+/// (no partition values: the listing adds them).
+pub fn file_splits(
+    path: &str,
+    format: Format,
+    first_id: u32,
+    parts: impl IntoIterator<Item = (SplitUnit, u64, u64)>,
+) -> Vec<Split> {
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, (unit, rows, bytes))| Split {
+            id: first_id + i as u32,
+            path: path.to_string(),
+            format,
+            unit,
+            rows,
+            bytes,
+            partition: Vec::new(),
+        })
+        .collect()
+}

@@ -39,7 +39,7 @@ use super::io::{catch, column_indices, guard, loc, panicked};
 use super::parquet::check_against;
 use super::Rebatcher;
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
-use crate::split::{Format, Split, SplitUnit};
+use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, RandomAccess, Storage};
 
@@ -203,19 +203,10 @@ pub fn plan_file(
         rows += b.count;
     }
     ranges.push((start, len, rows));
-    let splits = ranges
+    let parts = ranges
         .into_iter()
-        .enumerate()
-        .map(|(i, (start, end, rows))| Split {
-            id: first_id + i as u32,
-            path: file.path.clone(),
-            format: Format::Avro,
-            unit: SplitUnit::Bytes { start, end },
-            rows,
-            bytes: end - start,
-            partition: Vec::new(),
-        })
-        .collect();
+        .map(|(start, end, rows)| (SplitUnit::Bytes { start, end }, rows, end - start));
+    let splits = file_splits(&file.path, Format::Avro, first_id, parts);
     Ok((schema, splits))
 }
 

@@ -29,7 +29,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use super::{OnError, ReadOptions, SkipStats, SplitReader};
-use crate::split::{Format, Split, SplitUnit};
+use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_error::Location;
 use hydrofeed_storage::{FileStatus, RandomAccess, Storage};
@@ -278,20 +278,11 @@ pub fn plan_file(
             ))
         }
     };
-    let splits = ix
+    let parts = ix
         .ranges
         .iter()
-        .enumerate()
-        .map(|(i, &(start, end, rows))| Split {
-            id: first_id + i as u32,
-            path: file.path.clone(),
-            format: Format::Tfrecord,
-            unit: SplitUnit::Bytes { start, end },
-            rows,
-            bytes: end - start,
-            partition: Vec::new(),
-        })
-        .collect();
+        .map(|&(start, end, rows)| (SplitUnit::Bytes { start, end }, rows, end - start));
+    let splits = file_splits(&file.path, Format::Tfrecord, first_id, parts);
     Ok((schema, splits))
 }
 
