@@ -247,6 +247,7 @@ impl CoordClient {
                 rows: l.rows,
                 pad: l.pad,
                 shuffle_seed: l.shuffle_seed,
+                order: l.order.as_ref().map(proto::order_of),
             })),
             Some(Kind::WaitMs(ms)) => Ok(Work::Wait { retry_ms: ms }),
             Some(Kind::EndOfFeedSteps(steps)) => Ok(Work::EndOfFeed { steps }),

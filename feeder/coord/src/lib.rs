@@ -45,6 +45,7 @@ mod ledger;
 mod machine;
 #[cfg(feature = "grpc")]
 pub mod metrics;
+pub mod order;
 #[cfg(feature = "grpc")]
 pub mod proto;
 #[cfg(feature = "grpc")]
@@ -58,8 +59,9 @@ pub use cluster::{ClusterSpec, Registration, Reservation, Role};
 pub use ledger::{LedgerState, PartialSplit};
 pub use machine::{
     epoch_seed, mix64, shuffle_seed, split_order, Config, Counters, Lease, LivenessEvent, LogKind,
-    LogRecord, Machine, RankInfo, Stage, Work, WorkerCounters,
+    LogRecord, Machine, OrderLease, RankInfo, Stage, Work, WorkerCounters, SEGMENT_SPLIT,
 };
+pub use order::{OrderSpec, Segment};
 
 fn yes() -> bool {
     true
@@ -143,6 +145,24 @@ pub struct State {
     pub rows_wrapped: u64,
     /// Acked rows of the open data epochs (the current one, and the next under `wrap`).
     pub ledgers: Vec<LedgerState>,
+    /// The fixed order's position (absent under the dynamic order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderState>,
+}
+
+/// Where the fixed order stands: what each rank has left of the current epoch, a few
+/// segments per rank (one, unless a resume recut the epoch), so a rank's position costs
+/// about 80 bytes of JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderState {
+    /// Shuffle buffer and cycle length (a resumed run keeps them).
+    pub spec: OrderSpec,
+    /// Workers the current epoch was dealt to.
+    pub workers: u32,
+    /// Each rank's segments, from the first row its trainer has not acked.
+    pub ranks: Vec<Vec<Segment>>,
+    /// Rows of the epoch no rank receives (dropped when it closes).
+    pub rest: Vec<Segment>,
 }
 
 impl State {

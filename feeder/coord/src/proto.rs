@@ -33,3 +33,39 @@ pub fn proto_stage(s: MStage) -> Stage {
         MStage::Done => Stage::Done,
     }
 }
+
+/// The wire form of a fixed-order lease.
+pub fn proto_order(o: &crate::OrderLease) -> OrderLease {
+    OrderLease {
+        data_epoch: o.segment.data_epoch,
+        workers: o.segment.workers,
+        chunk: o.segment.chunk,
+        from: o.segment.from,
+        to: o.segment.to,
+        seed: o.seed,
+        shuffle: o.shuffle,
+        batch_size: o.batch_size,
+        buffer: o.spec.buffer,
+        cycle: o.spec.cycle,
+    }
+}
+
+/// The fixed-order lease of its wire form.
+pub fn order_of(o: &OrderLease) -> crate::OrderLease {
+    crate::OrderLease {
+        segment: crate::Segment {
+            data_epoch: o.data_epoch,
+            workers: o.workers,
+            chunk: o.chunk,
+            from: o.from,
+            to: o.to,
+        },
+        seed: o.seed,
+        shuffle: o.shuffle,
+        batch_size: o.batch_size,
+        spec: crate::OrderSpec {
+            buffer: o.buffer,
+            cycle: o.cycle,
+        },
+    }
+}

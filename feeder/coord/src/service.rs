@@ -338,6 +338,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
                 rows: l.rows,
                 pad: l.pad,
                 shuffle_seed: l.shuffle_seed,
+                order: l.order.as_ref().map(proto::proto_order),
             }),
             Work::Wait { retry_ms } => Kind::WaitMs(retry_ms),
             Work::EndOfFeed { steps } => Kind::EndOfFeedSteps(steps),

@@ -58,6 +58,11 @@ impl Machine {
         }
         // Ledgers of finished data epochs are of no further use.
         self.ledgers.retain(|&d, _| d >= e);
+        if self.fixed.is_some() {
+            self.fixed_start_epoch(e);
+            self.maybe_advance();
+            return;
+        }
         // Under wrap the queue may already hold the rest of this data epoch.
         let fresh = if self.queued_next {
             self.queued_next = false;
@@ -99,6 +104,7 @@ impl Machine {
             self.counters.rows_dropped += r.rows;
             self.push_log(LogKind::Drop, u32::MAX, 0, r, false);
         }
+        self.fixed_drop_rest();
         self.steps_done += self.quota / self.cfg.batch_size;
         if e + 1 >= self.cfg.epochs {
             self.epoch = e + 1;

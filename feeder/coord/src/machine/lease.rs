@@ -5,7 +5,7 @@
 
 use super::queue::Range;
 use super::seed::shuffle_seed;
-use super::{Lease, LogKind, Machine, Stage, Work};
+use super::{Lease, LogKind, Machine, Stage, Work, SEGMENT_SPLIT};
 use crate::{Error, Remainder, Result};
 
 #[derive(Debug, Clone)]
@@ -17,6 +17,8 @@ pub(super) struct LeaseState {
     /// Acked rows as sorted, disjoint, non-adjacent intervals `[a, b)` of split rows.
     pub(super) acked: Vec<(u64, u64)>,
     pub(super) acked_rows: u64,
+    /// Under the fixed order: the index of the rank's segment it leases.
+    pub(super) seg: Option<usize>,
 }
 
 /// Adds `[a, b)` to a sorted disjoint interval list; returns the parts that were new.
@@ -82,6 +84,9 @@ impl Machine {
         if left == 0 {
             return Ok(Work::Wait { retry_ms: 50 });
         }
+        if self.fixed.is_some() {
+            return Ok(self.fixed_lease(rank));
+        }
         let host = host.unwrap_or(&self.ranks[rank as usize].host);
         let hid = self.host_id(host);
         let mut taken = self.queue.take(hid);
@@ -126,6 +131,7 @@ impl Machine {
                 pad,
                 acked: Vec::new(),
                 acked_rows: 0,
+                seg: None,
             },
         );
         self.counters.assignments += 1;
@@ -139,6 +145,7 @@ impl Machine {
             rows: range.rows,
             pad,
             shuffle_seed: shuffle_seed(self.cfg.seed, self.epoch, rank),
+            order: None,
         }))
     }
 
@@ -234,8 +241,20 @@ impl Machine {
         }
         l.acked_rows += delta;
         let (range, pad, complete) = (l.range, l.pad, l.acked_rows == l.range.rows);
+        let fixed = l.seg.is_some().then(|| l.clone());
         if complete {
             self.leases.remove(&lease);
+        }
+        if let Some(l) = fixed {
+            self.fixed_acked(rank, &l, complete);
+        }
+        if range.split == SEGMENT_SPLIT {
+            self.counters.rows_acked += delta;
+            let r = &mut self.ranks[rank as usize];
+            r.acked += delta;
+            r.acked_total += delta;
+            self.maybe_advance();
+            return Ok(());
         }
         if pad {
             self.counters.rows_padded += delta;

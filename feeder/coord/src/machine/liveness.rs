@@ -176,6 +176,11 @@ impl Machine {
             let l = self.leases.remove(&id).expect("listed above");
             let left = l.range.rows - l.acked_rows;
             self.ranks[rank as usize].assigned -= left;
+            if let Some(seg) = l.seg {
+                // Fixed order: the rank's next incarnation goes on from the acked row.
+                self.fixed_release(rank, seg);
+                continue;
+            }
             if l.pad || left == 0 {
                 continue;
             }

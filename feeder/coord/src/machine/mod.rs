@@ -17,14 +17,18 @@ use serde::{Deserialize, Serialize};
 
 use super::ledger::Ledger;
 use super::{Remainder, SplitInfo, State};
+use crate::order::{OrderSpec, Segment};
 use crate::{Error, Result};
 
 mod epoch;
+mod fixed;
 mod lease;
 mod liveness;
 mod queue;
 mod seed;
 
+use fixed::Fixed;
+pub use fixed::SEGMENT_SPLIT;
 use lease::LeaseState;
 use queue::{Queue, Range};
 pub use seed::{epoch_seed, mix64, shuffle_seed, split_order};
@@ -49,6 +53,10 @@ pub struct Config {
     pub stall_after_ms: u64,
     /// A rank silent this long is declared dead and its un-acked rows re-queued.
     pub dead_after_ms: u64,
+    /// `Some`: the fixed order (`crate::order`): every rank's rows and their order follow from
+    /// the seed, run after run, and a state resumes them to the row (`remainder` must be
+    /// `drop`). `None`: the dynamic order: ranges go to whoever asks first.
+    pub order: Option<OrderSpec>,
 }
 
 impl Config {
@@ -63,6 +71,7 @@ impl Config {
             remainder: Remainder::Drop,
             stall_after_ms: 10_000,
             dead_after_ms: 30_000,
+            order: None,
         }
     }
 }
@@ -135,6 +144,25 @@ pub struct Lease {
     pub pad: bool,
     /// Seed for the feeder's shuffle buffer, from (seed, epoch, rank).
     pub shuffle_seed: u64,
+    /// Under the fixed order: the stream positions to read (`split` is [`SEGMENT_SPLIT`],
+    /// `first_row`/`rows` are the positions).
+    pub order: Option<OrderLease>,
+}
+
+/// What a feeder needs to read a segment of the fixed order: the segment and every input of
+/// the order function besides the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderLease {
+    /// The positions.
+    pub segment: Segment,
+    /// Job seed.
+    pub seed: u64,
+    /// Whether the split order is shuffled.
+    pub shuffle: bool,
+    /// Batch size the sequence was cut for.
+    pub batch_size: u64,
+    /// Shuffle buffer and cycle length.
+    pub spec: OrderSpec,
 }
 
 /// Answer to a work request.
@@ -298,12 +326,26 @@ pub struct Machine {
     keep_log: bool,
     /// Built by [`Machine::resume`]: the batch size is the state's.
     resumed: bool,
+    /// The fixed order's dealing (`cfg.order` is `Some`).
+    fixed: Option<Fixed>,
+    /// What a resume changed about the streams, for the caller to log.
+    resume_note: Option<String>,
 }
 
 impl Machine {
     /// A coordinator for `splits` (ids must be `0..n` in order) starting at epoch 0.
     pub fn new(splits: Vec<SplitInfo>, cfg: Config) -> Result<Self> {
         let mut m = Self::empty(splits, cfg)?;
+        if m.cfg.order.is_some() && m.cfg.remainder != Remainder::Drop {
+            return Err(Error::InvalidArgument(format!(
+                "the fixed order deals equal shares and drops the rest: remainder={} needs the \
+                 dynamic order",
+                match m.cfg.remainder {
+                    Remainder::Pad => "pad",
+                    _ => "wrap",
+                }
+            )));
+        }
         if m.cfg.remainder == Remainder::Drop && m.total_rows < m.row_per_step() {
             return Err(Error::InvalidArgument(format!(
                 "{} rows in all, fewer than workers x batch size = {} x {}: not one full step under \
@@ -362,6 +404,7 @@ impl Machine {
         cfg.epochs = state.epochs;
         cfg.batch_size = state.batch_size;
         cfg.remainder = state.remainder;
+        cfg.order = state.order.as_ref().map(|o| o.spec);
         let mut m = Self::empty(splits, cfg)?;
         m.resumed = true;
         if state.splits as usize != m.split_rows.len() || state.total_rows != m.total_rows {
@@ -386,6 +429,8 @@ impl Machine {
         if state.finished || state.epoch >= m.cfg.epochs {
             m.epoch = state.epoch;
             m.finished = true;
+        } else if let Some(os) = &state.order {
+            m.resume_note = m.fixed_resume(state.epoch, os);
         } else {
             m.start_epoch(state.epoch);
         }
@@ -431,6 +476,7 @@ impl Machine {
             )));
         }
         let ranks = vec![RankInfo::default(); cfg.workers as usize];
+        let fixed = cfg.order.map(|spec| Fixed::new(spec, cfg.workers));
         Ok(Self {
             cfg,
             split_rows,
@@ -455,6 +501,8 @@ impl Machine {
             log_seq: 0,
             keep_log: true,
             resumed: false,
+            fixed,
+            resume_note: None,
         })
     }
 
@@ -510,7 +558,14 @@ impl Machine {
             rows_padded: self.counters.rows_padded,
             rows_wrapped: self.counters.rows_wrapped,
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
+            order: self.fixed_state(),
         }
+    }
+
+    /// What [`Machine::resume`] changed about the streams (a new worker count, or ranks that
+    /// stopped at different steps), to log; `None` when they go on exactly.
+    pub fn resume_note(&self) -> Option<&str> {
+        self.resume_note.as_deref()
     }
 
     /// Current training epoch (equals `epochs` once finished).

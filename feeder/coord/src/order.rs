@@ -1,0 +1,385 @@
+//! The fixed order of an epoch: which rows each rank receives, and in which order, as a pure
+//! function of (plan, seed, epoch, workers, batch size, shuffle buffer, cycle length). No I/O:
+//! the coordinator deals [`Segment`]s of it, the feeder reads them, the tests expand them.
+//! Design and the comparison with Mosaic Streaming, Grain and tf.data: `docs/arch/order.md`.
+//!
+//! 1. **Sequence.** The splits of data epoch `e` in their order ([`split_order`]), each in
+//!    storage order, one after another: positions `0..T`.
+//! 2. **Chunks.** Rank `r` of `W` owns positions `[r Q, (r + 1) Q)`, `Q = floor(T / (W B)) B`
+//!    (equal steps); chunk `W` is the rest, fewer than `W B` rows (dropped).
+//! 3. **Lanes.** A chunk is cut into `cycle` lanes of equal length, contiguous runs of the
+//!    sequence: the feeder reads every lane sequentially, the lanes in parallel.
+//! 4. **Windows.** With a shuffle buffer of `M` rows the chunk's stream is `K = ceil(L / M)`
+//!    windows. Window `k` holds slice `(k + shift_j) mod K` of every lane `j` (`K` equal
+//!    slices per lane; `shift_j` seeded): so every window mixes every lane, every lane is read
+//!    from a seeded starting point to its end and then from its start (one seek per lane and
+//!    epoch), and no lane drifts from its start to its end across the epoch. The window's
+//!    rows (lanes concatenated in lane order) leave in a seeded permutation.
+//!    Without a buffer a window is `cycle` blocks of [`BLOCK_ROWS`] (one per lane, in lane
+//!    order, not permuted): an interleave of the lanes.
+//!
+//! A position in a chunk's stream is therefore (window, offset): a stream resumes at any row
+//! from `(epoch, chunk, position)`, and the state a rank needs is that triple.
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{epoch_seed, mix64, split_order};
+
+/// Rows per lane in a window without a shuffle buffer.
+pub const BLOCK_ROWS: u64 = 4096;
+
+/// How an epoch's rows are ordered within each rank's share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderSpec {
+    /// Rows a window holds and permutes (the shuffle buffer); 0: no permutation.
+    pub buffer: u64,
+    /// Lanes: sequential reads that every window mixes (the interleave's cycle length).
+    pub cycle: u32,
+}
+
+impl Default for OrderSpec {
+    fn default() -> Self {
+        Self {
+            buffer: 0,
+            cycle: 8,
+        }
+    }
+}
+
+/// Positions `[from, to)` of one chunk's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Data epoch of the sequence.
+    pub data_epoch: u32,
+    /// Workers the sequence was cut for (a resumed run with another count keeps the old cut).
+    pub workers: u32,
+    /// Chunk (rank) of that cut; `workers` is the rest.
+    pub chunk: u32,
+    /// First position.
+    pub from: u64,
+    /// End position (exclusive).
+    pub to: u64,
+}
+
+impl Segment {
+    /// Rows.
+    pub fn len(&self) -> u64 {
+        self.to - self.from
+    }
+
+    /// No rows.
+    pub fn is_empty(&self) -> bool {
+        self.to <= self.from
+    }
+}
+
+/// Rows `[first, first + rows)` of a split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Split id.
+    pub split: u32,
+    /// First row within the split.
+    pub first: u64,
+    /// Rows.
+    pub rows: u64,
+}
+
+/// The rows of a data epoch in sequence order.
+#[derive(Debug, Clone)]
+pub struct EpochSeq {
+    splits: Vec<u32>,
+    ends: Vec<u64>,
+}
+
+impl EpochSeq {
+    /// The sequence of `data_epoch`: splits shuffled by (seed, epoch) or in plan order.
+    pub fn new(split_rows: &[u64], seed: u64, shuffle: bool, data_epoch: u32) -> Self {
+        let n = split_rows.len() as u32;
+        let order = if shuffle {
+            split_order(seed, data_epoch, n)
+        } else {
+            (0..n).collect()
+        };
+        let mut splits = Vec::with_capacity(order.len());
+        let mut ends = Vec::with_capacity(order.len());
+        let mut at = 0;
+        for s in order {
+            let rows = split_rows[s as usize];
+            if rows > 0 {
+                at += rows;
+                splits.push(s);
+                ends.push(at);
+            }
+        }
+        Self { splits, ends }
+    }
+
+    /// Rows in the sequence.
+    pub fn total(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// Appends the split pieces of positions `[a, b)` to `out`.
+    pub fn pieces(&self, a: u64, b: u64, out: &mut Vec<Piece>) {
+        let mut at = a;
+        let mut i = self.ends.partition_point(|&e| e <= a);
+        while at < b && i < self.splits.len() {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            let end = self.ends[i].min(b);
+            out.push(Piece {
+                split: self.splits[i],
+                first: at - start,
+                rows: end - at,
+            });
+            at = end;
+            i += 1;
+        }
+    }
+}
+
+/// Rows per rank of an epoch of `total` rows (a multiple of `batch`).
+pub fn quota(total: u64, workers: u32, batch: u64) -> u64 {
+    total / (u64::from(workers) * batch) * batch
+}
+
+/// Sequence positions `[a, b)` of a chunk.
+pub fn chunk_range(total: u64, workers: u32, batch: u64, chunk: u32) -> (u64, u64) {
+    let q = quota(total, workers, batch);
+    if chunk < workers {
+        (u64::from(chunk) * q, u64::from(chunk + 1) * q)
+    } else {
+        (u64::from(workers) * q, total)
+    }
+}
+
+/// Cuts the rows of `parts` (in order) into `workers` shares of `quota` rows and a rest:
+/// how a resumed epoch deals what is left when the worker count changed (or the ranks
+/// stopped at different steps). Returns (shares, rest, quota).
+pub fn recut(
+    parts: &[Segment],
+    workers: u32,
+    batch: u64,
+) -> (Vec<Vec<Segment>>, Vec<Segment>, u64) {
+    let total: u64 = parts.iter().map(Segment::len).sum();
+    let q = quota(total, workers, batch);
+    let mut shares = vec![Vec::new(); workers as usize];
+    let mut rest = Vec::new();
+    let (mut rank, mut room) = (0usize, q);
+    for p in parts {
+        let mut p = *p;
+        while !p.is_empty() {
+            if rank >= shares.len() || q == 0 {
+                rest.push(p);
+                break;
+            }
+            let take = p.len().min(room);
+            if take > 0 {
+                shares[rank].push(Segment {
+                    to: p.from + take,
+                    ..p
+                });
+                p.from += take;
+                room -= take;
+            }
+            if room == 0 {
+                rank += 1;
+                room = q;
+            }
+        }
+    }
+    (shares, rest, q)
+}
+
+/// The stream of one chunk: its lanes, windows and permutations.
+#[derive(Debug, Clone)]
+pub struct ChunkStream {
+    start: u64,
+    lanes: Vec<(u64, u64)>,
+    windows: u64,
+    shifts: Vec<u64>,
+    starts: Vec<u64>,
+    seed: u64,
+    permute: bool,
+}
+
+/// The rows of one window, lane by lane.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Index of the window in its chunk.
+    pub index: u64,
+    /// Stream position of its first row.
+    pub start: u64,
+    /// Rows.
+    pub rows: u64,
+    /// Split pieces of every lane, in read order; the window's rows are these, lane after
+    /// lane, before the permutation.
+    pub lanes: Vec<Vec<Piece>>,
+}
+
+impl ChunkStream {
+    /// The stream of `chunk` of the sequence cut for `workers` ranks of `batch` rows.
+    pub fn new(
+        seq: &EpochSeq,
+        spec: OrderSpec,
+        seed: u64,
+        data_epoch: u32,
+        workers: u32,
+        batch: u64,
+        chunk: u32,
+    ) -> Self {
+        let (a, b) = chunk_range(seq.total(), workers, batch, chunk);
+        let len = b - a;
+        let cycle = u64::from(spec.cycle.max(1)).min(len.max(1));
+        let lanes: Vec<(u64, u64)> = (0..cycle)
+            .map(|j| (len * j / cycle, len * (j + 1) / cycle))
+            .collect();
+        let permute = spec.buffer > 0;
+        let target = if permute {
+            spec.buffer
+        } else {
+            BLOCK_ROWS * cycle
+        };
+        let windows = len.div_ceil(target).max(1);
+        let seed = mix64(
+            epoch_seed(seed, data_epoch)
+                ^ mix64(u64::from(workers) << 32 | u64::from(chunk))
+                ^ 0x6f72_6465_7200_0000,
+        );
+        let shifts = (0..cycle)
+            .map(|j| {
+                if permute {
+                    mix64(seed ^ mix64(j)) % windows
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let mut s = Self {
+            start: a,
+            lanes,
+            windows,
+            shifts,
+            starts: Vec::new(),
+            seed,
+            permute,
+        };
+        let mut starts = Vec::with_capacity(windows as usize + 1);
+        let mut at = 0;
+        starts.push(0);
+        for k in 0..windows {
+            at += (0..s.lanes.len()).map(|j| s.slice(j, k).1).sum::<u64>();
+            starts.push(at);
+        }
+        s.starts = starts;
+        s
+    }
+
+    /// Rows in the stream.
+    pub fn len(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// No rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Windows in the stream.
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
+    /// The window holding stream position `pos` (`pos < len`).
+    pub fn window_of(&self, pos: u64) -> u64 {
+        (self.starts.partition_point(|&s| s <= pos) - 1) as u64
+    }
+
+    /// (chunk-relative first row, rows) of lane `j`'s part in window `k`.
+    fn slice(&self, j: usize, k: u64) -> (u64, u64) {
+        let (a, b) = self.lanes[j];
+        let l = b - a;
+        let t = (k + self.shifts[j]) % self.windows;
+        let (x, y) = (l * t / self.windows, l * (t + 1) / self.windows);
+        (a + x, y - x)
+    }
+
+    /// Window `k`: its position and the split pieces of every lane.
+    pub fn window(&self, seq: &EpochSeq, k: u64) -> Window {
+        let lanes = (0..self.lanes.len())
+            .map(|j| {
+                let (a, n) = self.slice(j, k);
+                let mut v = Vec::new();
+                seq.pieces(self.start + a, self.start + a + n, &mut v);
+                v
+            })
+            .collect();
+        Window {
+            index: k,
+            start: self.starts[k as usize],
+            rows: self.starts[k as usize + 1] - self.starts[k as usize],
+            lanes,
+        }
+    }
+
+    /// The order in which window `k`'s rows leave: `perm[i]` is the index (lane after lane)
+    /// of the `i`-th row out. The identity without a shuffle buffer.
+    pub fn permutation(&self, k: u64) -> Vec<u32> {
+        let n = self.starts[k as usize + 1] - self.starts[k as usize];
+        let mut v: Vec<u32> = (0..n as u32).collect();
+        if self.permute {
+            let mut state = mix64(self.seed ^ mix64(k ^ 0x7065_726d));
+            for i in (1..v.len()).rev() {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let j = ((u128::from(mix64(state)) * (i as u128 + 1)) >> 64) as usize;
+                v.swap(i, j);
+            }
+        }
+        v
+    }
+}
+
+/// Every (split, row) of a segment's stream positions, in stream order: for tests and the
+/// quality benchmark (it costs memory per row).
+pub fn expand(
+    split_rows: &[u64],
+    seed: u64,
+    shuffle: bool,
+    spec: OrderSpec,
+    batch: u64,
+    seg: &Segment,
+) -> Vec<(u32, u64)> {
+    let seq = EpochSeq::new(split_rows, seed, shuffle, seg.data_epoch);
+    let cs = ChunkStream::new(
+        &seq,
+        spec,
+        seed,
+        seg.data_epoch,
+        seg.workers,
+        batch,
+        seg.chunk,
+    );
+    let mut out = Vec::with_capacity(seg.len() as usize);
+    if seg.is_empty() {
+        return out;
+    }
+    for k in cs.window_of(seg.from)..=cs.window_of(seg.to - 1) {
+        let w = cs.window(&seq, k);
+        let rows: Vec<(u32, u64)> = w
+            .lanes
+            .iter()
+            .flatten()
+            .flat_map(|p| (p.first..p.first + p.rows).map(move |r| (p.split, r)))
+            .collect();
+        for (i, &j) in cs.permutation(k).iter().enumerate() {
+            let pos = w.start + i as u64;
+            if pos >= seg.from && pos < seg.to {
+                out.push(rows[j as usize]);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "order_tests.rs"]
+mod tests;
