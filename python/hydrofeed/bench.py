@@ -194,7 +194,8 @@ def _launch_worker() -> int:
     return 0
 
 
-def bench_launch(rows: int, workers: list[int], repeat: int, work: Path) -> dict[str, Any]:
+def bench_launch(rows: int, workers: list[int], repeat: int, work: Path,
+                 shuffle_buffer: int = 0) -> dict[str, Any]:
     import re
     import subprocess
 
@@ -205,52 +206,65 @@ def bench_launch(rows: int, workers: list[int], repeat: int, work: Path) -> dict
     results["pyarrow_b1000"] = _best(
         [_measure(pyarrow_batches(pq_dir, 1000), rows) for _ in range(repeat)]
     )
-    for w in workers:
-        runs = []
-        for i in range(repeat):
-            out = work / f"w{w}-{i}"
-            out.mkdir()
-            t0 = time.perf_counter()
-            r = subprocess.run(
-                [binary, "launch", "--workers", str(w), "--input", str(pq_dir),
-                 "--batch-size", "1000", "--columns", "image,label", "--remainder", "pad",
-                 "--", sys.executable, "-m", "hydrofeed.bench", "_worker"],
-                env={**os.environ, "OUT": str(out)}, capture_output=True, text=True,
+    # With a shuffle buffer: the same job with and without it, alternated, in the same run.
+    variants: list[tuple[str, list[str]]] = [("", [])]
+    if shuffle_buffer:
+        variants.append((f"_shuffle{shuffle_buffer}", ["--shuffle-buffer", str(shuffle_buffer)]))
+    runs_of: dict[str, list[dict[str, float]]] = {}
+    for w, (tag, flags), i in [(w, v, i) for w in workers for i in range(repeat) for v in variants]:
+        runs = runs_of.setdefault(f"launch_w{w}{tag}", [])
+        out = work / f"w{w}{tag}-{i}"
+        out.mkdir()
+        t0 = time.perf_counter()
+        r = subprocess.run(
+            [binary, "launch", "--workers", str(w), "--input", str(pq_dir),
+             "--batch-size", "1000", "--columns", "image,label", *flags,
+             "--", sys.executable, "-m", "hydrofeed.bench", "_worker"],
+            env={**os.environ, "OUT": str(out)}, capture_output=True, text=True,
+        )
+        wall = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise RuntimeError(f"hydrofeed launch failed:\n{r.stderr[-3000:]}")
+        ranks = [json.loads((out / f"rank-{k}.json").read_text()) for k in range(w)]
+        n = sum(x["rows"] for x in ranks)
+        m = re.search(r"cpu ([0-9.]+) s, max RSS ([0-9.]+) MiB", r.stderr)
+        span = max(x["seconds"] for x in ranks)
+        runs.append({
+            "rows_per_s": n / span,
+            "mb_per_s": n * ROW_BYTES / span / 1e6,
+            "job_wall_s": wall,
+            "job_rows_per_s": n / wall,
+            "feeder_cpu_s": float(m.group(1)) if m else float("nan"),
+            "feeder_cpu_us_per_row": float(m.group(1)) / n * 1e6 if m else float("nan"),
+            "feeder_max_rss_mib": float(m.group(2)) if m else float("nan"),
+            "trainer_cpu_us_per_row": sum(x["cpu"] for x in ranks) / n * 1e6,
+        })
+    for k, runs in runs_of.items():
+        results[k] = _best(runs)
+    ratios = {
+        f"launch_w{w}_vs_pyarrow_b1000": round(
+            results[f"launch_w{w}"]["rows_per_s"] / results["pyarrow_b1000"]["rows_per_s"], 3
+        )
+        for w in workers
+    }
+    if shuffle_buffer:
+        for w in workers:
+            ratios[f"launch_w{w}_shuffle_vs_no_buffer"] = round(
+                results[f"launch_w{w}_shuffle{shuffle_buffer}"]["rows_per_s"]
+                / results[f"launch_w{w}"]["rows_per_s"], 3
             )
-            wall = time.perf_counter() - t0
-            if r.returncode != 0:
-                raise RuntimeError(f"hydrofeed launch failed:\n{r.stderr[-3000:]}")
-            ranks = [json.loads((out / f"rank-{k}.json").read_text()) for k in range(w)]
-            n = sum(x["rows"] for x in ranks)
-            m = re.search(r"cpu ([0-9.]+) s, max RSS ([0-9.]+) MiB", r.stderr)
-            span = max(x["seconds"] for x in ranks)
-            runs.append({
-                "rows_per_s": n / span,
-                "mb_per_s": n * ROW_BYTES / span / 1e6,
-                "job_wall_s": wall,
-                "job_rows_per_s": n / wall,
-                "feeder_cpu_s": float(m.group(1)) if m else float("nan"),
-                "feeder_cpu_us_per_row": float(m.group(1)) / n * 1e6 if m else float("nan"),
-                "feeder_max_rss_mib": float(m.group(2)) if m else float("nan"),
-                "trainer_cpu_us_per_row": sum(x["cpu"] for x in ranks) / n * 1e6,
-            })
-        results[f"launch_w{w}"] = _best(runs)
     return {
         "benchmark": "feed-launch",
         "rows": rows,
         "row_bytes": ROW_BYTES,
         "repeat": repeat,
-        "input": "parquet (4 files, hydrofeed gen), columns image,label, batch 1000",
+        "input": "parquet (4 files, hydrofeed gen), columns image,label, batch 1000, fixed order",
         "hydrofeed_bin": binary,
         "build": "release" if "/release/" in binary else "debug" if "/debug/" in binary else "?",
         "cpus": os.cpu_count(),
+        "shuffle_buffer": shuffle_buffer,
         "results": {k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()},
-        "ratios": {
-            f"launch_w{w}_vs_pyarrow_b1000": round(
-                results[f"launch_w{w}"]["rows_per_s"] / results["pyarrow_b1000"]["rows_per_s"], 3
-            )
-            for w in workers
-        },
+        "ratios": ratios,
     }
 
 
@@ -269,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--repeat", type=int, default=3)
     f.add_argument("--json", action="store_true", help="print JSON only")
     f.add_argument("--workers", help="comma-separated worker counts: bench through hydrofeed launch")
+    f.add_argument("--shuffle-buffer", type=int, default=0,
+                   help="with --workers: also run every job with this shuffle buffer (ratio "
+                   "launch_w<N>_shuffle_vs_no_buffer)")
     sub.add_parser("spark", help="TFoS vs hydrofeed on Spark: RDD, DataFrame and file mode "
                    "(python -m hydrofeed.bench spark --help)")
     sub.add_parser("_worker", help=argparse.SUPPRESS)
@@ -278,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hydrofeed-bench-") as d:
         if a.workers:
             ws = [int(x) for x in a.workers.split(",")]
-            out = bench_launch(a.rows, ws, a.repeat, Path(d))
+            out = bench_launch(a.rows, ws, a.repeat, Path(d), a.shuffle_buffer)
         else:
             out = bench_feed(a.rows, a.repeat, Path(d))
     if a.json:

@@ -207,6 +207,12 @@ class DataFeed:
         every rank after the same synchronous step, then save the one of rank 0 after a
         barrier (``tf.distribute`` checkpoints are such a barrier).
 
+        Under the fixed order (``--order fixed``, the default) the state holds each rank's
+        position in its stream, a few segments of about 80 bytes each: resumed with the same
+        number of workers (every rank saved after the same step), every rank's stream goes on at
+        exactly the next row it would have had; with another number, the rows not consumed yet
+        are dealt again in equal shares, each once (docs/arch/order.md).
+
         Without a coordinator (``hydrofeed serve``): the position only (``epoch``, ``split``,
         ``rows`` delivered, ``done``); it cannot resume a feed.
         """

@@ -62,6 +62,29 @@ def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path, capfd
     assert "found in sys.modules" not in err, err[-3000:]
 
 
+def test_shuffle_buffer_mixes_files_in_file_mode(sc, tmp_path):
+    """``train_files(shuffle_buffer=...)``: the fixed order with a shuffle buffer, every row once,
+    each worker's rows mixed across files instead of in storage order."""
+    data = str(tmp_path / "data")
+    total = _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50}, 2, input_mode=InputMode.SPARK)
+    state = cluster.train_files(data, batch_size=50, seed=7, shuffle_buffer=400, cycle_length=4)
+    cluster.shutdown()
+    assert state["order"]["spec"] == {"buffer": 400, "cycle": 4}
+    res = spark_funs.results(str(out), 2)
+    ids = [i for r in res.values() for i in r["ids"]]
+    assert sorted(ids) == list(range(total))
+    starts = np.cumsum([0] + SIZES)
+    for r in res.values():
+        seq = np.array(r["ids"])
+        corr = abs(np.corrcoef(np.arange(len(seq)), seq)[0, 1])
+        assert corr < 0.3, corr
+        files = [len(set(np.searchsorted(starts, b, side="right"))) for b in np.split(seq, len(seq) // 50)]
+        assert np.mean(files) >= 2, files
+
+
 def test_remainder_is_dropped_evenly_and_plan_order_without_shuffle(sc, tmp_path):
     data = str(tmp_path / "data")
     total = _write_dataset(data, sizes=[500, 333, 170])  # 1,003 rows: 2 x 64 x 7 = 896 fed

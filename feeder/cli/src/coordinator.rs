@@ -48,6 +48,9 @@ pub struct Args {
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
+    /// Order: fixed or dynamic, shuffle buffer, cycle length.
+    #[command(flatten)]
+    pub order: crate::order::OrderArgs,
     /// Address to listen on (port 0: any free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
@@ -127,6 +130,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: (args.stall_after * 1000.0) as u64,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
+        order: match &args.resume {
+            Some(_) => None,
+            None => args.order.spec(args.remainder.unwrap_or_default())?,
+        },
         ..Config::new(args.workers, args.batch_size)
     };
     let m = match &args.resume {
@@ -156,7 +163,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 );
             }
             cfg.seed = st.seed;
-            Machine::resume(splits, cfg, &st)?
+            args.order.check_resume(&st)?;
+            let m = Machine::resume(splits, cfg, &st)?;
+            if let Some(note) = m.resume_note() {
+                tracing::warn!("{note}");
+            }
+            m
         }
         None => Machine::new(splits, cfg)?,
     };

@@ -11,6 +11,7 @@ pub mod feeder;
 pub mod gen;
 pub mod inspect;
 pub mod launch;
+pub mod order;
 pub mod serve;
 
 /// A plain progress line every few seconds for long commands whose stderr is not a terminal

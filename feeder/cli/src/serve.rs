@@ -9,7 +9,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use hydrofeed_ipc::RingConfig;
 
-use hydrofeed_feeder::serve::{serve, ServeOptions};
+use hydrofeed_coord::OrderSpec;
+use hydrofeed_feeder::serve::{serve, ServeOptions, ServeOrder};
 use hydrofeed_format::split::Format;
 use hydrofeed_format::{OnError, ReadOptions};
 
@@ -41,6 +42,16 @@ pub struct Args {
     /// Passes over the input.
     #[arg(long, default_value_t = 1)]
     pub epochs: u32,
+    /// Mix rows across files: the fixed order of one rank, this many rows permuted at a time
+    /// (docs/arch/order.md). Without it, splits are read in plan order.
+    #[arg(long)]
+    pub shuffle_buffer: Option<u64>,
+    /// Lanes every window of the shuffle buffer mixes (with --shuffle-buffer).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), requires = "shuffle_buffer")]
+    pub cycle_length: Option<u32>,
+    /// Seed of the order (with --shuffle-buffer); each epoch has its own order.
+    #[arg(long, default_value_t = 0, requires = "shuffle_buffer")]
+    pub seed: u64,
     /// Columns to read (comma separated); all by default.
     #[arg(long, value_delimiter = ',')]
     pub columns: Option<Vec<String>>,
@@ -205,6 +216,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .max(Duration::from_millis(100)),
         stall_timeout: super::secs("--stall-timeout", args.stall_timeout)?
             .max(Duration::from_millis(100)),
+        order: args.shuffle_buffer.map(|buffer| ServeOrder {
+            seed: args.seed,
+            spec: OrderSpec {
+                buffer,
+                cycle: args.cycle_length.unwrap_or(OrderSpec::default().cycle),
+            },
+        }),
     };
     let r = serve(&opts)?;
     eprintln!(

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::machine::{epoch_seed, mix64, split_order};
 
 /// Rows per lane in a window without a shuffle buffer.
-pub const BLOCK_ROWS: u64 = 4096;
+pub const BLOCK_ROWS: u64 = 512;
 
 /// How an epoch's rows are ordered within each rank's share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

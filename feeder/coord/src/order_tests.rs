@@ -378,7 +378,7 @@ proptest! {
 /// A rank declared dead keeps its share: its next incarnation goes on from the acked row.
 #[test]
 fn a_dead_rank_resumes_its_own_stream() {
-    let rows = vec![300u64, 200, 500];
+    let rows = [300u64, 200, 500];
     let spec = OrderSpec {
         buffer: 64,
         cycle: 3,

@@ -4,9 +4,11 @@
 //! - [`serve`]: one trainer, no coordinator: every split of the input, epoch after epoch.
 //! - [`daemon`]: the coordinated feeder of a node: leases row ranges from the coordinator
 //!   ([`hydrofeed_coord`]), one ring per local rank, acks what the trainers consumed.
+//! - [`stream`]: reads a segment of the fixed order (lanes in parallel, windows permuted).
 
 pub mod daemon;
 pub mod serve;
+pub mod stream;
 mod writer;
 
 pub use hydrofeed_error::{Error, Result};

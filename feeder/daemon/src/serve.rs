@@ -27,8 +27,11 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use hydrofeed_ipc::RingConfig;
 use hydrofeed_tfbridge::FrameKind;
 
+use crate::stream::{read_segment, StreamCtx};
 use crate::writer::{accept, bind, encoder, hello, Writer, TICK};
 use crate::{Error, Result};
+use hydrofeed_coord::order::{chunk_range, OrderSpec, Segment};
+use hydrofeed_coord::OrderLease;
 use hydrofeed_format::{self as format, Plan, ReadOptions, Rebatcher};
 use hydrofeed_storage::{self as storage, Storage};
 
@@ -51,6 +54,18 @@ pub struct ServeOptions {
     pub accept_timeout: Duration,
     /// How long the ring may stay full (trainer alive but not consuming) before giving up.
     pub stall_timeout: Duration,
+    /// `Some`: every epoch in the fixed order of one rank (`hydrofeed_coord::order`): lanes
+    /// read in parallel, windows permuted, seeded per epoch. `None`: splits in plan order.
+    pub order: Option<ServeOrder>,
+}
+
+/// The fixed order of `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeOrder {
+    /// Seed of the split order and the permutations.
+    pub seed: u64,
+    /// Shuffle buffer and cycle length.
+    pub spec: OrderSpec,
 }
 
 impl Default for ServeOptions {
@@ -64,6 +79,7 @@ impl Default for ServeOptions {
             ring: RingConfig::default(),
             accept_timeout: Duration::from_secs(300),
             stall_timeout: Duration::from_secs(600),
+            order: None,
         }
     }
 }
@@ -86,6 +102,61 @@ enum Event {
     Batch(u32, RecordBatch),
     SplitEnd(u32, u64),
     Failed(Error),
+}
+
+/// Reads epoch `epoch` in the fixed order of one rank: its chunk, then the rest (fewer than one
+/// batch of rows), so that every row is read once per epoch.
+fn read_epoch_ordered(
+    storage: Arc<dyn Storage>,
+    plan: Arc<Plan>,
+    opts: ReadOptions,
+    order: ServeOrder,
+    epoch: u32,
+    tx: Sender<Event>,
+) {
+    let r = (|| -> Result<()> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("hf-lane{i}"))
+            .build()
+            .map_err(|e| Error::external("starting the decode pool", e))?;
+        let total: u64 = plan.splits.iter().map(|s| s.rows).sum();
+        let b = opts.batch_rows as u64;
+        let ctx = StreamCtx {
+            storage: &storage,
+            plan: &plan,
+            read: &opts,
+            pool: &pool,
+            memory: usize::MAX,
+        };
+        for chunk in 0..=1 {
+            let (from, to) = chunk_range(total, 1, b, chunk);
+            let o = OrderLease {
+                segment: Segment {
+                    data_epoch: epoch,
+                    workers: 1,
+                    chunk,
+                    from: 0,
+                    to: to - from,
+                },
+                seed: order.seed,
+                shuffle: true,
+                batch_size: b,
+                spec: order.spec,
+            };
+            let mut open = true;
+            read_segment(&ctx, &o, opts.batch_rows, |batch| {
+                open = tx.send(Event::Batch(u32::MAX, batch)).is_ok();
+                open
+            })?;
+            if !open {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        let _ = tx.send(Event::Failed(e));
+    }
 }
 
 fn read_epoch(storage: Arc<dyn Storage>, plan: Arc<Plan>, opts: ReadOptions, tx: Sender<Event>) {
@@ -144,7 +215,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     }
     let mut read = opts.read.clone();
     read.batch_rows = batch_size;
-    let result = feed(&mut w, &storage, &plan, &read, opts.epochs);
+    let result = feed(&mut w, &storage, &plan, &read, opts.epochs, opts.order);
     match &result {
         Ok(()) => w.close(),
         Err(Error::PeerLost(_)) => {}
@@ -165,6 +236,7 @@ fn feed(
     plan: &Arc<Plan>,
     read: &ReadOptions,
     epochs: u32,
+    order: Option<ServeOrder>,
 ) -> Result<()> {
     w.put_schema()?;
     let bs = read.batch_rows;
@@ -173,7 +245,10 @@ fn feed(
         let (s, p, o) = (storage.clone(), plan.clone(), read.clone());
         let reader = thread::Builder::new()
             .name(format!("hf-read-e{epoch}"))
-            .spawn(move || read_epoch(s, p, o, tx))
+            .spawn(move || match order {
+                Some(ord) => read_epoch_ordered(s, p, o, ord, epoch, tx),
+                None => read_epoch(s, p, o, tx),
+            })
             .map_err(|e| Error::external("spawning the reader thread", e))?;
         let r = write_epoch(w, &rx, epoch, bs);
         drop(rx); // unblocks the reader if we stop early
@@ -319,6 +394,59 @@ mod tests {
             }
         }
         out
+    }
+
+    /// `--shuffle-buffer`: every row once per epoch, mixed across files, another order each
+    /// epoch, the same order for the same seed.
+    #[test]
+    fn shuffle_buffer_mixes_every_epoch_and_repeats_with_the_seed() {
+        let d = tempfile::tempdir().unwrap();
+        dataset(&d.path().join("data"), 3000, 4);
+        let run = |name: &str, seed: u64| {
+            let sock = d.path().join(name);
+            let o = ServeOptions {
+                order: Some(ServeOrder {
+                    seed,
+                    spec: OrderSpec {
+                        buffer: 500,
+                        cycle: 4,
+                    },
+                }),
+                ..opts(&d.path().join("data"), &sock, 2)
+            };
+            let server = thread::spawn(move || serve(&o));
+            let frames = drain(&sock, 100);
+            assert_eq!(server.join().unwrap().unwrap().rows, 6000);
+            let mut ids = [Vec::new(), Vec::new()];
+            for f in &frames {
+                if let Frame::Batch(m, b) = f {
+                    let col = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+                    ids[m.epoch as usize].extend(col.values().iter().copied());
+                }
+            }
+            ids
+        };
+        let ids = run("a.sock", 3);
+        for e in &ids {
+            let mut sorted = e.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..3000).collect::<Vec<i64>>());
+            // Mixed across the 4 files (750 ids each): every batch of 100 holds several.
+            let files: usize = e
+                .chunks(100)
+                .map(|c| {
+                    let mut f: Vec<i64> = c.iter().map(|x| x / 750).collect();
+                    f.sort_unstable();
+                    f.dedup();
+                    f.len()
+                })
+                .min()
+                .unwrap();
+            assert!(files >= 3, "a batch from {files} files");
+        }
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(run("b.sock", 3), ids);
+        assert_ne!(run("c.sock", 4)[0], ids[0]);
     }
 
     #[test]

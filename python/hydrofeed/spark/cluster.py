@@ -142,6 +142,9 @@ class TFCluster:
         memory_mb: int = 512,
         decode_threads: int = 0,
         schema: Any = None,
+        shuffle_buffer: int = 0,
+        cycle_length: int | None = None,
+        order: str | None = None,
     ) -> dict[str, Any]:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
@@ -156,6 +159,12 @@ class TFCluster:
         call: only the rows not consumed yet are fed. ``schema`` (a ``pyarrow.Schema``): read with
         it, as ``hydrofeed.read(schema=)`` does (TFRecord: instead of inferring it; Avro: the reader
         schema). Returns the final state (every row acked).
+
+        ``order`` (``"fixed"``, the default with ``remainder="drop"``, or ``"dynamic"``): under the
+        fixed order every worker's rows and their order follow from ``seed``, run after run, and
+        ``resume`` continues each worker's stream at the exact row; ``shuffle_buffer`` rows are
+        mixed at a time from ``cycle_length`` (default 8) parts of each worker's share read in
+        parallel (docs/arch/order.md).
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
@@ -188,6 +197,7 @@ class TFCluster:
             "memory_mb": int(memory_mb),
             "decode_threads": int(decode_threads),
             "schema": _files.schema_text(schema) if schema is not None else None,
+            "order": _order_args(order, shuffle_buffer, cycle_length),
         }
         state = _state_text(resume)
         while True:
@@ -229,6 +239,7 @@ class TFCluster:
             coord = _files.Coordinator(
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
                 host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
+                order=o.get("order"),
             )  # fmt: skip
         finally:
             if resume_path:
@@ -837,3 +848,17 @@ def _track_ready(cluster: TFCluster) -> None:
                 cluster._gen_ready.notify_all()
     with cluster._gen_ready:
         cluster._gen_ready.notify_all()
+
+
+def _order_args(order: str | None, shuffle_buffer: int, cycle_length: int | None) -> list[str]:
+    """The coordinator's order flags of ``train_files``."""
+    if order not in (None, "fixed", "dynamic"):
+        raise ValueError(f"order must be 'fixed' or 'dynamic', not {order!r}")
+    if shuffle_buffer < 0:
+        raise ValueError("shuffle_buffer cannot be negative")
+    args = ["--order", order] if order else []
+    if shuffle_buffer:
+        args += ["--shuffle-buffer", str(int(shuffle_buffer))]
+    if cycle_length is not None:
+        args += ["--cycle-length", str(int(cycle_length))]
+    return args

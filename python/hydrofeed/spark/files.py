@@ -66,6 +66,7 @@ class Coordinator:
         fmt: str | None = None,
         start_timeout: float = 120.0,
         schema: str | None = None,
+        order: list[str] | None = None,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -93,6 +94,7 @@ class Coordinator:
             args += ["--epochs", str(epochs), "--seed", str(seed), "--remainder", remainder]
             if not shuffle:
                 args.append("--no-shuffle")
+            args += order or []
         if fmt is not None:
             args += ["--format", fmt]
         if schema is not None:

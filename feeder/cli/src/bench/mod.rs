@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 pub mod coord;
 pub mod decode;
+pub mod order;
 pub mod ring;
 
 /// Arguments of `hydrofeed bench`.
@@ -23,6 +24,9 @@ pub enum Which {
     Decode(decode::Args),
     /// Coordinator simulation: many feeders, many splits, heartbeats.
     Coord(coord::Args),
+    /// Mixing of the fixed order on data stored sorted, beside tf.data and a random
+    /// permutation, and the shuffle buffer's cost in read throughput.
+    Order(order::Args),
 }
 
 /// Runs `hydrofeed bench`.
@@ -31,5 +35,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Which::Ring(a) => ring::run(a),
         Which::Coord(a) => coord::run(a),
         Which::Decode(a) => decode::run(a),
+        Which::Order(a) => order::run(a),
     }
 }

@@ -77,6 +77,9 @@ pub struct Args {
     /// What to do with the rows that do not fill a last step of every rank.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
+    /// Order: fixed or dynamic, shuffle buffer, cycle length.
+    #[command(flatten)]
+    pub order: crate::order::OrderArgs,
     /// Resume from a state file written by `DataFeed.state()` or `--state-out`.
     #[arg(long, env = RESUME_ENV)]
     pub resume: Option<PathBuf>,
@@ -172,6 +175,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: 10_000,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
+        order: args
+            .order
+            .spec(args.remainder.unwrap_or_default())
+            .or_else(|e| {
+                if args.resume.is_some() {
+                    Ok(None)
+                } else {
+                    Err(e)
+                }
+            })?,
         // From the trainers: a placeholder until they attached (1: every input has a step).
         ..Config::new(args.workers, args.batch_size.unwrap_or(1))
     };
@@ -192,7 +205,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     st.epochs
                 );
             }
-            Machine::resume(splits, cfg, &st)?
+            args.order.check_resume(&st)?;
+            let m = Machine::resume(splits, cfg, &st)?;
+            if let Some(note) = m.resume_note() {
+                eprintln!("hydrofeed launch: {note}");
+            }
+            m
         }
         None => Machine::new(splits, cfg)?,
     };

@@ -2,6 +2,8 @@
 //! decode pool, passing the whole units before the lease's first row over unread.
 
 use super::*;
+use crate::stream::{read_segment, StreamCtx};
+use hydrofeed_coord::OrderLease;
 
 /// What the reader sends the writer.
 pub(super) enum Ev {
@@ -18,6 +20,8 @@ pub(super) struct ReadCtx {
     pub(super) read: ReadOptions,
     pub(super) st: Arc<RankStats>,
     pub(super) pool: Arc<rayon::ThreadPool>,
+    /// Bytes a fixed-order stream's windows may hold.
+    pub(super) window_memory: usize,
 }
 
 /// Asks the coordinator for work and reads each lease on the decode pool, at most
@@ -57,6 +61,14 @@ pub(super) fn read_work(
                 if tx.send(Ev::Lease(l.clone())).is_err() {
                     return;
                 }
+                if let Some(o) = &l.order {
+                    // The fixed order: the rank's segments are one stream, read in order here.
+                    if let Err(e) = read_stream(&ctx, &l, o, &tx) {
+                        let _ = tx.send(Ev::Failed(e));
+                        return;
+                    }
+                    continue;
+                }
                 // Blocks while LEASES_IN_FLIGHT leases are being read.
                 if tokens.send(()).is_err() {
                     return;
@@ -82,6 +94,24 @@ pub(super) fn read_work(
             }
         }
     }
+}
+
+/// Reads a segment of the fixed order and sends its rows in stream order.
+fn read_stream(ctx: &ReadCtx, l: &Lease, o: &OrderLease, tx: &Sender<Ev>) -> Result<()> {
+    let sc = StreamCtx {
+        storage: &ctx.storage,
+        plan: &ctx.plan,
+        read: &ctx.read,
+        pool: &ctx.pool,
+        memory: ctx.window_memory,
+    };
+    ctx.st.set(Stage::Reading);
+    read_segment(&sc, o, ctx.read.batch_rows, |b| {
+        ctx.st
+            .rows_read
+            .fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+        tx.send(Ev::Rows(l.lease, l.split, b)).is_ok()
+    })
 }
 
 /// Reads the rows `[first_row, first_row + rows)` of the lease's split.

@@ -205,6 +205,7 @@ pub(super) fn feed_rank(
             read,
             st: st.clone(),
             pool: pool.clone(),
+            window_memory: opts.memory_budget / 2 / opts.trainers as usize,
         });
         let (stop, host) = (reader_stop.clone(), opts.host.clone());
         thread::Builder::new()

@@ -1,0 +1,285 @@
+//! Reading a segment of the fixed order (`hydrofeed_coord::order`): the lanes of each window
+//! are read in parallel on the decode pool, each lane sequentially (its reader stays open from
+//! one window to the next, so a lane costs one open and at most one seek per epoch), and the
+//! window's rows go out in the window's permutation. One window is read while the previous one
+//! is sent: at most two windows are held (one being read, one being sent; the channel between
+//! them is a rendezvous).
+
+use std::sync::Arc;
+use std::thread;
+
+use arrow_array::RecordBatch;
+use crossbeam_channel::bounded;
+use hydrofeed_coord::order::{ChunkStream, EpochSeq, Piece, Window};
+use hydrofeed_coord::OrderLease;
+use hydrofeed_error::Location;
+use hydrofeed_format::{Plan, ReadOptions, SplitReader};
+use hydrofeed_storage::Storage;
+use rayon::prelude::*;
+
+use crate::{Error, Result};
+
+/// Rows a lane's reader decodes at a time (the rows then leave in windows, whatever the batch
+/// size).
+const LANE_BATCH_ROWS: usize = 8192;
+
+/// What reading a segment needs.
+pub struct StreamCtx<'a> {
+    /// Where the files are.
+    pub storage: &'a Arc<dyn Storage>,
+    /// The plan the coordinator dealt (split ids index it).
+    pub plan: &'a Plan,
+    /// Columns, format and error policy.
+    pub read: &'a ReadOptions,
+    /// The decode pool the lanes run on.
+    pub pool: &'a rayon::ThreadPool,
+    /// Bytes the windows of this stream may hold (two at a time).
+    pub memory: usize,
+}
+
+/// One lane's open reader and where it stands.
+#[derive(Default)]
+struct Lane {
+    at: Option<(u32, u64)>,
+    reader: Option<Box<dyn SplitReader>>,
+    carry: Option<RecordBatch>,
+}
+
+impl Lane {
+    /// Appends the rows of `pieces` (in order) to `out`.
+    fn read(
+        &mut self,
+        ctx: &StreamCtx<'_>,
+        pieces: &[Piece],
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<()> {
+        for p in pieces {
+            if self.at != Some((p.split, p.first)) || self.reader.is_none() {
+                self.open(ctx, p)?;
+            }
+            let mut left = p.rows;
+            while left > 0 {
+                let b = match self.carry.take() {
+                    Some(b) => b,
+                    None => self.next(ctx, p, left)?,
+                };
+                let n = b.num_rows() as u64;
+                if n <= left {
+                    left -= n;
+                    out.push(b);
+                } else {
+                    out.push(b.slice(0, left as usize));
+                    self.carry = Some(b.slice(left as usize, (n - left) as usize));
+                    left = 0;
+                }
+            }
+            self.at = Some((p.split, p.first + p.rows));
+        }
+        Ok(())
+    }
+
+    fn next(&mut self, ctx: &StreamCtx<'_>, p: &Piece, left: u64) -> Result<RecordBatch> {
+        match self.reader.as_mut().and_then(|r| r.next()) {
+            Some(b) => b,
+            None => {
+                let split = &ctx.plan.splits[p.split as usize];
+                Err(Error::Data {
+                    loc: Location {
+                        path: split.path.clone(),
+                        split: Some(split.id),
+                        ..Default::default()
+                    },
+                    format: "split",
+                    detail: format!(
+                        "split ended {left} rows short of rows [{}, {}) (the plan counted {} rows)",
+                        p.first,
+                        p.first + p.rows,
+                        split.rows
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Opens the piece's split at its first row: whole units before it are passed over
+    /// unread, the rest of the head is decoded and dropped.
+    fn open(&mut self, ctx: &StreamCtx<'_>, p: &Piece) -> Result<()> {
+        let split = ctx.plan.splits.get(p.split as usize).ok_or_else(|| {
+            Error::Coordinator(format!(
+                "the order names split {} but the plan has {}: the feeder's input is not the \
+                 coordinator's",
+                p.split,
+                ctx.plan.splits.len()
+            ))
+        })?;
+        let mut read = ctx.read.clone();
+        read.batch_rows = read.batch_rows.max(LANE_BATCH_ROWS);
+        let mut r = hydrofeed_format::open_split(ctx.storage, ctx.plan, split, &read)?;
+        let mut skip = p.first - r.skip_rows(p.first);
+        self.reader = Some(r);
+        self.carry = None;
+        while skip > 0 {
+            let b = self.next(ctx, p, skip)?;
+            let n = b.num_rows() as u64;
+            if n <= skip {
+                skip -= n;
+            } else {
+                self.carry = Some(b.slice(skip as usize, (n - skip) as usize));
+                skip = 0;
+            }
+        }
+        self.at = Some((p.split, p.first));
+        Ok(())
+    }
+}
+
+/// Reads the stream positions of `o`'s segment and hands them to `emit` in order, in batches
+/// of at most `out_rows` rows; stops early (`Ok`) when `emit` returns `false`.
+pub fn read_segment(
+    ctx: &StreamCtx<'_>,
+    o: &OrderLease,
+    out_rows: usize,
+    mut emit: impl FnMut(RecordBatch) -> bool,
+) -> Result<()> {
+    let seg = o.segment;
+    if seg.is_empty() {
+        return Ok(());
+    }
+    let split_rows: Vec<u64> = ctx.plan.splits.iter().map(|s| s.rows).collect();
+    let seq = EpochSeq::new(&split_rows, o.seed, o.shuffle, seg.data_epoch);
+    let cs = ChunkStream::new(
+        &seq,
+        o.spec,
+        o.seed,
+        seg.data_epoch,
+        seg.workers,
+        o.batch_size,
+        seg.chunk,
+    );
+    if cs.len() < seg.to {
+        return Err(Error::Coordinator(format!(
+            "the order's chunk {} has {} rows here but the coordinator dealt rows up to {}: the \
+             feeder's input is not the coordinator's",
+            seg.chunk,
+            cs.len(),
+            seg.to
+        )));
+    }
+    let (k0, k1) = (cs.window_of(seg.from), cs.window_of(seg.to - 1));
+    let mut lanes: Vec<Lane> = Vec::new();
+    let out_rows = out_rows.max(1);
+    thread::scope(|s| {
+        let (wtx, wrx) = bounded::<Result<(Window, Vec<Vec<RecordBatch>>)>>(0);
+        let (cs, seq) = (&cs, &seq);
+        s.spawn(move || {
+            for k in k0..=k1 {
+                let w = cs.window(seq, k);
+                lanes.resize_with(w.lanes.len(), Lane::default);
+                let parts = ctx.pool.install(|| {
+                    lanes
+                        .par_iter_mut()
+                        .zip(&w.lanes)
+                        .map(|(lane, pieces)| {
+                            let mut v = Vec::new();
+                            lane.read(ctx, pieces, &mut v).map(|_| v)
+                        })
+                        .collect::<Result<Vec<_>>>()
+                });
+                let failed = parts.is_err();
+                if wtx.send(parts.map(|p| (w, p))).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let mut checked = false;
+        for msg in wrx {
+            let (w, parts) = msg?;
+            let batches: Vec<RecordBatch> = parts.into_iter().flatten().collect();
+            if !checked {
+                checked = true;
+                check_memory(&batches, w.rows, o, ctx.memory)?;
+            }
+            let lo = seg.from.saturating_sub(w.start) as usize;
+            let hi = (seg.to - w.start).min(w.rows) as usize;
+            if !send_window(cs, &w, &batches, lo, hi, out_rows, &mut emit)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped.
+fn send_window(
+    cs: &ChunkStream,
+    w: &Window,
+    batches: &[RecordBatch],
+    lo: usize,
+    hi: usize,
+    out_rows: usize,
+    emit: &mut impl FnMut(RecordBatch) -> bool,
+) -> Result<bool> {
+    let perm = cs.permutation(w.index);
+    let identity = perm.iter().enumerate().all(|(i, &j)| i == j as usize);
+    if identity {
+        // No shuffle buffer: the lanes' batches as they are, cut to [lo, hi).
+        let mut at = 0usize;
+        for b in batches {
+            let n = b.num_rows();
+            let (a, z) = (lo.max(at), hi.min(at + n));
+            if a < z && !emit(b.slice(a - at, z - a)) {
+                return Ok(false);
+            }
+            at += n;
+        }
+        return Ok(true);
+    }
+    let mut index: Vec<(usize, usize)> = Vec::with_capacity(w.rows as usize);
+    for (i, b) in batches.iter().enumerate() {
+        index.extend((0..b.num_rows()).map(|r| (i, r)));
+    }
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    for chunk in perm[lo..hi].chunks(out_rows) {
+        let idx: Vec<(usize, usize)> = chunk.iter().map(|&j| index[j as usize]).collect();
+        let b = arrow_select::interleave::interleave_record_batch(&refs, &idx)
+            .map_err(|e| Error::external("gathering a window's rows", e))?;
+        if !emit(b) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Refuses a shuffle buffer whose two windows do not fit the memory the stream may use
+/// (bytes per row measured on a compact copy of the window's first rows: the lanes' batches
+/// are slices sharing buffers, so their own sizes overcount).
+fn check_memory(batches: &[RecordBatch], rows: u64, o: &OrderLease, memory: usize) -> Result<()> {
+    if o.spec.buffer == 0 || rows == 0 {
+        return Ok(());
+    }
+    let mut idx = Vec::new();
+    for (i, b) in batches.iter().enumerate() {
+        idx.extend(
+            (0..b.num_rows())
+                .map(|r| (i, r))
+                .take(1024 - idx.len().min(1024)),
+        );
+    }
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    let sample = arrow_select::interleave::interleave_record_batch(&refs, &idx)
+        .map_err(|e| Error::external("sizing a window's rows", e))?;
+    let per_row = sample.get_array_memory_size() as f64 / idx.len().max(1) as f64;
+    let bytes = (per_row * rows as f64) as usize;
+    if bytes.saturating_mul(2) > memory {
+        return Err(Error::InvalidArgument(format!(
+            "the shuffle buffer does not fit: a window of {rows} rows (--shuffle-buffer {}) holds \
+             {} MiB, and a rank holds two (one read, one sent) = {} MiB, over its \
+             {} MiB of the memory budget; lower --shuffle-buffer or raise --memory-mb",
+            o.spec.buffer,
+            bytes >> 20,
+            bytes.saturating_mul(2) >> 20,
+            memory >> 20
+        )));
+    }
+    Ok(())
+}
