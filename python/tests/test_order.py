@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from test_launch import dropped, launch, no_leftovers, records, steps_of
+from test_launch import data_wide, dropped, launch, no_leftovers, records, steps_of  # noqa: F401
 
 FILES, PER_FILE = 8, 25_000
 TOTAL = FILES * PER_FILE
@@ -148,3 +148,15 @@ def test_remainder_pad_takes_the_dynamic_order_and_fixed_refuses_it(
                batch=BATCH)
     assert r.returncode != 0
     assert "belong to --order fixed" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_shuffle_buffer_over_the_memory_budget_is_refused_by_name(
+    hf_bin: str, data_wide: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    """Windows of 5,000 rows of 4 KiB (two held: 40 MiB) against 4 MiB per rank."""
+    r = launch(hf_bin, data_wide, tmp_path / "a", 2, "--memory-mb", "16", "--shuffle-buffer",
+               "5000", batch=100, timeout=120)
+    assert r.returncode != 0
+    assert "the shuffle buffer does not fit" in r.stderr, r.stderr[-3000:]
+    assert "lower --shuffle-buffer or raise --memory-mb" in r.stderr, r.stderr[-3000:]
+    no_leftovers(str(tmp_path))

@@ -127,6 +127,7 @@ fn read_epoch_ordered(
             read: &opts,
             pool: &pool,
             memory: usize::MAX,
+            on_skipped: None,
         };
         for chunk in 0..=1 {
             let (from, to) = chunk_range(total, 1, b, chunk);

@@ -35,6 +35,9 @@ pub struct StreamCtx<'a> {
     pub pool: &'a rayon::ThreadPool,
     /// Bytes the windows of this stream may hold (two at a time).
     pub memory: usize,
+    /// Told `(split, records)` when a lane leaves a split's reader: the corrupt records it
+    /// skipped (`--skip-errors`) after the rows it passed over to reach its first row.
+    pub on_skipped: Option<&'a (dyn Fn(u32, u64) + Sync)>,
 }
 
 /// One lane's open reader and where it stands.
@@ -43,9 +46,23 @@ struct Lane {
     at: Option<(u32, u64)>,
     reader: Option<Box<dyn SplitReader>>,
     carry: Option<RecordBatch>,
+    /// Records the reader had skipped once it reached its first row.
+    skipped_at_open: u64,
 }
 
 impl Lane {
+    /// Reports the records the current reader skipped past its first row, and closes it.
+    fn close(&mut self, ctx: &StreamCtx<'_>) {
+        if let (Some(r), Some((split, _)), Some(f)) = (self.reader.take(), self.at, ctx.on_skipped)
+        {
+            let n = r.skipped().records.saturating_sub(self.skipped_at_open);
+            if n > 0 {
+                f(split, n);
+            }
+        }
+        self.carry = None;
+    }
+
     /// Appends the rows of `pieces` (in order) to `out`.
     fn read(
         &mut self,
@@ -112,12 +129,13 @@ impl Lane {
                 ctx.plan.splits.len()
             ))
         })?;
+        self.close(ctx);
         let mut read = ctx.read.clone();
         read.batch_rows = read.batch_rows.max(LANE_BATCH_ROWS);
         let mut r = hydrofeed_format::open_split(ctx.storage, ctx.plan, split, &read)?;
         let mut skip = p.first - r.skip_rows(p.first);
         self.reader = Some(r);
-        self.carry = None;
+        self.at = Some((p.split, p.first));
         while skip > 0 {
             let b = self.next(ctx, p, skip)?;
             let n = b.num_rows() as u64;
@@ -128,7 +146,7 @@ impl Lane {
                 skip = 0;
             }
         }
-        self.at = Some((p.split, p.first));
+        self.skipped_at_open = self.reader.as_ref().map_or(0, |r| r.skipped().records);
         Ok(())
     }
 }
@@ -187,8 +205,11 @@ pub fn read_segment(
                 });
                 let failed = parts.is_err();
                 if wtx.send(parts.map(|p| (w, p))).is_err() || failed {
-                    return;
+                    break;
                 }
+            }
+            for lane in &mut lanes {
+                lane.close(ctx);
             }
         });
         let mut checked = false;

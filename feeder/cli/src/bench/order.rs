@@ -287,6 +287,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
             read: &read,
             pool: &pool,
             memory: usize::MAX,
+            on_skipped: None,
         };
         let t0 = Instant::now();
         let mut n = 0u64;

@@ -153,6 +153,9 @@ pub struct RankStats {
     pub skipped_records: AtomicU64,
     /// Files those records were in.
     pub skipped_files: Mutex<std::collections::BTreeSet<String>>,
+    /// Fixed order: the most records any reader of a split skipped past its first row (a split
+    /// is read by several lane runs, each epoch: a record is counted once).
+    pub skipped_by_split: Mutex<HashMap<u32, u64>>,
 }
 
 /// Prefix of the line `hydrofeed feeder` prints at exit when records were skipped
@@ -189,6 +192,23 @@ const STAGES: [Stage; 7] = [
 ];
 
 impl RankStats {
+    /// Counts the records a fixed-order lane skipped in `split` (the most any run saw).
+    fn skipped_in(&self, plan: &Plan, split: u32, n: u64) {
+        let Ok(mut m) = self.skipped_by_split.lock() else {
+            return;
+        };
+        let seen = m.entry(split).or_insert(0);
+        if n > *seen {
+            self.skipped_records.fetch_add(n - *seen, Ordering::Relaxed);
+            *seen = n;
+            if let (Ok(mut f), Some(s)) =
+                (self.skipped_files.lock(), plan.splits.get(split as usize))
+            {
+                f.insert(s.path.clone());
+            }
+        }
+    }
+
     fn set(&self, s: Stage) {
         let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
         self.stage.store(i as u8, Ordering::Relaxed);

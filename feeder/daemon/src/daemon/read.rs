@@ -104,6 +104,7 @@ fn read_stream(ctx: &ReadCtx, l: &Lease, o: &OrderLease, tx: &Sender<Ev>) -> Res
         read: &ctx.read,
         pool: &ctx.pool,
         memory: ctx.window_memory,
+        on_skipped: Some(&|split, n| ctx.st.skipped_in(&ctx.plan, split, n)),
     };
     ctx.st.set(Stage::Reading);
     read_segment(&sc, o, ctx.read.batch_rows, |b| {
