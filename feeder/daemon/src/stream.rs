@@ -19,9 +19,10 @@ use rayon::prelude::*;
 
 use crate::{Error, Result};
 
-/// Rows a lane's reader decodes at a time (the rows then leave in windows, whatever the batch
-/// size).
-const LANE_BATCH_ROWS: usize = 8192;
+/// Rows a lane's reader decodes at a time, at most and at least: about its part of one window,
+/// so that every window gives every lane about one batch to decode (lanes whose batch lasts
+/// many windows would leave the others decoding alone in the windows where it runs out).
+const LANE_BATCH_ROWS: (usize, usize) = (128, 8192);
 
 /// What reading a segment needs.
 pub struct StreamCtx<'a> {
@@ -48,6 +49,8 @@ struct Lane {
     carry: Option<RecordBatch>,
     /// Records the reader had skipped once it reached its first row.
     skipped_at_open: u64,
+    /// Rows per decoded batch.
+    batch_rows: usize,
 }
 
 impl Lane {
@@ -131,7 +134,7 @@ impl Lane {
         })?;
         self.close(ctx);
         let mut read = ctx.read.clone();
-        read.batch_rows = read.batch_rows.max(LANE_BATCH_ROWS);
+        read.batch_rows = self.batch_rows;
         let mut r = hydrofeed_format::open_split(ctx.storage, ctx.plan, split, &read)?;
         let mut skip = p.first - r.skip_rows(p.first);
         self.reader = Some(r);
@@ -185,14 +188,19 @@ pub fn read_segment(
     }
     let (k0, k1) = (cs.window_of(seg.from), cs.window_of(seg.to - 1));
     let mut lanes: Vec<Lane> = Vec::new();
+    let lane_rows = (cs.len() / cs.windows() / u64::from(o.spec.cycle.max(1))) as usize;
+    let lane_rows = lane_rows.clamp(LANE_BATCH_ROWS.0, LANE_BATCH_ROWS.1);
     let out_rows = out_rows.max(1);
     thread::scope(|s| {
-        let (wtx, wrx) = bounded::<Result<(Window, Vec<Vec<RecordBatch>>)>>(0);
+        let (wtx, wrx) = bounded::<Result<(Window, Vec<RecordBatch>)>>(0);
         let (cs, seq) = (&cs, &seq);
         s.spawn(move || {
             for k in k0..=k1 {
                 let w = cs.window(seq, k);
-                lanes.resize_with(w.lanes.len(), Lane::default);
+                lanes.resize_with(w.lanes.len(), || Lane {
+                    batch_rows: lane_rows,
+                    ..Lane::default()
+                });
                 let parts = ctx.pool.install(|| {
                     lanes
                         .par_iter_mut()
@@ -203,6 +211,7 @@ pub fn read_segment(
                         })
                         .collect::<Result<Vec<_>>>()
                 });
+                let parts = parts.map(|p| p.into_iter().flatten().collect::<Vec<_>>());
                 let failed = parts.is_err();
                 if wtx.send(parts.map(|p| (w, p))).is_err() || failed {
                     break;
@@ -214,8 +223,7 @@ pub fn read_segment(
         });
         let mut checked = false;
         for msg in wrx {
-            let (w, parts) = msg?;
-            let batches: Vec<RecordBatch> = parts.into_iter().flatten().collect();
+            let (w, batches) = msg?;
             if !checked {
                 checked = true;
                 check_memory(&batches, w.rows, o, ctx.memory)?;
@@ -255,6 +263,8 @@ fn send_window(
         }
         return Ok(true);
     }
+    // Gathered from the lanes' batches as they are: joining them into one batch first and
+    // taking from it measured slower (one more copy of the window).
     let mut index: Vec<(usize, usize)> = Vec::with_capacity(w.rows as usize);
     for (i, b) in batches.iter().enumerate() {
         index.extend((0..b.num_rows()).map(|r| (i, r)));
@@ -272,24 +282,21 @@ fn send_window(
 }
 
 /// Refuses a shuffle buffer whose two windows do not fit the memory the stream may use
-/// (bytes per row measured on a compact copy of the window's first rows: the lanes' batches
-/// are slices sharing buffers, so their own sizes overcount).
+/// (bytes per row measured on a copy of the window's first rows).
 fn check_memory(batches: &[RecordBatch], rows: u64, o: &OrderLease, memory: usize) -> Result<()> {
     if o.spec.buffer == 0 || rows == 0 {
         return Ok(());
     }
     let mut idx = Vec::new();
     for (i, b) in batches.iter().enumerate() {
-        idx.extend(
-            (0..b.num_rows())
-                .map(|r| (i, r))
-                .take(1024 - idx.len().min(1024)),
-        );
+        let room = 1024 - idx.len();
+        idx.extend((0..b.num_rows()).map(|r| (i, r)).take(room));
     }
     let refs: Vec<&RecordBatch> = batches.iter().collect();
     let sample = arrow_select::interleave::interleave_record_batch(&refs, &idx)
         .map_err(|e| Error::external("sizing a window's rows", e))?;
-    let per_row = sample.get_array_memory_size() as f64 / idx.len().max(1) as f64;
+    let n = idx.len();
+    let per_row = sample.get_array_memory_size() as f64 / n.max(1) as f64;
     let bytes = (per_row * rows as f64) as usize;
     if bytes.saturating_mul(2) > memory {
         return Err(Error::InvalidArgument(format!(

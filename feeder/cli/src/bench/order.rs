@@ -389,7 +389,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
         for r in out["results"].as_array().into_iter().flatten() {
             let q = &r["quality"];
             println!(
-                "{:<44} {:>9} {:>9.1} {:>10.5} {:>10.2} {:>9.4} {:>12.0}",
+                "{:<44} {:>9} {:>9.1} {:>10.5} {:>10.2} {:>9.4} {:>12}",
                 r["order"].as_str().unwrap_or(""),
                 r["buffer_rows"]
                     .as_u64()
@@ -398,7 +398,9 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
                 q["adjacent_fraction"].as_f64().unwrap_or(0.0),
                 q["files_per_batch"].as_f64().unwrap_or(0.0),
                 q["abs_corr_max"].as_f64().unwrap_or(0.0),
-                r["rows_per_s"].as_f64().unwrap_or(0.0),
+                r["rows_per_s"]
+                    .as_f64()
+                    .map_or("-".into(), |v| format!("{v:.0}")),
             );
         }
     }
