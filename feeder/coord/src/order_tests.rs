@@ -1,8 +1,6 @@
 //! Property tests of the order function and of the machine's fixed order: exactly once,
 //! equal shares, determinism, resume to the row, and the mixing the issue asks for.
 
-use std::collections::HashMap;
-
 use proptest::prelude::*;
 
 use super::*;
@@ -133,7 +131,7 @@ fn mixes_a_sorted_dataset() {
                     .map(id)
                     .collect();
                 assert_eq!(s.len(), 100_000);
-                let q = quality(&s, 250, 25_000);
+                let q = quality(&s, &|x| (x / 25_000) as u32, 250);
                 worst = (
                     worst.0.max(q.adjacent),
                     worst.1.min(q.files_per_batch),
@@ -157,57 +155,6 @@ fn mixes_a_sorted_dataset() {
     let a = full(&rows, 2, 250, 7, spec, 0, 0);
     assert_eq!(a, full(&rows, 2, 250, 7, spec, 0, 0));
     assert_ne!(a, full(&rows, 2, 250, 8, spec, 0, 0));
-}
-
-/// Mixing measures of a stream of ids (`ids / per_file` is the file).
-#[derive(Debug)]
-pub(crate) struct Quality {
-    /// Fraction of storage neighbours (id, id + 1) that are stream neighbours.
-    pub adjacent: f64,
-    /// Mean distinct files per batch.
-    pub files_per_batch: f64,
-    /// Pearson correlation of stream position and id.
-    pub corr: f64,
-}
-
-pub(crate) fn quality(ids: &[u64], batch: usize, per_file: u64) -> Quality {
-    let pos: HashMap<u64, usize> = ids.iter().enumerate().map(|(i, &x)| (x, i)).collect();
-    let mut pairs = 0u64;
-    let mut adj = 0u64;
-    for (&x, &i) in &pos {
-        if let Some(&j) = pos.get(&(x + 1)) {
-            pairs += 1;
-            if i.abs_diff(j) == 1 {
-                adj += 1;
-            }
-        }
-    }
-    let files: Vec<f64> = ids
-        .chunks(batch)
-        .map(|c| {
-            let mut f: Vec<u64> = c.iter().map(|x| x / per_file).collect();
-            f.sort_unstable();
-            f.dedup();
-            f.len() as f64
-        })
-        .collect();
-    let n = ids.len() as f64;
-    let (mx, my) = (
-        (n - 1.0) / 2.0,
-        ids.iter().map(|&x| x as f64).sum::<f64>() / n,
-    );
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (i, &y) in ids.iter().enumerate() {
-        let (dx, dy) = (i as f64 - mx, y as f64 - my);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    Quality {
-        adjacent: adj as f64 / pairs.max(1) as f64,
-        files_per_batch: files.iter().sum::<f64>() / files.len().max(1) as f64,
-        corr: sxy / (sxx * syy).sqrt(),
-    }
 }
 
 /// A rank's lease being consumed: id, its rows, rows consumed, training epoch.
@@ -280,12 +227,15 @@ fn drive(
     }
 }
 
-fn machine(rows: &[u64], w: u32, b: u64, epochs: u32, seed: u64, spec: OrderSpec) -> Machine {
-    let splits = rows
-        .iter()
+fn splits_of(rows: &[u64]) -> Vec<SplitInfo> {
+    rows.iter()
         .enumerate()
         .map(|(i, &n)| SplitInfo::new(i as u32, n))
-        .collect();
+        .collect()
+}
+
+fn machine(rows: &[u64], w: u32, b: u64, epochs: u32, seed: u64, spec: OrderSpec) -> Machine {
+    let splits = splits_of(rows);
     let cfg = Config {
         epochs,
         seed,
@@ -340,9 +290,7 @@ proptest! {
         let state = crate::State::from_json(&m.state().to_json()).unwrap();
         let json = state.to_json();
         prop_assert!(json.len() < 400 + 200 * w as usize, "{}", json);
-        let splits: Vec<SplitInfo> =
-            rows.iter().enumerate().map(|(i, &n)| SplitInfo::new(i as u32, n)).collect();
-        let mut m2 = Machine::resume(splits, Config::new(w2, 1), &state).unwrap();
+        let mut m2 = Machine::resume(splits_of(&rows), Config::new(w2, 1), &state).unwrap();
         let incs2 = joined(&mut m2);
         let mut after = Vec::new();
         drive(&mut m2, &incs2, &rows, None, &mut rng, &mut after);
@@ -383,11 +331,7 @@ fn a_dead_rank_resumes_its_own_stream() {
         buffer: 64,
         cycle: 3,
     };
-    let splits = rows
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| SplitInfo::new(i as u32, n))
-        .collect();
+    let splits = splits_of(&rows);
     let cfg = Config {
         seed: 5,
         order: Some(spec),

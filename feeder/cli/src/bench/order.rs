@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hydrofeed_coord::order::{chunk_range, expand, OrderSpec, Segment};
+use hydrofeed_coord::order::{chunk_range, expand, quality, OrderSpec, Quality, Segment};
 use hydrofeed_coord::{mix64, split_order, OrderLease};
 use hydrofeed_feeder::stream::{read_segment, StreamCtx};
 use hydrofeed_format::Plan;
@@ -47,59 +47,6 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Mixing measures of one stream of ids.
-#[derive(Debug, Default, Clone, Copy)]
-struct Quality {
-    adjacent: f64,
-    files_per_batch: f64,
-    corr: f64,
-}
-
-fn quality(ids: &[u64], file_of: &dyn Fn(u64) -> u32, batch: usize) -> Quality {
-    let mut pos = vec![u32::MAX; ids.iter().max().map_or(0, |&m| m as usize + 1)];
-    for (i, &x) in ids.iter().enumerate() {
-        pos[x as usize] = i as u32;
-    }
-    let (mut pairs, mut adj) = (0u64, 0u64);
-    for x in 0..pos.len().saturating_sub(1) {
-        let (i, j) = (pos[x], pos[x + 1]);
-        if i != u32::MAX && j != u32::MAX {
-            pairs += 1;
-            adj += u64::from(i.abs_diff(j) == 1);
-        }
-    }
-    let files: Vec<f64> = ids
-        .chunks(batch)
-        .map(|c| {
-            let mut f: Vec<u32> = c.iter().map(|&x| file_of(x)).collect();
-            f.sort_unstable();
-            f.dedup();
-            f.len() as f64
-        })
-        .collect();
-    let n = ids.len() as f64;
-    let (mx, my) = (
-        (n - 1.0) / 2.0,
-        ids.iter().map(|&x| x as f64).sum::<f64>() / n,
-    );
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (i, &y) in ids.iter().enumerate() {
-        let (dx, dy) = (i as f64 - mx, y as f64 - my);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    Quality {
-        adjacent: adj as f64 / pairs.max(1) as f64,
-        files_per_batch: files.iter().sum::<f64>() / files.len().max(1) as f64,
-        corr: if sxx * syy > 0.0 {
-            sxy / (sxx * syy).sqrt()
-        } else {
-            0.0
-        },
-    }
 }
 
 /// Means over streams, with the worst |corr|.

@@ -148,18 +148,8 @@ impl Machine {
         let r = &mut self.ranks[rank as usize];
         r.assigned += seg.len();
         let inc = r.incarnation;
-        self.leases.insert(
-            id,
-            LeaseState {
-                rank,
-                incarnation: inc,
-                range,
-                pad: false,
-                acked: Vec::new(),
-                acked_rows: 0,
-                seg: Some(i),
-            },
-        );
+        self.leases
+            .insert(id, LeaseState::new(rank, inc, range, false, Some(i)));
         self.counters.assignments += 1;
         self.push_log(LogKind::Assign, rank, id, range, false);
         Work::Lease(Lease {

@@ -21,6 +21,27 @@ pub(super) struct LeaseState {
     pub(super) seg: Option<usize>,
 }
 
+impl LeaseState {
+    /// A lease of `range` to `rank`'s incarnation `incarnation`, nothing acked yet.
+    pub(super) fn new(
+        rank: u32,
+        incarnation: u64,
+        range: Range,
+        pad: bool,
+        seg: Option<usize>,
+    ) -> Self {
+        Self {
+            rank,
+            incarnation,
+            range,
+            pad,
+            acked: Vec::new(),
+            acked_rows: 0,
+            seg,
+        }
+    }
+}
+
 /// Adds `[a, b)` to a sorted disjoint interval list; returns the parts that were new.
 fn add_interval(iv: &mut Vec<(u64, u64)>, a: u64, b: u64) -> Vec<(u64, u64)> {
     let mut new = Vec::new();
@@ -122,18 +143,8 @@ impl Machine {
         self.next_lease += 1;
         let inc = self.ranks[rank as usize].incarnation;
         self.ranks[rank as usize].assigned += range.rows;
-        self.leases.insert(
-            id,
-            LeaseState {
-                rank,
-                incarnation: inc,
-                range,
-                pad,
-                acked: Vec::new(),
-                acked_rows: 0,
-                seg: None,
-            },
-        );
+        self.leases
+            .insert(id, LeaseState::new(rank, inc, range, pad, None));
         self.counters.assignments += 1;
         self.push_log(LogKind::Assign, rank, id, range, pad);
         Ok(Work::Lease(Lease {
