@@ -30,6 +30,8 @@ TARGETS = {
     "feed_vs_tfdata_b100": 1.0,
     "launch_w1_vs_pyarrow_b1000": 2.0,
     "launch_w2_vs_pyarrow_b1000": 2.0,
+    "launch_w1_shuffle_vs_no_buffer": 0.85,
+    "launch_w2_shuffle_vs_no_buffer": 0.85,
     "spark_rdd_vs_tfos": 10.0,
     "spark_rdd_rows_vs_tfos": 10.0,
     "spark_df_vs_tfos": 50.0,
@@ -45,7 +47,8 @@ def target(name: str) -> float | None:
 
 def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
-    for path in sorted(results.glob("*.json")):
+    # The top level, and the order runs (the other folders hold before/after pairs of one change).
+    for path in sorted(results.glob("*.json")) + sorted(results.glob("order/feed_shuffle.json")):
         data = json.loads(path.read_text())
         for name, value in (data.get("ratios") or {}).items():
             if isinstance(value, (int, float)):
