@@ -284,6 +284,11 @@ impl ChunkStream {
         self.len() == 0
     }
 
+    /// Whether windows leave in a permutation (a shuffle buffer), not as read.
+    pub fn permutes(&self) -> bool {
+        self.permute
+    }
+
     /// Windows in the stream.
     pub fn windows(&self) -> u64 {
         self.windows

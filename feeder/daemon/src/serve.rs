@@ -111,21 +111,18 @@ fn read_epoch_ordered(
     plan: Arc<Plan>,
     opts: ReadOptions,
     order: ServeOrder,
+    pool: &rayon::ThreadPool,
     epoch: u32,
     tx: Sender<Event>,
 ) {
     let r = (|| -> Result<()> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .thread_name(|i| format!("hf-lane{i}"))
-            .build()
-            .map_err(|e| Error::external("starting the decode pool", e))?;
         let total: u64 = plan.splits.iter().map(|s| s.rows).sum();
         let b = opts.batch_rows as u64;
         let ctx = StreamCtx {
             storage: &storage,
             plan: &plan,
             read: &opts,
-            pool: &pool,
+            pool,
             memory: usize::MAX,
             on_skipped: None,
         };
@@ -241,13 +238,25 @@ fn feed(
 ) -> Result<()> {
     w.put_schema()?;
     let bs = read.batch_rows;
+    // The lanes' decode pool of the fixed order, one for every epoch.
+    let order = match order {
+        Some(ord) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("hf-lane{i}"))
+                .build()
+                .map_err(|e| Error::external("starting the decode pool", e))?;
+            Some((ord, Arc::new(pool)))
+        }
+        None => None,
+    };
     for epoch in 0..epochs {
         let (tx, rx): (Sender<Event>, Receiver<Event>) = bounded(4);
         let (s, p, o) = (storage.clone(), plan.clone(), read.clone());
+        let order = order.clone();
         let reader = thread::Builder::new()
             .name(format!("hf-read-e{epoch}"))
             .spawn(move || match order {
-                Some(ord) => read_epoch_ordered(s, p, o, ord, epoch, tx),
+                Some((ord, pool)) => read_epoch_ordered(s, p, o, ord, &pool, epoch, tx),
                 None => read_epoch(s, p, o, tx),
             })
             .map_err(|e| Error::external("spawning the reader thread", e))?;

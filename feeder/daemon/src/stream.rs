@@ -13,6 +13,7 @@ use crossbeam_channel::bounded;
 use hydrofeed_coord::order::{ChunkStream, EpochSeq, Piece, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
+use hydrofeed_format::split::{Format, Split};
 use hydrofeed_format::{Plan, ReadOptions, SplitReader};
 use hydrofeed_storage::Storage;
 use rayon::prelude::*;
@@ -101,23 +102,12 @@ impl Lane {
     fn next(&mut self, ctx: &StreamCtx<'_>, p: &Piece, left: u64) -> Result<RecordBatch> {
         match self.reader.as_mut().and_then(|r| r.next()) {
             Some(b) => b,
-            None => {
-                let split = &ctx.plan.splits[p.split as usize];
-                Err(Error::Data {
-                    loc: Location {
-                        path: split.path.clone(),
-                        split: Some(split.id),
-                        ..Default::default()
-                    },
-                    format: "split",
-                    detail: format!(
-                        "split ended {left} rows short of rows [{}, {}) (the plan counted {} rows)",
-                        p.first,
-                        p.first + p.rows,
-                        split.rows
-                    ),
-                })
-            }
+            None => Err(split_short(
+                &ctx.plan.splits[p.split as usize],
+                p.first,
+                p.rows,
+                left,
+            )),
         }
     }
 
@@ -151,6 +141,34 @@ impl Lane {
         }
         self.skipped_at_open = self.reader.as_ref().map_or(0, |r| r.skipped().records);
         Ok(())
+    }
+}
+
+/// The error of a split that ended `left` rows before the end of rows `[first, first + rows)`
+/// that the plan promised (a file changed since it was planned, or records skipped).
+pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Error {
+    Error::Data {
+        loc: Location {
+            path: split.path.clone(),
+            split: Some(split.id),
+            ..Default::default()
+        },
+        format: format_name(split.format),
+        detail: format!(
+            "split ended {left} rows short of rows [{first}, {}) (the plan counted {} rows)",
+            first + rows,
+            split.rows
+        ),
+    }
+}
+
+/// The name of a format in errors and metrics.
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Parquet => "parquet",
+        Format::Orc => "orc",
+        Format::Avro => "avro",
+        Format::Tfrecord => "tfrecord",
     }
 }
 
@@ -248,9 +266,7 @@ fn send_window(
     out_rows: usize,
     emit: &mut impl FnMut(RecordBatch) -> bool,
 ) -> Result<bool> {
-    let perm = cs.permutation(w.index);
-    let identity = perm.iter().enumerate().all(|(i, &j)| i == j as usize);
-    if identity {
+    if !cs.permutes() {
         // No shuffle buffer: the lanes' batches as they are, cut to [lo, hi).
         let mut at = 0usize;
         for b in batches {
@@ -263,6 +279,7 @@ fn send_window(
         }
         return Ok(true);
     }
+    let perm = cs.permutation(w.index);
     // Gathered from the lanes' batches as they are: joining them into one batch first and
     // taking from it measured slower (one more copy of the window).
     let mut index: Vec<(usize, usize)> = Vec::with_capacity(w.rows as usize);

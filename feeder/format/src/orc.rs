@@ -25,9 +25,9 @@ use orc_rust::ArrowReaderBuilder;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
 use super::parquet::check_against;
-use super::units::{group_units, Projection, UnitBatches, UnitReader, UnitSize, Units};
+use super::units::{unit_splits, Projection, UnitBatches, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
-use crate::split::{file_splits, Format, Split, SplitUnit};
+use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
@@ -85,14 +85,14 @@ pub fn plan_file(
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
     let b = builder(&chunks, &file.path)?;
     let units: Vec<UnitSize> = stripes(&b).iter().map(|s| s.size).collect();
-    let parts = group_units(&units, opts.split_bytes).into_iter().map(|g| {
-        let unit = SplitUnit::Stripes {
-            first: g.first,
-            count: g.count,
-        };
-        (unit, g.rows, g.bytes)
-    });
-    let splits = file_splits(&file.path, Format::Orc, first_id, parts);
+    let splits = unit_splits(
+        &file.path,
+        Format::Orc,
+        first_id,
+        &units,
+        opts.split_bytes,
+        |first, count| SplitUnit::Stripes { first, count },
+    );
     Ok((b.schema(), splits))
 }
 

@@ -29,9 +29,9 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
-use super::units::{group_units, Projection, UnitBatches, UnitReader, UnitSize, Units};
+use super::units::{unit_splits, Projection, UnitBatches, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
-use crate::split::{file_splits, Format, Split, SplitUnit};
+use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
@@ -174,14 +174,14 @@ pub fn plan_file(
             bytes: rg.compressed_size().max(0) as u64,
         })
         .collect();
-    let parts = group_units(&units, opts.split_bytes).into_iter().map(|g| {
-        let unit = SplitUnit::RowGroups {
-            first: g.first,
-            count: g.count,
-        };
-        (unit, g.rows, g.bytes)
-    });
-    let splits = file_splits(&file.path, Format::Parquet, first_id, parts);
+    let splits = unit_splits(
+        &file.path,
+        Format::Parquet,
+        first_id,
+        &units,
+        opts.split_bytes,
+        |first, count| SplitUnit::RowGroups { first, count },
+    );
     Ok((meta.schema().clone(), splits))
 }
 

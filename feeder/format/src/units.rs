@@ -15,6 +15,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use crate::io::{catch, guard, loc, panicked};
+use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, OnError, Result, SkipStats, SplitReader};
 
 /// Rows and (compressed) bytes of one unit, from the footer.
@@ -35,6 +36,22 @@ pub(crate) struct UnitGroup {
     pub(crate) rows: u64,
     /// Their bytes.
     pub(crate) bytes: u64,
+}
+
+/// The splits of one file: its units grouped by [`group_units`], each group a split whose
+/// unit `unit(first, count)` names (row groups or stripes).
+pub(crate) fn unit_splits(
+    path: &str,
+    format: Format,
+    first_id: u32,
+    units: &[UnitSize],
+    target: u64,
+    unit: impl Fn(u32, u32) -> SplitUnit,
+) -> Vec<Split> {
+    let parts = group_units(units, target)
+        .into_iter()
+        .map(|g| (unit(g.first, g.count), g.rows, g.bytes));
+    file_splits(path, format, first_id, parts)
 }
 
 /// Groups consecutive units into splits of about `target` bytes (a unit larger than that is a

@@ -175,16 +175,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         remainder: args.remainder.unwrap_or_default(),
         stall_after_ms: 10_000,
         dead_after_ms: (args.dead_after * 1000.0) as u64,
-        order: args
-            .order
-            .spec(args.remainder.unwrap_or_default())
-            .or_else(|e| {
-                if args.resume.is_some() {
-                    Ok(None)
-                } else {
-                    Err(e)
-                }
-            })?,
+        // A resumed job's order is the state's (`check_resume` below refuses other flags).
+        order: match &args.resume {
+            Some(_) => None,
+            None => args.order.spec(args.remainder.unwrap_or_default())?,
+        },
         // From the trainers: a placeholder until they attached (1: every input has a step).
         ..Config::new(args.workers, args.batch_size.unwrap_or(1))
     };

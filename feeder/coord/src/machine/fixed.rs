@@ -171,20 +171,26 @@ impl Machine {
         })
     }
 
-    /// Advances a segment to the end of its lease's acked prefix; `done`: the lease is over.
-    pub(super) fn fixed_acked(&mut self, rank: u32, l: &LeaseState, done: bool) {
-        let (Some(i), Some(f)) = (l.seg, self.fixed.as_mut()) else {
+    /// Advances segment `seg` of `rank` to `prefix_end` (the end of its lease's acked prefix,
+    /// if the prefix is not empty); `done`: the lease is over.
+    pub(super) fn fixed_acked(
+        &mut self,
+        rank: u32,
+        seg: usize,
+        prefix_end: Option<u64>,
+        done: bool,
+    ) {
+        let Some(fs) = self
+            .fixed
+            .as_mut()
+            .and_then(|f| f.ranks[rank as usize].get_mut(seg))
+        else {
             return;
         };
-        let Some(fs) = f.ranks[rank as usize].get_mut(i) else {
-            return;
-        };
-        if let Some(&(a, b)) = l.acked.first() {
-            if a == l.range.first {
-                fs.seg.from = fs.seg.from.max(b);
-            }
+        if let Some(end) = prefix_end {
+            fs.seg.from = fs.seg.from.max(end);
         }
-        if done || fs.lease.is_some_and(|id| !self.leases.contains_key(&id)) {
+        if done {
             fs.lease = None;
         }
     }

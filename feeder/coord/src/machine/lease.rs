@@ -5,7 +5,7 @@
 
 use super::queue::Range;
 use super::seed::shuffle_seed;
-use super::{Lease, LogKind, Machine, Stage, Work, SEGMENT_SPLIT};
+use super::{Lease, LogKind, Machine, Stage, Work};
 use crate::{Error, Remainder, Result};
 
 #[derive(Debug, Clone)]
@@ -252,22 +252,17 @@ impl Machine {
         }
         l.acked_rows += delta;
         let (range, pad, complete) = (l.range, l.pad, l.acked_rows == l.range.rows);
-        let fixed = l.seg.is_some().then(|| l.clone());
+        // Fixed order: the segment advances to the end of the lease's acked prefix.
+        let fixed = l.seg.map(|i| {
+            let prefix = l.acked.first().filter(|iv| iv.0 == range.first);
+            (i, prefix.map(|iv| iv.1))
+        });
         if complete {
             self.leases.remove(&lease);
         }
-        if let Some(l) = fixed {
-            self.fixed_acked(rank, &l, complete);
-        }
-        if range.split == SEGMENT_SPLIT {
-            self.counters.rows_acked += delta;
-            let r = &mut self.ranks[rank as usize];
-            r.acked += delta;
-            r.acked_total += delta;
-            self.maybe_advance();
-            return Ok(());
-        }
-        if pad {
+        if let Some((i, prefix)) = fixed {
+            self.fixed_acked(rank, i, prefix, complete);
+        } else if pad {
             self.counters.rows_padded += delta;
         } else {
             let n = self.split_rows[split as usize];

@@ -126,13 +126,3 @@ pub(super) fn spawn_metrics(
     tracing::info!("feeder metrics on http://{local}/metrics");
     Ok(local)
 }
-
-pub(super) fn format_name(f: hydrofeed_format::split::Format) -> &'static str {
-    use hydrofeed_format::split::Format as F;
-    match f {
-        F::Parquet => "parquet",
-        F::Orc => "orc",
-        F::Avro => "avro",
-        F::Tfrecord => "tfrecord",
-    }
-}

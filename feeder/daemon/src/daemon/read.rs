@@ -2,7 +2,7 @@
 //! decode pool, passing the whole units before the lease's first row over unread.
 
 use super::*;
-use crate::stream::{read_segment, StreamCtx};
+use crate::stream::{read_segment, split_short, StreamCtx};
 use hydrofeed_coord::OrderLease;
 
 /// What the reader sends the writer.
@@ -176,18 +176,5 @@ pub(super) fn read_lease(
         }
         st.set(Stage::Reading);
     }
-    Err(Error::Data {
-        loc: hydrofeed_error::Location {
-            path: split.path.clone(),
-            split: Some(split.id),
-            ..Default::default()
-        },
-        format: format_name(split.format),
-        detail: format!(
-            "split ended {left} rows short of the lease's [{}, {}) (the plan counted {} rows)",
-            l.first_row,
-            l.first_row + l.rows,
-            split.rows
-        ),
-    })
+    Err(split_short(split, l.first_row, l.rows, left))
 }
