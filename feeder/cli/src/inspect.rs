@@ -36,15 +36,6 @@ pub struct Args {
     pub json: bool,
 }
 
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Parquet => "parquet",
-        Format::Orc => "orc",
-        Format::Avro => "avro",
-        Format::Tfrecord => "tfrecord",
-    }
-}
-
 fn unit_text(u: &SplitUnit) -> String {
     match u {
         SplitUnit::RowGroups { first, count } if *count == 1 => format!("row group {first}"),
@@ -96,7 +87,7 @@ pub fn plan_json(plan: &Plan) -> Value {
         .collect();
     json!({
         "input": plan.input,
-        "format": format_name(plan.format),
+        "format": plan.format.name(),
         "schema": schema,
         "files": files,
         "splits": plan.splits,
@@ -109,7 +100,7 @@ fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<
     writeln!(
         out,
         "format: {}   files: {}   splits: {}   rows: {}",
-        format_name(plan.format),
+        plan.format.name(),
         v["files"].as_array().map_or(0, |a| a.len()),
         plan.splits.len(),
         plan.total_rows()

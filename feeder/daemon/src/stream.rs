@@ -13,7 +13,7 @@ use crossbeam_channel::bounded;
 use hydrofeed_coord::order::{ChunkStream, EpochSeq, Piece, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
-use hydrofeed_format::split::{Format, Split};
+use hydrofeed_format::split::Split;
 use hydrofeed_format::{Plan, ReadOptions, SplitReader};
 use hydrofeed_storage::Storage;
 use rayon::prelude::*;
@@ -153,22 +153,12 @@ pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Er
             split: Some(split.id),
             ..Default::default()
         },
-        format: format_name(split.format),
+        format: split.format.name(),
         detail: format!(
             "split ended {left} rows short of rows [{first}, {}) (the plan counted {} rows)",
             first + rows,
             split.rows
         ),
-    }
-}
-
-/// The name of a format in errors and metrics.
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Parquet => "parquet",
-        Format::Orc => "orc",
-        Format::Avro => "avro",
-        Format::Tfrecord => "tfrecord",
     }
 }
 

@@ -16,6 +16,18 @@ pub enum Format {
     Tfrecord,
 }
 
+impl Format {
+    /// Its name in output and errors (the serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Parquet => "parquet",
+            Format::Orc => "orc",
+            Format::Avro => "avro",
+            Format::Tfrecord => "tfrecord",
+        }
+    }
+}
+
 /// Which part of a file a split covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
