@@ -272,6 +272,13 @@ impl Consumer {
         self.ring.capacity()
     }
 
+    /// Where the frames live: the payload mapping's address and length. A GPU trainer
+    /// registers it for DMA once (`cuMemHostRegister`). The address changes after
+    /// [`Consumer::detach_held`], which maps the ring anew.
+    pub fn payload_region(&self) -> (*mut u8, usize) {
+        self.ring.payload()
+    }
+
     /// Whether the producer is asleep waiting for the consumer to free space.
     pub fn producer_waiting(&self) -> bool {
         self.ring.producer_waiting()

@@ -727,6 +727,11 @@ impl RingConsumer {
         self.sh.cap
     }
 
+    /// The payload's current address and length (moves after a detach).
+    pub(crate) fn payload(&self) -> (*mut u8, usize) {
+        (self.sh.seg.payload(), self.sh.cap as usize)
+    }
+
     /// Whether the producer is asleep waiting for space.
     pub(crate) fn producer_waiting(&self) -> bool {
         self.sh

@@ -23,6 +23,7 @@ from hydrofeed.exceptions import (
     FeedFilesError,
     FeedTimeoutError,
     HydrofeedError,
+    NoCudaDeviceError,
     PeerLostError,
     RingExhaustedError,
     RingPressureWarning,
@@ -48,6 +49,7 @@ __all__ = [
     "FeedFilesError",
     "FeedTimeoutError",
     "HydrofeedError",
+    "NoCudaDeviceError",
     "PeerLostError",
     "Ragged",
     "RingExhaustedError",
@@ -61,6 +63,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("tf", "torch", "jax"):
+    if name in ("tf", "torch", "jax", "gpu"):
         return importlib.import_module(f"hydrofeed.{name}")
     raise AttributeError(f"module 'hydrofeed' has no attribute {name!r}")

@@ -7,7 +7,8 @@ it; only the first batch of the next epoch is held over, between two iterations.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from hydrofeed._native import Batch
 from hydrofeed.feed import DataFeed
@@ -20,14 +21,19 @@ class EpochIterator:
     feed ended, :meth:`epoch` yields nothing.
     """
 
-    def __init__(self, feed: DataFeed, per_epoch: bool = True) -> None:
+    def __init__(
+        self, feed: DataFeed, per_epoch: bool = True, next: Callable[[], Any] | None = None
+    ) -> None:
         self.feed = feed
         self.per_epoch = per_epoch
+        # Where batches come from: the feed's host batches, or its GPU staging
+        # (DataFeed.device_feed(...).next).
+        self._next: Callable[[], Any] = next if next is not None else feed.next
         self._held: Batch | None = None
         self.epochs_started = 0
 
     def epoch(self) -> Iterator[Batch]:
-        b = self._held if self._held is not None else self.feed.next()
+        b = self._held if self._held is not None else self._next()
         self._held = None
         if b is None:
             return
@@ -38,7 +44,7 @@ class EpochIterator:
             # Drop the reference before waiting for the next batch: the generator's frame
             # would otherwise keep the previous batch (and its ring slot) alive.
             del b
-            nxt = self.feed.next()
+            nxt = self._next()
             if nxt is None:
                 return
             if self.per_epoch and nxt.epoch != current:

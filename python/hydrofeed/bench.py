@@ -275,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         from hydrofeed.spark.bench import main as spark_main
 
         return spark_main(args[1:])
+    if args[:1] == ["gpu"]:
+        # The GPU staging path: H2D from the ring, end to end into CUDA tensors
+        from hydrofeed.bench_gpu import main as gpu_main
+
+        return gpu_main(args[1:])
     p = argparse.ArgumentParser(prog="python -m hydrofeed.bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -286,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--shuffle-buffer", type=int, default=0,
                    help="with --workers: also run every job with this shuffle buffer (ratio "
                    "launch_w<N>_shuffle_vs_no_buffer)")
+    sub.add_parser("gpu", help="GPU staging: H2D GB/s from the ring, rows/s into CUDA tensors vs "
+                   "DataLoader(pin_memory=True) (python -m hydrofeed.bench gpu --help)")
     sub.add_parser("spark", help="TFoS vs hydrofeed on Spark: RDD, DataFrame and file mode "
                    "(python -m hydrofeed.bench spark --help)")
     sub.add_parser("_worker", help=argparse.SUPPRESS)

@@ -10,11 +10,12 @@
      |    +-- TransportError            (Spark) a feeding socket's peer failed or went away
      +-- CoordinatorError               a coordinator protocol or state error
      +-- RingExhaustedError             held batches fill the ring (on_ring_pressure="raise")
+     +-- NoCudaDeviceError              a GPU path asked for where there is no CUDA device
      +-- TrainerFailedError             (Spark) a node of the cluster failed
      +-- FeedFilesError                 (Spark) a file feed's feeder or coordinator failed
     RingPressureWarning (UserWarning)   held batches were copied out of the ring
 
-The first eight are made by the compiled module (``hydrofeed._native``, where Rust raises them)
+The first nine are made by the compiled module (``hydrofeed._native``, where Rust raises them)
 and re-exported here as they are: ``except hydrofeed.DataError`` catches what the Rust code
 raises. The Spark ones are Python classes. All of them are also ``hydrofeed.<Name>``.
 
@@ -32,6 +33,7 @@ from hydrofeed._native import (
     DataError,
     FeedTimeoutError,
     HydrofeedError,
+    NoCudaDeviceError,
     PeerLostError,
     RingExhaustedError,
     RingPressureWarning,
@@ -47,6 +49,7 @@ __all__ = [
     "FeedFilesError",
     "FeedTimeoutError",
     "HydrofeedError",
+    "NoCudaDeviceError",
     "PeerLostError",
     "RingExhaustedError",
     "RingPressureWarning",
@@ -74,6 +77,11 @@ Raised while iterating :func:`hydrofeed.read` (``on_error="raise"``, the default
 ``DataFeed.next()`` / ``batches()`` when the feeder hit such input: a record, page or block
 that does not decode, an I/O or HDFS error while reading, a bad frame from the feeder.
 ``on_error="skip"`` (``hydrofeed serve --skip-errors``) skips and counts bad records instead.
+"""
+
+NoCudaDeviceError.__doc__ = """A GPU path (``batches(device="cuda:N")``, ``hydrofeed.gpu``,
+``launch --gpus``) was asked for where there is no CUDA driver, no GPU, or not that one; the
+message says which. The CPU path never raises it.
 """
 
 SchemaError.__doc__ = """A schema mismatch, a missing column, or a column that has no tensor

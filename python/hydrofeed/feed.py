@@ -85,6 +85,7 @@ class DataFeed:
         self._pending_rows = 0
         self._stop = False
         self._results: list[Any] = []
+        self._device: Any = None  # hydrofeed.gpu.DeviceFeed, once batches(device=...) ran
 
     # -- fast path -------------------------------------------------------------------------
 
@@ -95,7 +96,7 @@ class DataFeed:
             self._stop = True
         return b
 
-    def batches(self, batch_size: int | None = None) -> Iterator[Batch]:
+    def batches(self, batch_size: int | None = None, device: Any = None) -> Iterator[Any]:
         """Yields batches until end-of-feed.
 
         Each :class:`hydrofeed.Batch` maps column names to read-only numpy arrays that view the
@@ -106,14 +107,42 @@ class DataFeed:
         without one, is told to the feeder before the first batch (it rebatches to it); it must
         match a size given to the constructor, and under ``hydrofeed launch --batch-size N`` it
         must be ``N`` (else the first batch raises, naming ``--batch-size``).
+
+        ``device="cuda:N"`` (or a ``torch.device``, a JAX GPU device, an ordinal): batches are
+        staged into that GPU's memory and yielded as :class:`hydrofeed.gpu.DeviceBatch` es of
+        DLPack tensors (see :mod:`hydrofeed.gpu`); :class:`hydrofeed.NoCudaDeviceError` on a
+        host without one.
         """
         if batch_size is not None:
             self._feed.ask_batch_size(batch_size)
+        if device is not None:
+            dev = self.device_feed(device)
+            while (d := dev.next()) is not None:
+                yield d
+                del d
+            self._stop = True
+            return
         while True:
             b = self.next()
             if b is None:
                 return
             yield b
+
+    def device_feed(self, device: Any = "cuda") -> Any:
+        """The :class:`hydrofeed.gpu.DeviceFeed` staging this feed's batches on ``device``
+        (made at the first call, then the same one): ``next()`` returns the next
+        :class:`hydrofeed.gpu.DeviceBatch` or ``None``."""
+        from hydrofeed.gpu import DeviceFeed, cuda_ordinal
+
+        ordinal = cuda_ordinal(device)
+        if self._device is None:
+            self._device = DeviceFeed(self._feed, ordinal)
+        elif self._device.device != f"cuda:{ordinal}":
+            raise ValueError(
+                f"this DataFeed already stages its batches on {self._device.device}; "
+                f"device={device!r} differs (one feed, one GPU)"
+            )
+        return self._device
 
     def __iter__(self) -> Iterator[Batch]:
         return self.batches()
@@ -177,6 +206,8 @@ class DataFeed:
         self._stop = True
         self._pending = []
         self._pending_rows = 0
+        if self._device is not None:
+            self._device.close()
         self._feed.close()
 
     close = terminate
@@ -269,8 +300,19 @@ class DataFeed:
 
     def metrics(self) -> dict[str, Any]:
         """Counters: rows, batches, frames, bytes, seconds waiting on the ring, results,
-        frames acked, the feeder pid; ``rank`` and ``workers`` under ``hydrofeed launch``."""
+        frames acked, the feeder pid; ``rank`` and ``workers`` under ``hydrofeed launch``;
+        ``gpu`` (the staging's counters, :meth:`hydrofeed.gpu.DeviceFeed.metrics`, with the
+        GPU's utilisation from NVML) once batches went to a GPU."""
         m = dict(self._feed.metrics())
+        if self._device is not None:
+            g = dict(self._device.metrics())
+            try:
+                from hydrofeed.gpu import gpu_utilization
+
+                g["utilization"] = gpu_utilization(_nvml_index(int(g["device"].split(":")[1])))
+            except Exception:  # noqa: BLE001 (NVML is optional: the counters stand alone)
+                g["utilization"] = None
+            m["gpu"] = g
         if "HYDROFEED_RANK" in os.environ:
             m["rank"] = int(os.environ["HYDROFEED_RANK"])
             m["workers"] = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1"))
@@ -280,6 +322,16 @@ class DataFeed:
     def feeder_pid(self) -> int:
         """The feeder process id."""
         return int(self._feed.peer_pid)
+
+
+def _nvml_index(ordinal: int) -> int:
+    """The NVML index of CUDA ordinal ``ordinal`` (through ``CUDA_VISIBLE_DEVICES`` when it
+    lists indices; ``hydrofeed launch --gpus`` sets it so)."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    ids = [v.strip() for v in vis.split(",") if v.strip()]
+    if ordinal < len(ids) and ids[ordinal].isdigit():
+        return int(ids[ordinal])
+    return ordinal
 
 
 def _column_numpy(table: Any, name: str) -> Any:

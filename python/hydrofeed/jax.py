@@ -14,6 +14,11 @@ copies such held batches out of the ring when they pin too much of it (no warnin
 them, not the script). JAX arrays are immutable and XLA does not donate a buffer it does not
 own, so nothing is ever written to ring memory. JAX's own dtype rule applies: without
 ``jax_enable_x64``, int64 and float64 columns become int32 and float32 (a copy).
+
+GPU: with ``device`` a JAX GPU device, batches are staged by the feed itself (the ring
+registered with the CUDA driver, one DMA per column; see :mod:`hydrofeed.gpu`) and taken by
+``jax.dlpack.from_dlpack`` without a further copy, instead of ``device_put`` from pageable
+memory. (A ``Sharding`` across several devices still goes through ``device_put``.)
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hydrofeed._epochs import EpochIterator
-from hydrofeed._native import Ragged
+from hydrofeed._native import CudaRagged, CudaTensor, Ragged
 from hydrofeed.feed import DataFeed
 
 __all__ = ["Dataset", "batches", "dataset", "to_jax"]
@@ -41,6 +46,13 @@ def _jax() -> Any:
     return jax
 
 
+def _staging(feed: DataFeed, device: Any) -> Any:
+    """The feed's GPU staging ``next`` when ``device`` is one JAX GPU device, else None."""
+    if getattr(device, "platform", None) in ("gpu", "cuda"):
+        return feed.device_feed(device).next
+    return None
+
+
 def to_jax(col: Any, device: Any = None) -> Any:
     """One column of a batch as JAX array(s) on ``device`` (a ``jax.Device`` or ``Sharding``;
     default: JAX's default device)."""
@@ -49,6 +61,12 @@ def to_jax(col: Any, device: Any = None) -> Any:
     def one(a: np.ndarray[Any, Any]) -> Any:
         return jax.device_put(a, device)
 
+    if isinstance(col, (CudaTensor, CudaRagged)):
+        from jax import dlpack
+
+        if isinstance(col, CudaRagged):
+            return dlpack.from_dlpack(col.values), dlpack.from_dlpack(col.row_splits)
+        return dlpack.from_dlpack(col)
     if isinstance(col, Ragged):
         return one(col.values), one(col.row_splits)
     if isinstance(col, np.ndarray):
@@ -71,8 +89,10 @@ def batches(
     if batch_size is not None:
         feed._feed.ask_batch_size(batch_size)
 
+    nxt = _staging(feed, device) or feed.next
+
     def gen() -> Iterator[dict[str, Any]]:
-        while (b := feed.next()) is not None:
+        while (b := nxt()) is not None:
             out = {k: to_jax(b[k], device) for k in b.keys()}
             # Hold nothing while waiting for the next batch (only the arrays may keep one).
             del b
@@ -91,7 +111,7 @@ class Dataset:
         _jax()
         self.feed = feed
         self.device = device
-        self._epochs = EpochIterator(feed, per_epoch=per_epoch)
+        self._epochs = EpochIterator(feed, per_epoch=per_epoch, next=_staging(feed, device))
         feed._feed.warn_pressure = False  # as in batches()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

@@ -13,6 +13,12 @@ ring memory, and crash (SIGSEGV) on a batch the feed copied out of the ring unde
 (those pages are read-only). The tensors are therefore copies by default (one ``memcpy`` per
 column, and they hold nothing of the ring). ``copy=False`` gives views through DLPack, no
 copy: then never write to them; a kept view pins its ring slot until the feed copies it out.
+
+GPU: ``IterableDataset(feed, device="cuda:0")`` stages each batch into GPU memory (the ring is
+registered with the driver, one DMA per column, the copy of the next batch overlapping the step
+on this one; see :mod:`hydrofeed.gpu`) and yields CUDA tensors made by ``torch.from_dlpack``
+without a further copy, ordered on torch's current stream. No ``.to("cuda")`` or
+``pin_memory`` needed.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hydrofeed._epochs import EpochIterator
-from hydrofeed._native import Ragged
+from hydrofeed._native import CudaRagged, CudaTensor, Ragged
 from hydrofeed.feed import DataFeed
 
 __all__ = ["IterableDataset", "to_torch"]
@@ -43,6 +49,10 @@ def to_torch(col: Any, copy: bool = True) -> Any:
                 pass  # Older torch cannot take read-only arrays through DLPack: copy.
         return torch.from_numpy(np.array(a))
 
+    if isinstance(col, CudaTensor):
+        return from_dlpack(col)  # torch passes its current stream: ordered after the copy
+    if isinstance(col, CudaRagged):
+        return from_dlpack(col.values), from_dlpack(col.row_splits)
     if isinstance(col, Ragged):
         return one(col.values), one(col.row_splits)
     if isinstance(col, np.ndarray):
@@ -61,11 +71,13 @@ _WORKERS = (
 
 
 def IterableDataset(  # noqa: N802 (a class to users)
-    feed: DataFeed, per_epoch: bool = True, copy: bool = True
+    feed: DataFeed, per_epoch: bool = True, copy: bool = True, device: Any = None
 ) -> Any:
     """A ``torch.utils.data.IterableDataset`` yielding dicts of column -> tensor.
 
-    ``copy=False``: tensors view ring memory (no copy); treat them as read-only."""
+    ``copy=False``: tensors view ring memory (no copy); treat them as read-only.
+    ``device="cuda:N"`` (or a ``torch.device``): CUDA tensors, staged by the feed (see the
+    module's docs); ``hydrofeed.NoCudaDeviceError`` without a GPU."""
     global _cls
     try:
         import torch.utils.data
@@ -76,9 +88,10 @@ def IterableDataset(  # noqa: N802 (a class to users)
     if _cls is None:
 
         class _FeedDataset(torch.utils.data.IterableDataset[dict[str, Any]]):  # type: ignore[misc, unused-ignore]
-            def __init__(self, feed: DataFeed, per_epoch: bool, copy: bool) -> None:
+            def __init__(self, feed: DataFeed, per_epoch: bool, copy: bool, device: Any) -> None:
                 super().__init__()
-                self._epochs = EpochIterator(feed, per_epoch=per_epoch)
+                nxt = feed.device_feed(device).next if device is not None else None
+                self._epochs = EpochIterator(feed, per_epoch=per_epoch, next=nxt)
                 self._copy = copy
                 # With copy=False torch holds tensors made from ring memory; copying them out
                 # of the ring when they pin too much of it needs no warning to the script.
@@ -95,4 +108,4 @@ def IterableDataset(  # noqa: N802 (a class to users)
                 raise TypeError(_WORKERS)
 
         _cls = _FeedDataset
-    return _cls(feed, per_epoch, copy)
+    return _cls(feed, per_epoch, copy, device)

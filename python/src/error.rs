@@ -70,6 +70,13 @@ create_exception!(
     "A coordinator protocol or state error."
 );
 
+create_exception!(
+    hydrofeed,
+    NoCudaDeviceError,
+    HydrofeedError,
+    "A GPU path was asked for on a host without a CUDA driver or device (or one that refused)."
+);
+
 /// Registers the exception classes on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -81,6 +88,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CoordinatorError", py.get_type::<CoordinatorError>())?;
     m.add("RingExhaustedError", py.get_type::<RingExhaustedError>())?;
     m.add("RingPressureWarning", py.get_type::<RingPressureWarning>())?;
+    m.add("NoCudaDeviceError", py.get_type::<NoCudaDeviceError>())?;
     Ok(())
 }
 

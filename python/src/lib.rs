@@ -3,6 +3,8 @@
 //! - [`read::Reader`]: `hydrofeed.read(path)`, an input's batches as `pyarrow.RecordBatch`.
 //! - [`feed::Feed`] / [`feed::Batch`]: the trainer's end of a ring; batches are mappings of
 //!   column -> numpy array viewing the ring memory (zero-copy).
+//! - [`gpu`]: batches staged into GPU memory ([`gpu::DeviceFeed`], DLPack `kDLCUDA` tensors),
+//!   GPU discovery and the H2D measurement of `bench gpu`.
 //! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
 //!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
 //!
@@ -13,6 +15,7 @@ use pyo3::prelude::*;
 pub mod blocking;
 pub mod error;
 pub mod feed;
+pub mod gpu;
 pub mod read;
 pub mod tensor;
 
@@ -52,5 +55,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::BufferOwner>()?;
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     m.add_function(wrap_pyfunction!(tf_config, m)?)?;
+    m.add_class::<gpu::DeviceFeed>()?;
+    m.add_class::<gpu::DeviceBatch>()?;
+    m.add_class::<gpu::CudaTensor>()?;
+    m.add_class::<gpu::CudaRagged>()?;
+    m.add_function(wrap_pyfunction!(gpu::gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::gpu_utilization, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::h2d_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::cuda_available, m)?)?;
     Ok(())
 }

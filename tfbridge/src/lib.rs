@@ -7,6 +7,8 @@
 //! - [`layout`]: [`to_tensor`] maps a column to a dense N-D array, a ragged values + row_splits
 //!   pair, or leaves it Arrow.
 //! - [`control`]: [`Control`] messages (batch size negotiation, results, bye).
+//! - `gpu` (feature `cuda`): staging batches from the ring into device memory (registered ring,
+//!   pinned bounce fallback, a device buffer pool) and GPU discovery through NVML.
 //!
 //! Most users want the Python `hydrofeed.DataFeed`, which does all of this.
 //!
@@ -32,6 +34,8 @@
 
 pub mod control;
 pub mod frame;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod layout;
 
 pub use control::{Control, REJOIN_LEASES_PER_MESSAGE};

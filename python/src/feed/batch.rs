@@ -13,19 +13,22 @@ use crate::blocking::Owner;
 use crate::error;
 use crate::tensor;
 
+/// A copy of `c` whose buffers are fresh allocations of this process.
+pub(crate) fn copy_array(c: &arrow_array::ArrayRef) -> PyResult<arrow_array::ArrayRef> {
+    use arrow_data::transform::MutableArrayData;
+    let d = c.to_data();
+    let mut m = MutableArrayData::new(vec![&d], false, d.len());
+    m.try_extend(0, 0, d.len())
+        .map_err(|e| error::internal(format!("copying a batch: {e}")))?;
+    Ok(arrow_array::make_array(m.freeze()))
+}
+
 /// A copy of `b` whose buffers are all fresh allocations of this process.
 fn deep_copy(b: &RecordBatch) -> PyResult<RecordBatch> {
-    use arrow_data::transform::MutableArrayData;
     let cols = b
         .columns()
         .iter()
-        .map(|c| {
-            let d = c.to_data();
-            let mut m = MutableArrayData::new(vec![&d], false, d.len());
-            m.try_extend(0, 0, d.len())
-                .map_err(|e| error::internal(format!("copying a batch: {e}")))?;
-            Ok(arrow_array::make_array(m.freeze()))
-        })
+        .map(copy_array)
         .collect::<PyResult<Vec<_>>>()?;
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
     RecordBatch::try_new_with_options(b.schema(), cols, &opts)
@@ -36,8 +39,8 @@ fn deep_copy(b: &RecordBatch) -> PyResult<RecordBatch> {
 /// columns), `Ragged` (variable lists) or `pyarrow.Array` (strings and others).
 #[pyclass(module = "hydrofeed._native", frozen, mapping)]
 pub struct Batch {
-    pub(super) batch: RecordBatch,
-    pub(super) meta: FrameMeta,
+    pub(crate) batch: RecordBatch,
+    pub(crate) meta: FrameMeta,
     pub(super) owner: Owner,
 }
 

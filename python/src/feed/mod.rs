@@ -28,6 +28,7 @@ mod ring;
 
 use attach::{attach, send_hello};
 pub use batch::Batch;
+pub(crate) use batch::copy_array;
 use ring::send_ack;
 
 /// The reading side, held for a whole `next()` (with the GIL released while it waits).
@@ -137,6 +138,16 @@ impl Feed {
                 Err(TryLockError::WouldBlock) => blocking::sleep(py, Duration::from_millis(1))?,
             }
         }
+    }
+
+    /// The ring payload's address and length, for a GPU stager to register (`None` once the
+    /// feed closed).
+    pub(crate) fn ring_region(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {
+        let g = self.lock(py)?;
+        Ok(g.consumer.as_ref().map(|c| {
+            let (p, n) = c.payload_region();
+            (p as usize, n)
+        }))
     }
 
     fn stats(&self) -> MutexGuard<'_, Stats> {

@@ -47,7 +47,7 @@ pub(super) fn send_ack(consumer: &mut Consumer, acked: &mut u64, last: &mut Inst
 
 impl Feed {
     /// `next()`: the next batch, or `None` once the feed ended.
-    pub(super) fn read_next(
+    pub(crate) fn read_next(
         &self,
         py: Python<'_>,
         timeout: Option<f64>,

@@ -27,6 +27,43 @@ pub enum Which {
     /// Mixing of the fixed order on data stored sorted, beside tf.data and a random
     /// permutation, and the shuffle buffer's cost in read throughput.
     Order(order::Args),
+    /// GPU staging: H2D GB/s from the registered ring, a pinned buffer and pageable memory,
+    /// and rows/s into CUDA tensors against DataLoader(pin_memory=True) (runs
+    /// `python -m hydrofeed.bench gpu`; without a CUDA device it prints `{"skipped": ...}`).
+    Gpu(GpuArgs),
+}
+
+/// Arguments of `hydrofeed bench gpu`: passed to `python -m hydrofeed.bench gpu`.
+#[derive(Debug, clap::Args)]
+pub struct GpuArgs {
+    /// Python with hydrofeed and torch (default: `.venv/bin/python`, else `python3`).
+    #[arg(long, env = "HYDROFEED_PYTHON")]
+    pub python: Option<std::path::PathBuf>,
+    /// Options of the Python benchmark (`--json`, `--rows N`, `--batch-size N`, `--repeat N`,
+    /// `--h2d-mib N`, `--h2d-iters N`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
+}
+
+fn run_gpu(a: GpuArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let python = a.python.unwrap_or_else(|| {
+        let venv = std::path::PathBuf::from(".venv/bin/python");
+        if venv.exists() {
+            venv
+        } else {
+            "python3".into()
+        }
+    });
+    let exe = std::env::current_exe().context("locating the hydrofeed binary")?;
+    let status = std::process::Command::new(&python)
+        .args(["-m", "hydrofeed.bench", "gpu"])
+        .args(&a.rest)
+        .env("HYDROFEED_BIN", exe)
+        .status()
+        .with_context(|| format!("running {} -m hydrofeed.bench gpu", python.display()))?;
+    anyhow::ensure!(status.success(), "python -m hydrofeed.bench gpu: {status}");
+    Ok(())
 }
 
 /// Runs `hydrofeed bench`.
@@ -36,5 +73,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Which::Coord(a) => coord::run(a),
         Which::Decode(a) => decode::run(a),
         Which::Order(a) => order::run(a),
+        Which::Gpu(a) => run_gpu(a),
     }
 }

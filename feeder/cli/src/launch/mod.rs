@@ -41,6 +41,7 @@ use hydrofeed_tfbridge::SOCKET_ENV;
 mod batch_size;
 mod children;
 mod feeder;
+mod gpus;
 
 use batch_size::agree_batch_size;
 pub use children::private_run_dir;
@@ -58,9 +59,13 @@ pub const RESUME_ENV: &str = "HYDROFEED_RESUME";
 /// Arguments of `hydrofeed launch`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Number of trainer processes (ranks).
+    /// Number of trainer processes (ranks); with `--gpus`, one per GPU (may be left out).
+    #[arg(long, required_unless_present = "gpus")]
+    pub workers: Option<u32>,
+    /// One trainer per GPU: `auto` (every GPU NVML lists on this node), `0,2` (those), `none`.
+    /// Each trainer gets `CUDA_VISIBLE_DEVICES` and runs on its GPU's NUMA node's CPUs.
     #[arg(long)]
-    pub workers: u32,
+    pub gpus: Option<String>,
     /// Input: file, directory or glob (local path or hdfs:// URI).
     #[arg(long)]
     pub input: String,
@@ -157,7 +162,11 @@ enum Ended {
 
 /// Runs `hydrofeed launch`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
+    let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
+    anyhow::ensure!(workers >= 1, "--workers must be at least 1");
+    if let Some(d) = gpus::describe(&gpus) {
+        eprintln!("hydrofeed launch: {d}");
+    }
     catch_signals();
     // The feeder plans with the same options: split ids and row counts must agree.
     let read = super::serve::read_options(
@@ -181,7 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             None => args.order.spec(args.remainder.unwrap_or_default())?,
         },
         // From the trainers: a placeholder until they attached (1: every input has a step).
-        ..Config::new(args.workers, args.batch_size.unwrap_or(1))
+        ..Config::new(workers, args.batch_size.unwrap_or(1))
     };
     let m = match &args.resume {
         Some(p) => {
@@ -243,7 +252,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} rows {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let result = supervise(&args, &addr, &token, &dir, &mut job, &svc, &pb);
+    let result = supervise(&args, &gpus, &addr, &token, &dir, &mut job, &svc, &pb);
     pb.finish_and_clear();
     // Stop every child before the state is taken: no ack can arrive after it.
     drop(job);
@@ -269,9 +278,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-#[allow(clippy::too_many_lines)]
+#[allow(clippy::too_many_lines, clippy::too_many_arguments)]
 fn supervise(
     args: &Args,
+    gpus: &[gpus::RankGpu],
     addr: &str,
     token: &Token,
     dir: &Path,
@@ -279,7 +289,7 @@ fn supervise(
     svc: &service::RunningService,
     pb: &ProgressBar,
 ) -> anyhow::Result<Ended> {
-    let n = args.workers;
+    let n = gpus.len() as u32;
     let epochs = svc.shared.with_machine(|m| m.config().epochs);
     let ports = free_ports(n)?;
     let from_trainers = args.batch_size.is_none() && args.resume.is_none();
@@ -321,6 +331,9 @@ fn supervise(
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
             .env("PYTHONUNBUFFERED", "1");
+        if let Some(g) = &gpus[rank] {
+            gpus::place(&mut c, g);
+        }
         if args.feeder_restarts > 0 {
             // A killed feeder is restarted: the trainer waits for the new one.
             c.env(REJOIN_ENV, REJOIN_TIMEOUT.as_secs().to_string());
