@@ -10,6 +10,7 @@ TensorFlowOnSpark's ``TFNode.DataFeed`` so existing training loops run unchanged
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -86,6 +87,7 @@ class DataFeed:
         self._stop = False
         self._results: list[Any] = []
         self._device: Any = None  # hydrofeed.gpu.DeviceFeed, once batches(device=...) ran
+        self._device_t0 = 0.0
 
     # -- fast path -------------------------------------------------------------------------
 
@@ -137,6 +139,7 @@ class DataFeed:
         ordinal = cuda_ordinal(device)
         if self._device is None:
             self._device = DeviceFeed(self._feed, ordinal)
+            self._device_t0 = time.monotonic()
         elif self._device.device != f"cuda:{ordinal}":
             raise ValueError(
                 f"this DataFeed already stages its batches on {self._device.device}; "
@@ -312,6 +315,11 @@ class DataFeed:
                 g["utilization"] = gpu_utilization(_nvml_index(int(g["device"].split(":")[1])))
             except Exception:  # noqa: BLE001 (NVML is optional: the counters stand alone)
                 g["utilization"] = None
+            # The share of the time since staging began that next() spent waiting for input
+            # (the ring) or for a copy: what the GPU may have idled for.
+            elapsed = time.monotonic() - self._device_t0
+            waited = float(m.get("wait_seconds", 0.0)) + float(g["copy_wait_s"])
+            g["input_wait_fraction"] = round(min(1.0, waited / elapsed), 4) if elapsed > 0 else 0.0
             m["gpu"] = g
         if "HYDROFEED_RANK" in os.environ:
             m["rank"] = int(os.environ["HYDROFEED_RANK"])

@@ -655,7 +655,10 @@ impl DeviceFeed {
                         r.row_splits.dtype,
                     ));
                 }
-                Tensor::Arrow(_) => cols.push(Col::Host(tensor::column(py, f.name(), a)?.unbind())),
+                // Host columns are copied out of the ring: the slot goes back with the copy.
+                Tensor::Arrow(_) => cols.push(Col::Host(
+                    tensor::column(py, f.name(), &copy_array(a)?)?.unbind(),
+                )),
             }
         }
         let stager = &st.stager;

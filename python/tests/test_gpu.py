@@ -114,6 +114,7 @@ def test_device_batches_are_the_rows_pyarrow_reads(serve: Any, pq_mnist: Path) -
     m = feed.metrics()["gpu"]
     assert m["batches"] == 24 and m["bytes"] > 6000 * 784 * 4
     assert m["path"] in ("registered", "bounce"), m
+    assert 0 <= m["input_wait_fraction"] <= 1 and 0 <= m["utilization"] <= 100, m
     if m["path"] == "registered":
         assert m["registered_copies"] == 24, m
     else:

@@ -27,8 +27,8 @@ mod batch;
 mod ring;
 
 use attach::{attach, send_hello};
-pub use batch::Batch;
 pub(crate) use batch::copy_array;
+pub use batch::Batch;
 use ring::send_ack;
 
 /// The reading side, held for a whole `next()` (with the GIL released while it waits).

@@ -174,9 +174,23 @@ unsafe impl Backend for Cuda {
     fn register(&self, p: *mut u8, len: usize) -> Result<(), GpuError> {
         self.bind()?;
         // SAFETY: the caller keeps `[p, p + len)` mapped while registered.
-        call("cuMemHostRegister", unsafe {
+        let r = call("cuMemHostRegister", unsafe {
             sys::cuMemHostRegister_v2(p.cast(), len, sys::CU_MEMHOSTREGISTER_PORTABLE)
+        });
+        if r.is_ok() {
+            return r;
+        }
+        // A mapping the driver may not pin for writing can still be pinned read-only (the copies
+        // only read it).
+        // SAFETY: as above.
+        call("cuMemHostRegister", unsafe {
+            sys::cuMemHostRegister_v2(
+                p.cast(),
+                len,
+                sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_READ_ONLY,
+            )
         })
+        .or(r)
     }
 
     fn unregister(&self, p: *mut u8) {
