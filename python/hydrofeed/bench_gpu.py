@@ -29,6 +29,7 @@ prints ``{"skipped": "no CUDA device: ...", ...}`` and exits 0.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -101,10 +102,10 @@ def _run(name: str, make: Callable[[], Iterator[tuple[Any, Any]]], rows: int) ->
 
 def _launch_worker() -> int:
     """The trainer of the ``launch`` method: device batches -> torch, result to ``OUT``."""
-    import torch
+    from torch.utils.dlpack import from_dlpack
 
     feed = hf.DataFeed(connect_timeout=120)
-    r = _consume((torch.from_dlpack(b["image"]), torch.from_dlpack(b["label"]))
+    r = _consume((from_dlpack(b["image"]), from_dlpack(b["label"]))
                  for b in feed.batches(device="cuda"))
     r["staging"] = feed.metrics()["gpu"]
     with open(os.path.join(os.environ["OUT"], "rank-0.json"), "w") as f:
@@ -126,7 +127,7 @@ def launch_cuda(data: Path, batch_size: int, rows: int, out: Path) -> dict[str, 
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"hydrofeed launch failed:\n{r.stderr[-3000:]}")
-    res = json.loads((out / "rank-0.json").read_text())
+    res: dict[str, Any] = json.loads((out / "rank-0.json").read_text())
     if res.pop("rows") != rows:
         raise RuntimeError("launch: wrong row count")
     res["job_wall_s"] = wall
@@ -134,13 +135,13 @@ def launch_cuda(data: Path, batch_size: int, rows: int, out: Path) -> dict[str, 
 
 
 def feed_cuda(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
-    import torch
+    from torch.utils.dlpack import from_dlpack
 
     def run() -> Iterator[tuple[Any, Any]]:
         with ServeProcess(str(data), "--columns", "image,label") as s:
             feed = hf.DataFeed(s.socket, batch_size=batch_size, connect_timeout=120)
             for b in feed.batches(device="cuda:0"):
-                yield torch.from_dlpack(b["image"]), torch.from_dlpack(b["label"])
+                yield from_dlpack(b["image"]), from_dlpack(b["label"])
             run.metrics = feed.metrics().get("gpu", {})  # type: ignore[attr-defined]
 
     return run
@@ -157,7 +158,7 @@ def dataloader_pinned(data: Path, batch_size: int,
 
     files = _files(data)
 
-    class Parquet(torch.utils.data.IterableDataset):  # type: ignore[misc, type-arg]
+    class Parquet(torch.utils.data.IterableDataset):  # type: ignore[type-arg, misc, unused-ignore]
         def __iter__(self) -> Iterator[tuple[Any, Any]]:
             import pyarrow.parquet as pq
 
@@ -210,7 +211,7 @@ def _tf_gpu() -> str | None:
 
 def tfdata_prefetch(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
     import tensorflow as tf
-    import torch
+    from torch.utils.dlpack import from_dlpack
 
     files = sorted(str(p) for p in data.iterdir() if p.suffix == ".tfrecord")
     spec = {"image": tf.io.FixedLenFeature([784], tf.float32),
@@ -221,8 +222,8 @@ def tfdata_prefetch(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[
               .map(lambda r: tf.io.parse_example(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
               .apply(tf.data.experimental.prefetch_to_device("/gpu:0")))
         for x in ds:
-            yield (torch.from_dlpack(tf.experimental.dlpack.to_dlpack(x["image"])),
-                   torch.from_dlpack(tf.experimental.dlpack.to_dlpack(x["label"])))
+            yield (from_dlpack(tf.experimental.dlpack.to_dlpack(x["image"])),
+                   from_dlpack(tf.experimental.dlpack.to_dlpack(x["label"])))
 
     return run
 
@@ -259,7 +260,8 @@ def bench_gpu(rows: int, batch_size: int, repeat: int, mib: int, iters: int, wor
         gen(pq_dir, "parquet", rows, files=files)
         methods: dict[str, Callable[[], Callable[[], Iterator[tuple[Any, Any]]]]] = {
             "serve": lambda: feed_cuda(pq_dir, batch_size),
-            **{f"dataloader_pinned_w{w}": (lambda w=w: dataloader_pinned(pq_dir, batch_size, w))
+            **{f"dataloader_pinned_w{w}": functools.partial(dataloader_pinned, pq_dir,
+                                                             batch_size, w)
                for w in dl_workers},
             "pyarrow_to_cuda": lambda: pyarrow_to_cuda(pq_dir, batch_size),
         }
@@ -289,7 +291,8 @@ def bench_gpu(rows: int, batch_size: int, repeat: int, mib: int, iters: int, wor
         out["best_dataloader"] = best_dl
 
         def ratio(a: str, b: str) -> float:
-            return round(results[a]["streaming_rows_per_s"] / results[b]["streaming_rows_per_s"], 3)
+            return round(float(results[a]["streaming_rows_per_s"])
+                         / float(results[b]["streaming_rows_per_s"]), 3)
 
         ratios["feed_vs_dataloader_pinned"] = ratio("launch", best_dl)
         ratios["serve_vs_dataloader_pinned_w2"] = ratio("serve", "dataloader_pinned_w2")

@@ -74,8 +74,8 @@ def cuda_ordinal(device: Any) -> int:
             f"device={device!r}: expected 'cuda' or 'cuda:N' (without device= batches stay in "
             "host memory)"
         )
-    kind = getattr(device, "type", None)  # torch.device
-    if kind == "cuda":
+    dev_type = getattr(device, "type", None)  # torch.device
+    if dev_type == "cuda":
         return int(device.index or 0)
     platform = getattr(device, "platform", None)  # jax.Device
     if platform in ("gpu", "cuda"):

@@ -88,6 +88,10 @@ struct DLManagedTensorVersioned {
 }
 
 const KDL_CUDA: i32 = 2;
+
+/// `HYDROFEED_CUDA_REGISTER=0`: do not register the ring with the driver; stage every batch
+/// through a pinned bounce buffer (hosts where pinning the ring's pages is not wanted).
+const REGISTER_ENV: &str = "HYDROFEED_CUDA_REGISTER";
 const LEGACY: &CStr = c"dltensor";
 const VERSIONED: &CStr = c"dltensor_versioned";
 
@@ -588,6 +592,9 @@ impl DeviceFeed {
             counts: Counts::default(),
             closed: false,
         };
+        if std::env::var(REGISTER_ENV).is_ok_and(|v| v == "0") {
+            st.stager.use_bounce(&format!("{REGISTER_ENV}=0"));
+        }
         register(py, &feed, &mut st)?;
         Ok(DeviceFeed {
             feed,

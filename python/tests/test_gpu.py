@@ -122,6 +122,27 @@ def test_device_batches_are_the_rows_pyarrow_reads(serve: Any, pq_mnist: Path) -
 
 
 @needs_gpu
+def test_the_bounce_path_gives_the_same_rows(serve: Any, pq_mnist: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """HYDROFEED_CUDA_REGISTER=0: the path taken where the driver refuses to register the ring
+    (each batch through a pinned bounce buffer), on a real GPU."""
+    torch = _torch_cuda()
+    monkeypatch.setenv("HYDROFEED_CUDA_REGISTER", "0")
+    s = serve("--input", str(pq_mnist), "--ring-mb", "4")
+    feed = hf.DataFeed(str(s.sock), batch_size=500)
+    ids, imgs = [], []
+    for b in feed.batches(device="cuda:0"):
+        ids.append(torch.from_dlpack(b["id"]).cpu().numpy())
+        imgs.append(torch.from_dlpack(b["image"]).cpu().numpy())
+    m = feed.metrics()["gpu"]
+    assert m["path"] == "bounce" and m["bounced_copies"] == 12, m
+    want = _reference(pq_mnist)
+    order = np.argsort(np.concatenate(ids))
+    np.testing.assert_array_equal(np.concatenate(ids)[order], want["id"])
+    np.testing.assert_array_equal(np.concatenate(imgs)[order], want["image"])
+
+
+@needs_gpu
 def test_kept_device_batches_never_hold_the_ring(serve: Any, pq_mnist: Path) -> None:
     """Every batch of an epoch 4.5x the ring is kept: the ring slots go back as the copies
     complete, so the feed neither hangs nor copies held batches out of the ring."""

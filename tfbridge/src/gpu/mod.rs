@@ -464,6 +464,9 @@ impl Stager {
     ///
     /// The range must stay mapped until [`Stager::unregister_all`] or the stager drops.
     pub unsafe fn register(&mut self, p: *mut u8, len: usize) -> HostPath {
+        if self.path == HostPath::Bounce {
+            return self.path;
+        }
         let (a, n) = (p as usize, len);
         if self.registered.iter().any(|&(b, m)| b == a && m == n) {
             return self.path;
@@ -479,6 +482,14 @@ impl Stager {
             }
         }
         self.path
+    }
+
+    /// Goes through pinned bounce buffers without trying to register host memory (`why` is
+    /// reported as [`Stager::refused`]): for hosts where pinning the ring is not wanted.
+    pub fn use_bounce(&mut self, why: &str) {
+        self.unregister_all();
+        self.refused = Some(why.to_string());
+        self.path = HostPath::Bounce;
     }
 
     /// Unregisters every range.

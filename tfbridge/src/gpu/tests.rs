@@ -246,3 +246,18 @@ fn the_pool_keeps_a_few_free_buffers_and_frees_the_rest() {
     assert_eq!(size_class(100), 256);
     assert_eq!(size_class((1 << 20) + 1), 2 << 20);
 }
+
+#[test]
+fn bounce_on_request_registers_nothing() {
+    let (f, mut st) = fake(false);
+    st.use_bounce("asked");
+    let mut ring = vec![1u8; 64];
+    // SAFETY: `ring` outlives the stager.
+    let path = unsafe { st.register(ring.as_mut_ptr(), ring.len()) };
+    assert_eq!(path, HostPath::Bounce);
+    assert!(f.s.lock().unwrap().registered.is_empty());
+    let s = st.stage(&[&ring[..8]]).unwrap();
+    assert!(!s.registered);
+    f.complete();
+    assert_eq!(f.read(s.ptr(0), 8), vec![1u8; 8]);
+}
