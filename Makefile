@@ -29,13 +29,32 @@ build: ## Build the hydrofeed binary (release) and link it into .venv/bin, so `h
 	test ! -d $(VENV)/bin || ln -sf $(BIN) $(VENV)/bin/hydrofeed
 
 develop: venv ## Build the Python extension into .venv (release)
+	mkdir -p python/hydrofeed.data  # the wheel's data directory (empty here: see `wheel`)
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -m python/Cargo.toml
 
 develop-debug: venv ## Debug build of the extension into .venv (replaces a release one: `make develop` restores it)
+	mkdir -p python/hydrofeed.data
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop -q -m python/Cargo.toml
 
-wheel: venv ## Release wheel in target/wheels, debug info stripped (the release profile keeps it for profiling)
-	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build --release --strip -m python/Cargo.toml
+# The wheel carries the `hydrofeed` binary as a script (maturin's data directory,
+# python/hydrofeed.data/scripts/): pip installs it beside the environment's `python`. It is
+# staged only while the wheel builds (the directory stays, empty), so `make develop` never
+# installs a stale copy. The extension is stripped inside the built wheel (`wheel unpack` /
+# `pack`, which rewrites RECORD): maturin's --strip changes RUSTFLAGS, so every crate would be
+# compiled again instead of reusing the release build of `make develop`.
+WHEEL_TAG ?= manylinux_2_34
+WHEEL_TMP := $(CARGO_TARGET_DIR)/wheel-build
+wheel: venv ## Release wheel (extension + the hydrofeed binary, stripped, abi3, manylinux) in target/wheels
+	$(CARGO) build --release -p hydrofeed-cli --bin hydrofeed
+	rm -rf python/hydrofeed.data/scripts $(WHEEL_TMP) && mkdir -p python/hydrofeed.data/scripts
+	strip -o python/hydrofeed.data/scripts/hydrofeed $(BIN)
+	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin build --release \
+	  --compatibility $(WHEEL_TAG) -m python/Cargo.toml -o $(WHEEL_TMP); \
+	  rc=$$?; rm -rf python/hydrofeed.data/scripts; test $$rc = 0
+	cd $(WHEEL_TMP) && $(PY) -m wheel unpack -d tree *.whl && strip tree/*/hydrofeed/_native.abi3.so
+	mkdir -p $(CARGO_TARGET_DIR)/wheels && $(PY) -m wheel pack -d $(CARGO_TARGET_DIR)/wheels $(WHEEL_TMP)/tree/*
+	rm -rf $(WHEEL_TMP)
+	@echo "hydrofeed wheel: $$(ls -t $(CARGO_TARGET_DIR)/wheels/hydrofeed-*.whl | head -1)"
 
 demo: venv build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
 	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo

@@ -6,6 +6,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -15,18 +17,25 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def hydrofeed_bin() -> str:
-    """`HYDROFEED_BIN`, else target/release/hydrofeed, else target/debug/hydrofeed, else PATH."""
+    """The `hydrofeed` binary: `HYDROFEED_BIN` (an override), else the one installed with this
+    package (the wheel puts it in the environment's scripts directory, beside `python`: so a
+    Spark executor's shipped environment, `./env/bin/python`, finds `./env/bin/hydrofeed`), else
+    a source checkout's target/release or target/debug build, else `PATH`."""
     env = os.environ.get("HYDROFEED_BIN")
     if env:
         return env
-    for p in (_ROOT / "target/release/hydrofeed", _ROOT / "target/debug/hydrofeed"):
-        if p.exists():
+    candidates = [Path(sys.executable).parent / "hydrofeed",
+                  Path(sysconfig.get_path("scripts")) / "hydrofeed",
+                  _ROOT / "target/release/hydrofeed", _ROOT / "target/debug/hydrofeed"]
+    for p in candidates:
+        if p.is_file() and os.access(p, os.X_OK):
             return str(p)
     found = shutil.which("hydrofeed")
     if found:
         return found
     raise FileNotFoundError(
-        "no hydrofeed binary: set HYDROFEED_BIN, or build it (cargo build -p hydrofeed-cli)"
+        "no hydrofeed binary: pip install the hydrofeed wheel (it carries the binary), set "
+        "HYDROFEED_BIN, or build it (make build)"
     )
 
 

@@ -1,0 +1,71 @@
+"""The wheel as a cluster user installs it: `make wheel`, then `pip install` of that one file
+into a fresh virtualenv (its dependencies from the package index), used with nothing else set:
+no `HYDROFEED_BIN`, no source checkout on the path, no Rust."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+
+
+@pytest.fixture(scope="module")
+def wheel() -> Path:
+    r = subprocess.run(["make", "-C", str(ROOT), "wheel"], capture_output=True, text=True,
+                       timeout=3600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    built = re.findall(r"^hydrofeed wheel: (\S+\.whl)$", r.stdout, re.M)
+    assert built, r.stdout[-2000:] + r.stderr[-2000:]
+    return Path(built[-1])
+
+
+def test_the_wheel_is_abi3_manylinux_and_carries_the_binary(wheel: Path) -> None:
+    assert re.search(r"-cp311-abi3-manylinux_2_34_x86_64\.whl$", wheel.name), wheel.name
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(re.fullmatch(r"hydrofeed-[^/]+\.data/scripts/hydrofeed", n) for n in names), names
+    assert "hydrofeed/_native.abi3.so" in names
+    r = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(wheel)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert 'consistent with the following platform tag: "manylinux_2_34_x86_64"' in out, out
+
+
+def test_a_fresh_venv_runs_the_cli_and_a_job(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "env"
+    venv.create(env_dir, with_pip=True)
+    py, bin_dir = env_dir / "bin/python", env_dir / "bin"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # Nothing of the build: a PATH with the venv and the system only, run from elsewhere.
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+
+    def run(*args: str, timeout: float = 120) -> str:
+        p = subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=timeout)
+        assert p.returncode == 0, f"{args}: {p.stdout[-2000:]}{p.stderr[-3000:]}"
+        return p.stdout
+
+    assert run("hydrofeed", "--version").startswith("hydrofeed ")
+    run("hydrofeed", "gen", "--format", "parquet", "--rows", "3000", "--files", "3", "--out",
+        "data")
+    out = run("hydrofeed", "launch", "--workers", "2", "--input", "data", "--batch-size", "100",
+              "--", "python", "-c",
+              "import hydrofeed as hf; f = hf.DataFeed(); "
+              "print('ROWS', sum(len(b) for b in f.batches()))", timeout=300)
+    rows = [int(line.split()[-1]) for line in out.splitlines() if "ROWS" in line]
+    assert sorted(rows) == [1500, 1500], out
+    where = run("python", "-c", "import hydrofeed, hydrofeed._proc as p; "
+                "print(hydrofeed.__file__); print(p.hydrofeed_bin())").split()
+    assert where[0].startswith(str(env_dir)), where
+    assert where[1] == str(bin_dir / "hydrofeed"), where
