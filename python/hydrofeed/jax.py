@@ -23,6 +23,7 @@ memory. (A ``Sharding`` across several devices still goes through ``device_put``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ from hydrofeed._epochs import EpochIterator
 from hydrofeed._native import CudaRagged, CudaTensor, Ragged
 from hydrofeed.feed import DataFeed
 
-__all__ = ["Dataset", "batches", "dataset", "to_jax"]
+__all__ = ["Dataset", "batches", "dataset", "global_batches", "initialize", "to_jax"]
 
 
 def _jax() -> Any:
@@ -131,3 +132,57 @@ def dataset(
     if batch_size is not None:
         feed._feed.ask_batch_size(batch_size)
     return Dataset(feed, device=device, per_epoch=per_epoch)
+
+
+def initialize(**kwargs: Any) -> None:
+    """``jax.distributed.initialize`` with the coordinates ``hydrofeed launch`` gives each trainer
+    (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``; process 0 runs the
+    coordinator service). On the CPU backend it selects the gloo collectives, so that jitted
+    computations over arrays spanning the processes run. ``kwargs`` go to
+    ``jax.distributed.initialize`` (``local_device_ids``, ...)."""
+    jax = _jax()
+    addr = os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if not addr:
+        raise RuntimeError(
+            "hydrofeed.jax.initialize(): JAX_COORDINATOR_ADDRESS is not set; run the trainer "
+            "under hydrofeed launch (it sets it, JAX_NUM_PROCESSES and JAX_PROCESS_ID), or call "
+            "jax.distributed.initialize yourself"
+        )
+    try:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except (AttributeError, KeyError, ValueError):
+        pass  # an older jax without CPU collectives: accelerators still work
+    jax.distributed.initialize(
+        coordinator_address=addr,
+        num_processes=int(os.environ.get("JAX_NUM_PROCESSES", "1")),
+        process_id=int(os.environ.get("JAX_PROCESS_ID", "0")),
+        **kwargs,
+    )
+
+
+def global_batches(
+    feed: DataFeed, sharding: Any, batch_size: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every batch of the feed as one global ``jax.Array`` per dense column, laid out by
+    ``sharding`` (a ``NamedSharding`` over a mesh of every process's devices, say):
+    ``jax.make_array_from_process_local_data`` places this process's rows (its rank's share)
+    on its devices, so the global batch is ``batch_size x processes`` rows. Every process must
+    iterate in step (the coordinator gives every rank the same number of steps). Ragged and
+    string columns stay per process, as in :func:`batches`.
+    """
+    jax = _jax()
+    feed._feed.warn_pressure = False  # as in batches()
+    if batch_size is not None:
+        feed._feed.ask_batch_size(batch_size)
+    while (b := feed.next()) is not None:
+        out: dict[str, Any] = {}
+        for k in b.keys():
+            col = b[k]
+            out[k] = (
+                jax.make_array_from_process_local_data(sharding, col)
+                if isinstance(col, np.ndarray)
+                else col
+            )
+        del b
+        yield out
+        del out

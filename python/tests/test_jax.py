@@ -228,3 +228,64 @@ def test_missing_jax_is_a_clear_import_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "jax", None)
     with pytest.raises(ImportError, match=r"hydrofeed.jax needs JAX: pip install"):
         hj.to_jax(np.zeros(3))
+
+
+def test_global_batch_sharded_across_local_devices(serve: Any, tmp_path: Path) -> None:
+    """global_batches: each batch one jax.Array laid out over 4 (host-platform) devices."""
+    import os
+    import subprocess
+
+    from helpers import run_python
+
+    data = tmp_path / "data"
+    subprocess.run([hf_bin_of(), "gen", "--format", "parquet", "--rows", "1000", "--out",
+                    str(data)], check=True, capture_output=True)
+    s = serve("--input", str(data))
+    code = f"""
+import os, numpy as np
+import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import hydrofeed as hf, hydrofeed.jax as hj
+assert len(jax.devices()) == 4
+sh = NamedSharding(Mesh(np.array(jax.devices()), ("data",)), P("data"))
+ids = []
+for b in hj.global_batches(hf.DataFeed({str(s.sock)!r}), sh, batch_size=100):
+    assert b["image"].shape == (100, 784) and b["image"].sharding == sh
+    assert sorted(x.data.shape[0] for x in b["image"].addressable_shards) == [25] * 4
+    ids.extend(np.asarray(b["id"]).tolist())
+assert sorted(ids) == list(range(1000)), len(ids)
+print("OK")
+"""
+    r = run_python(code, timeout=120,
+                   env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+
+
+def hf_bin_of() -> str:
+    from conftest import hydrofeed_bin
+
+    return hydrofeed_bin()
+
+
+def test_jax_distributed_under_launch(tmp_path: Path) -> None:
+    """Two processes of `hydrofeed launch` join jax.distributed with the launcher's coordinates
+    and build one global batch per step from both ranks' rows."""
+    import json
+    import os
+    import subprocess
+
+    hf_bin = hf_bin_of()
+    data, out = tmp_path / "data", tmp_path / "out"
+    out.mkdir()
+    subprocess.run([hf_bin, "gen", "--format", "parquet", "--rows", "1000", "--files", "2",
+                    "--out", str(data)], check=True, capture_output=True)
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "2", "--input", str(data), "--batch-size", "50", "--",
+         sys.executable, str(Path(__file__).parent / "jax_trainer.py")],
+        env={**os.environ, "OUT": str(out)}, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ranks = [json.loads((out / f"rank-{k}.json").read_text()) for k in range(2)]
+    assert ranks[0]["steps"] == ranks[1]["steps"] == 10
+    assert ranks[0]["sums"] == ranks[1]["sums"], "both processes see the global batch"
+    assert sum(ranks[0]["sums"]) == sum(range(1000))
+    assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(1000))

@@ -197,3 +197,34 @@ def test_plain_from_dlpack_on_batches_kept(serve: Any, adapter_mnist: Path, adap
     assert len(kept) == -(-ROWS // BATCH // every)
     code, err = s.wait()
     assert code == 0, err
+
+
+def test_ddp_gloo_two_ranks_under_launch(hf_bin: str, tmp_path: Path) -> None:
+    """DistributedDataParallel (gloo) across 2 ranks of `hydrofeed launch`, configured by the
+    launcher's RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT as torchrun users expect: equal
+    steps, every row once per epoch, the same weights on both ranks, and a falling loss."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    data, out = tmp_path / "data", tmp_path / "out"
+    out.mkdir()
+    subprocess.run([hf_bin, "gen", "--format", "parquet", "--rows", "4000", "--files", "4",
+                    "--out", str(data)], check=True, capture_output=True)
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "2", "--input", str(data), "--epochs", "3",
+         "--batch-size", "50", "--seed", "1", "--",
+         sys.executable, str(Path(__file__).parent / "ddp_trainer.py")],
+        env={**os.environ, "OUT": str(out)}, capture_output=True, text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    ranks = [json.loads((out / f"rank-{k}.json").read_text()) for k in range(2)]
+    assert [x["world"] for x in ranks] == [2, 2]
+    assert ranks[0]["steps"] == ranks[1]["steps"] == 3 * 4000 // (2 * 50)
+    ids = sorted(ranks[0]["ids"] + ranks[1]["ids"])
+    assert ids == sorted(list(range(4000)) * 3)
+    assert ranks[0]["checksum"] == pytest.approx(ranks[1]["checksum"], rel=1e-9)
+    for x in ranks:
+        assert x["last"] < 0.7 * x["first"], x

@@ -292,6 +292,8 @@ fn supervise(
     let n = gpus.len() as u32;
     let epochs = svc.shared.with_machine(|m| m.config().epochs);
     let ports = free_ports(n)?;
+    // torch.distributed's store (rank 0) and JAX's coordinator service (process 0).
+    let rendezvous = free_ports(2)?;
     let from_trainers = args.batch_size.is_none() && args.resume.is_none();
     let feeder = feeder_command(args, addr, token, dir, &ports, from_trainers, false)?;
     spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
@@ -331,6 +333,20 @@ fn supervise(
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
             .env("PYTHONUNBUFFERED", "1");
+        // As torchrun sets them (init_process_group(backend) then needs no arguments), and
+        // JAX's distributed coordinates (hydrofeed.jax.initialize() passes them on).
+        c.env("RANK", rank.to_string())
+            .env("LOCAL_RANK", rank.to_string())
+            .env("WORLD_SIZE", n.to_string())
+            .env("LOCAL_WORLD_SIZE", n.to_string())
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", rendezvous[0].to_string())
+            .env(
+                "JAX_COORDINATOR_ADDRESS",
+                format!("127.0.0.1:{}", rendezvous[1]),
+            )
+            .env("JAX_NUM_PROCESSES", n.to_string())
+            .env("JAX_PROCESS_ID", rank.to_string());
         if let Some(g) = &gpus[rank] {
             gpus::place(&mut c, g);
         }
