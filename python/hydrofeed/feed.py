@@ -10,6 +10,7 @@ TensorFlowOnSpark's ``TFNode.DataFeed`` so existing training loops run unchanged
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -88,15 +89,66 @@ class DataFeed:
         self._results: list[Any] = []
         self._device: Any = None  # hydrofeed.gpu.DeviceFeed, once batches(device=...) ran
         self._device_t0 = 0.0
+        # The summary's clocks: the first next() call, the first batch; the ring wait and
+        # rows at the first batch.
+        self._t_start: float | None = None
+        self._t_first: float | None = None
+        self._wait0 = 0.0
+        self._rows0 = 0
+        self._summarized = False
 
     # -- fast path -------------------------------------------------------------------------
 
     def next(self, timeout: float | None = None) -> Batch | None:
         """The next batch, or ``None`` at end-of-feed."""
+        if self._t_start is None:
+            self._t_start = time.monotonic()
         b = self._feed.next(timeout)
         if b is None:
             self._stop = True
+            self._summary()
+        elif self._t_first is None:
+            self._first_batch(len(b))
         return b
+
+    def _first_batch(self, rows: int) -> None:
+        """The summary's clock starts at the first batch: the wait before it is start-up."""
+        self._t_first = time.monotonic()
+        self._wait0 = float(self._feed.metrics()["wait_seconds"])
+        self._rows0 = rows
+
+    def _summary(self) -> None:
+        """One line at the end of the feed, under ``hydrofeed launch`` and Spark (where
+        ``HYDROFEED_RANK`` is set; ``HYDROFEED_SUMMARY=0`` silences it): where this rank's time
+        went."""
+        if self._summarized or "HYDROFEED_RANK" not in os.environ:
+            return
+        self._summarized = True
+        if os.environ.get("HYDROFEED_SUMMARY") == "0":
+            return
+        m = self.metrics()
+        now = time.monotonic()
+        t_first = self._t_first if self._t_first is not None else now
+        elapsed = now - t_first
+        rows, steps = int(m.get("rows", 0)), int(m.get("batches", 0))
+        gpu = m.get("gpu")
+        wait = float(m.get("wait_seconds", 0.0)) - self._wait0
+        if gpu:
+            wait += float(gpu["copy_wait_s"])
+        streamed = max(rows - self._rows0, 0)
+        line = (
+            f"hydrofeed rank {m['rank']}: {rows} rows, {steps} steps; first batch after "
+            f"{t_first - (self._t_start or t_first):.2f} s, then {elapsed:.2f} s: "
+            f"{streamed / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
+            f"{min(100.0, 100 * wait / elapsed) if elapsed > 0 else 0:.0f}% of the time; "
+            f"{int(m.get('bytes', 0)) / 1e6:,.0f} MB through the ring"
+        )
+        if gpu:
+            util = gpu.get("utilization")
+            line += f"; GPU {gpu['device']} ({gpu['path']} copies)"
+            if util is not None:
+                line += f", {util}% busy at the end"
+        print(line, file=sys.stderr, flush=True)
 
     def batches(self, batch_size: int | None = None, device: Any = None) -> Iterator[Any]:
         """Yields batches until end-of-feed.
@@ -119,10 +171,15 @@ class DataFeed:
             self._feed.ask_batch_size(batch_size)
         if device is not None:
             dev = self.device_feed(device)
+            if self._t_start is None:
+                self._t_start = time.monotonic()
             while (d := dev.next()) is not None:
+                if self._t_first is None:
+                    self._first_batch(len(d))
                 yield d
                 del d
             self._stop = True
+            self._summary()
             return
         while True:
             b = self.next()

@@ -135,6 +135,15 @@ def test_equal_steps_and_exactly_once(hf_bin: str, data7: Path, tmp_path: Path) 
         assert len(ids) == len(set(ids)), "a row was delivered twice in one epoch"
         assert set(ids) <= set(range(TOTAL))
         assert len(ids) == TOTAL - drop // 2
+    # Where the time went: one line per rank from its feed, and the feeder's cores.
+    for k in range(3):
+        rows = 2 * s_e * BATCH
+        line = re.search(rf"hydrofeed rank {k}: {rows} rows, {2 * s_e} steps; first batch after "
+                         rf"[0-9.]+ s, then [0-9.]+ s: [0-9,]+ rows/s; waited for input \d+% of "
+                         rf"the time", r.stdout + r.stderr)
+        assert line, (r.stdout + r.stderr)[-3000:]
+    assert re.search(r"hydrofeed feeder: cpu [0-9.]+ s, max RSS [0-9.]+ MiB; [0-9.]+ s wall, "
+                     r"[0-9.]+ cores used", r.stderr), r.stderr[-3000:]
     assert shm_listing() <= shm0
     no_leftovers(str(tmp_path))
 

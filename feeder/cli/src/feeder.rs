@@ -149,6 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rejoin: args.rejoin,
     };
     stop_on_signals();
+    let t0 = std::time::Instant::now();
     let r = match run_feeder(&opts) {
         Ok(r) => r,
         Err(e @ hydrofeed_error::Error::PeerLost(_)) => {
@@ -160,7 +161,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
     }
     let (cpu, rss) = own_usage();
-    eprintln!("hydrofeed feeder: cpu {cpu:.3} s, max RSS {rss:.1} MiB");
+    let wall = t0.elapsed().as_secs_f64();
+    // Cores used: the decode pool's work plus the writers', over the feeder's life.
+    eprintln!(
+        "hydrofeed feeder: cpu {cpu:.3} s, max RSS {rss:.1} MiB; {wall:.2} s wall, {:.2} cores used",
+        cpu / wall.max(1e-9)
+    );
     Ok(())
 }
 
