@@ -185,36 +185,10 @@ fn typestr(d: DType) -> &'static str {
     }
 }
 
-fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::I8 => "int8",
-        DType::I16 => "int16",
-        DType::I32 => "int32",
-        DType::I64 => "int64",
-        DType::U8 => "uint8",
-        DType::U16 => "uint16",
-        DType::U32 => "uint32",
-        DType::U64 => "uint64",
-        DType::F16 => "float16",
-        DType::F32 => "float32",
-        DType::F64 => "float64",
-    }
-}
-
 /// The bytes of a dense tensor (its buffer may be longer).
 fn part(d: &hydrofeed_tfbridge::Dense) -> &[u8] {
-    let n = d.shape.iter().product::<usize>() * elem_size(d.dtype);
+    let n = d.shape.iter().product::<usize>() * d.dtype.size();
     &d.data.as_slice()[..n.min(d.data.len())]
-}
-
-fn elem_size(d: DType) -> usize {
-    match d {
-        DType::Bool | DType::I8 | DType::U8 => 1,
-        DType::I16 | DType::U16 | DType::F16 => 2,
-        DType::I32 | DType::U32 | DType::F32 => 4,
-        DType::I64 | DType::U64 | DType::F64 => 8,
-    }
 }
 
 /// A dense column in GPU memory. A DLPack producer (`torch.from_dlpack(t)`,
@@ -370,7 +344,7 @@ impl CudaTensor {
     /// Element type, as numpy names it.
     #[getter]
     fn dtype(&self) -> &'static str {
-        dtype_name(self.dtype)
+        self.dtype.numpy_name()
     }
 
     /// `"cuda:N"`.
@@ -388,7 +362,7 @@ impl CudaTensor {
     /// Bytes.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.shape.iter().product::<usize>() * elem_size(self.dtype)
+        self.shape.iter().product::<usize>() * self.dtype.size()
     }
 
     /// Rows.
@@ -407,7 +381,7 @@ impl CudaTensor {
         format!(
             "CudaTensor(shape={:?}, dtype={}, device=cuda:{})",
             self.shape,
-            dtype_name(self.dtype),
+            self.dtype.numpy_name(),
             self.ordinal
         )
     }
