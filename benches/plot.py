@@ -37,22 +37,30 @@ TARGETS = {
     "spark_df_vs_tfos": 50.0,
     "file_mode_vs_tfos": 100.0,
     "file_mode_orc_vs_tfos": 100.0,
+    "ring_h2d_vs_pinned": 0.8,
+    "ring_h2d_vs_pageable": 1.5,
+    "feed_vs_dataloader_pinned": 1.0,
 }
 
 
 def target(name: str) -> float | None:
     """The target of a ratio (runs of the same bench at another size share it)."""
+    name = name.removesuffix(" [H200]")
     return TARGETS.get(name, TARGETS.get(name.removesuffix("_20k_rows")))
 
 
 def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
-    # The top level, and the order runs (the other folders hold before/after pairs of one change).
-    for path in sorted(results.glob("*.json")) + sorted(results.glob("order/feed_shuffle.json")):
+    # The top level, the order runs and the GPU run on a lent H200 (the other folders hold
+    # before/after pairs of one change).
+    extra = ["order/feed_shuffle.json", "gpu/bench_gpu_h200.json"]
+    for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
+        # The GPU run was on another machine: its bars say so.
+        tag = " [H200]" if data.get("benchmark") == "gpu" else ""
         for name, value in (data.get("ratios") or {}).items():
             if isinstance(value, (int, float)):
-                ratios[name] = float(value)
+                ratios[name + tag] = float(value)
         for frame in data.get("frames") or []:
             if frame.get("frame_bytes") == 1 << 20:
                 ratios["ring_vs_memcpy_1MiB"] = float(frame["ratio"])
@@ -81,7 +89,7 @@ def main() -> int:
     ax.set_yticks(list(ys), names, fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("ours / baseline (log scale; black tick = target; green = target met)")
-    ax.set_title("hydrofeed benchmarks, 2-core machine")
+    ax.set_title("hydrofeed benchmarks, 2-core machine ([H200]: a lent 16-core GPU node)")
     fig.tight_layout()
     out = HERE / "ratios.png"
     fig.savefig(out, dpi=110)
