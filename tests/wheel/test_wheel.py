@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# `make wheel` reuses the release build of `make build` / `make develop`; alone, it builds them.
+pytestmark = pytest.mark.timeout(3600)
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
 
@@ -69,3 +72,55 @@ def test_a_fresh_venv_runs_the_cli_and_a_job(wheel: Path, tmp_path: Path) -> Non
                 "print(hydrofeed.__file__); print(p.hydrofeed_bin())").split()
     assert where[0].startswith(str(env_dir)), where
     assert where[1] == str(bin_dir / "hydrofeed"), where
+
+
+CLUSTER = ROOT / "examples/cluster"
+
+
+def test_the_cluster_recipes_parse_and_name_what_exists() -> None:
+    """examples/cluster: the spark-submit scripts are valid bash, name files that exist, and pass
+    the example only options it has."""
+    example = (ROOT / "examples/mnist_keras_files.py").read_text()
+    for script in ("make-env.sh", "yarn-submit.sh", "k8s-submit.sh"):
+        text = (CLUSTER / script).read_text()
+        r = subprocess.run(["bash", "-n", str(CLUSTER / script)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{script}: {r.stderr}"
+        if "mnist_keras_files.py" not in text:
+            continue
+        app = text.split("mnist_keras_files.py", 1)[1]
+        for flag in re.findall(r"--(\w+)", app):
+            assert f'"--{flag}"' in example, f"{script}: the example has no --{flag}"
+        for path in re.findall(r"examples/[\w/.-]+", text):
+            assert (ROOT / path).exists(), f"{script}: {path} does not exist"
+    assert "--archives hydrofeed-env.tar.gz#env" in (CLUSTER / "yarn-submit.sh").read_text()
+    pod = (CLUSTER / "pod-template.yaml").read_text()
+    assert re.search(r"^kind: Pod$", pod, re.M) and "spark-kubernetes-executor" in pod
+
+
+def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(wheel: Path,
+                                                                 tmp_path: Path) -> None:
+    """make-env.sh packs a venv with the wheel (venv-pack), as a YARN job ships it with
+    `--archives hydrofeed-env.tar.gz#env`; unpacked elsewhere, its python finds its own
+    hydrofeed binary, with nothing set."""
+    import tarfile
+
+    archive = tmp_path / "hydrofeed-env.tar.gz"
+    r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
+                       env={**os.environ, "OUT": str(archive)}, capture_output=True, text=True,
+                       timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    env_dir = tmp_path / "container" / "env"  # where YARN unpacks `#env` in the container
+    env_dir.mkdir(parents=True)
+    with tarfile.open(archive) as t:
+        t.extractall(env_dir, filter="fully_trusted")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    p = subprocess.run(["./env/bin/python", "-c",
+                        "from hydrofeed._proc import hydrofeed_bin; import subprocess; "
+                        "b = hydrofeed_bin(); print(b); "
+                        "print(subprocess.run([b, '--version'], capture_output=True, "
+                        "text=True).stdout)"],
+                       capture_output=True, text=True, env=env, cwd=env_dir.parent, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.split("\n")
+    assert lines[0] in ("env/bin/hydrofeed", str(env_dir / "bin/hydrofeed")), lines
+    assert lines[1].startswith("hydrofeed "), lines
