@@ -503,7 +503,7 @@ impl DeviceBatch {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Counts {
     batches: u64,
     bytes: u64,
@@ -522,11 +522,35 @@ struct State {
     closed: bool,
 }
 
+/// What `metrics()` reads: copied out of [`State`] at the end of each `next()`, behind a lock
+/// that is never held across a wait, so `metrics()` from another thread never waits for a
+/// blocked `next()`.
+#[derive(Clone)]
+struct Snapshot {
+    path: HostPath,
+    refused: Option<String>,
+    counts: Counts,
+    pool: gpu::PoolCounts,
+}
+
+impl Snapshot {
+    fn of(st: &State) -> Snapshot {
+        Snapshot {
+            path: st.stager.path(),
+            refused: st.stager.refused().map(str::to_string),
+            counts: st.counts,
+            pool: st.stager.pool_counts(),
+        }
+    }
+}
+
 /// A feed's batches staged into GPU memory (`DataFeed.batches(device="cuda:0")` makes one).
 #[pyclass(module = "hydrofeed._native")]
 pub struct DeviceFeed {
     feed: Py<Feed>,
+    /// The staging side, held for a whole `next()`; taken with the GIL released.
     state: Mutex<State>,
+    snapshot: Mutex<Snapshot>,
     ordinal: i32,
     name: String,
     staging_stream: usize,
@@ -534,6 +558,27 @@ pub struct DeviceFeed {
 }
 
 impl DeviceFeed {
+    /// The staging side. Taken with the GIL released (a `next()` in another thread holds it
+    /// while it waits for the ring, and takes the GIL back between slices): never the GIL,
+    /// then this lock, or two threads calling `next()` would deadlock.
+    fn lock(&self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'_, State>> {
+        loop {
+            match self.state.try_lock() {
+                Ok(g) => return Ok(g),
+                Err(std::sync::TryLockError::Poisoned(_)) => {
+                    return Err(error::internal("device feed poisoned by an earlier panic"))
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    crate::blocking::sleep(py, Duration::from_millis(1))?
+                }
+            }
+        }
+    }
+
+    fn publish(&self, st: &State) {
+        *self.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(st);
+    }
+
     /// Waits for the copy in flight and releases its host batch (the ring slot).
     fn finish_inflight(py: Python<'_>, st: &mut State) -> PyResult<()> {
         if let Some((host, staged)) = st.inflight.take() {
@@ -570,9 +615,11 @@ impl DeviceFeed {
             st.stager.use_bounce(&format!("{REGISTER_ENV}=0"));
         }
         register(py, &feed, &mut st)?;
+        let snapshot = Mutex::new(Snapshot::of(&st));
         Ok(DeviceFeed {
             feed,
             state: Mutex::new(st),
+            snapshot,
             ordinal: device,
             name,
             staging_stream,
@@ -585,12 +632,10 @@ impl DeviceFeed {
     #[pyo3(signature = (timeout=None))]
     fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<DeviceBatch>> {
         self.owner.check("DeviceFeed")?;
-        let mut g = self
-            .state
-            .lock()
-            .map_err(|_| error::internal("device feed poisoned by an earlier panic"))?;
+        let mut g = self.lock(py)?;
         let st = &mut *g;
         Self::finish_inflight(py, st)?;
+        self.publish(st);
         if st.closed {
             return Ok(None);
         }
@@ -688,19 +733,18 @@ impl DeviceFeed {
         };
         drop(tensors);
         st.inflight = Some((host, staged));
+        self.publish(st);
         Ok(Some(out))
     }
 
     /// Waits for the copy in flight, releases its ring slot and unregisters the ring. The
     /// device batches already handed out stay valid.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let mut g = self
-            .state
-            .lock()
-            .map_err(|_| error::internal("device feed poisoned by an earlier panic"))?;
+        let mut g = self.lock(py)?;
         Self::finish_inflight(py, &mut g)?;
         g.stager.unregister_all();
         g.closed = true;
+        self.publish(&g);
         Ok(())
     }
 
@@ -716,28 +760,29 @@ impl DeviceFeed {
     /// near zero when copies hide behind compute), the device buffer pool's counts.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let g = self
-            .state
+            .snapshot
             .lock()
-            .map_err(|_| error::internal("device feed poisoned by an earlier panic"))?;
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let d = PyDict::new(py);
         d.set_item("device", format!("cuda:{}", self.ordinal))?;
         d.set_item("device_name", &self.name)?;
         d.set_item(
             "path",
-            match g.stager.path() {
+            match g.path {
                 HostPath::Registered => "registered",
                 HostPath::Bounce => "bounce",
                 HostPath::Pageable => "pageable",
             },
         )?;
-        d.set_item("refused", g.stager.refused())?;
+        d.set_item("refused", g.refused)?;
         d.set_item("batches", g.counts.batches)?;
         d.set_item("bytes", g.counts.bytes)?;
         d.set_item("registered_copies", g.counts.registered)?;
         d.set_item("bounced_copies", g.counts.bounced)?;
         d.set_item("pageable_copies", g.counts.direct)?;
         d.set_item("copy_wait_s", g.counts.copy_wait.as_secs_f64())?;
-        let c = g.stager.pool_counts();
+        let c = g.pool;
         d.set_item("pool_allocs", c.allocs)?;
         d.set_item("pool_reuses", c.reuses)?;
         d.set_item("pool_buffers", c.live)?;

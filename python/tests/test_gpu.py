@@ -185,6 +185,35 @@ def test_a_reused_buffer_waits_for_the_stream_that_read_it(serve: Any, pq_mnist:
 
 
 @needs_gpu
+def test_two_threads_share_a_device_feed(serve: Any, pq_mnist: Path) -> None:
+    """Two threads calling next() on one device feed while a third reads its metrics: no
+    deadlock (a next() waiting for the other never holds the GIL), every row once."""
+    import threading
+    import time
+
+    torch = _torch_cuda()
+    s = serve("--input", str(pq_mnist))
+    feed = hf.DataFeed(str(s.sock), batch_size=100)
+    dev = feed.device_feed("cuda:0")
+    got: list[list[Any]] = [[], []]
+
+    def reader(i: int) -> None:
+        while (b := dev.next()) is not None:
+            got[i].append(torch.from_dlpack(b["id"]).cpu().numpy())
+
+    ts = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(2)]
+    for t in ts:
+        t.start()
+    deadline = time.monotonic() + 60
+    while any(t.is_alive() for t in ts) and time.monotonic() < deadline:
+        assert dev.metrics()["device"] == "cuda:0"
+        time.sleep(0.001)
+    assert not any(t.is_alive() for t in ts), "next() from two threads deadlocked"
+    ids = np.concatenate([x for g in got for x in g])
+    assert sorted(ids.tolist()) == list(range(6000))
+
+
+@needs_gpu
 def test_jax_takes_device_batches_without_device_put(serve: Any, pq_mnist: Path) -> None:
     try:
         import jax
