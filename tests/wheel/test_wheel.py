@@ -124,3 +124,42 @@ def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(wheel: Path,
     lines = p.stdout.split("\n")
     assert lines[0] in ("env/bin/hydrofeed", str(env_dir / "bin/hydrofeed")), lines
     assert lines[1].startswith("hydrofeed "), lines
+
+
+@pytest.mark.spark
+def test_spark_executors_run_from_a_shipped_environment(wheel: Path, tmp_path: Path) -> None:
+    """File mode on local-cluster with executors whose Python and hydrofeed binary come from a
+    venv-pack archive (`spark.archives ...#env`, `spark.pyspark.python=./env/bin/python`), as
+    YARN users ship them; the test's own PYTHONPATH and HYDROFEED_BIN are not passed on."""
+    import json
+
+    archive = tmp_path / "hydrofeed-env.tar.gz"
+    r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
+                       env={**os.environ, "OUT": str(archive)}, capture_output=True, text=True,
+                       timeout=900, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    data, out = tmp_path / "data", tmp_path / "out"
+    out.mkdir()
+    subprocess.run([sys.executable, "-c", f"""
+import subprocess, sys
+from hydrofeed._proc import hydrofeed_bin
+subprocess.run([hydrofeed_bin(), 'gen', '--format', 'parquet', '--rows', '2000', '--files', '4',
+                '--out', {str(data)!r}], check=True, capture_output=True)
+"""], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDROFEED_BIN")}
+    p = subprocess.run([sys.executable, str(Path(__file__).parent / "archive_job.py"),
+                        str(archive), str(data), str(out)], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["state_finished"] is True
+    ids = sorted(i for rank in res["ranks"] for i in rank["ids"])
+    assert ids == list(range(2000))
+    for rank in res["ranks"]:
+        # The executor's own unpacked environment: its python, its package, its binary.
+        assert rank["python"].endswith("/env/bin/python"), rank["python"]
+        env_dir = os.path.dirname(os.path.dirname(rank["python"]))
+        assert "/.venv/bin" not in rank["python"] and env_dir != str(ROOT / ".venv"), rank
+        assert rank["package"].startswith(env_dir), rank
+        assert os.path.realpath(rank["binary"]) == os.path.realpath(
+            os.path.join(env_dir, "bin/hydrofeed")), rank
