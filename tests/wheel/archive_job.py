@@ -51,5 +51,5 @@ cluster = TFCluster.run(sc, main_fun, {"out": out}, 2, input_mode=InputMode.SPAR
 state = cluster.train_files(data, num_epochs=1, batch_size=50)
 cluster.shutdown()
 res = [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(2)]
-print(json.dumps({"state_finished": state["finished"], "ranks": res}))
+print(json.dumps({"state_finished": state["finished"], "spark": sc.version, "ranks": res}))
 sc.stop()

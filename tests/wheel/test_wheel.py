@@ -127,11 +127,23 @@ def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(wheel: Path,
 
 
 @pytest.mark.spark
-def test_spark_executors_run_from_a_shipped_environment(wheel: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("spark", ["dev", "3.5"])
+def test_spark_executors_run_from_a_shipped_environment(wheel: Path, tmp_path: Path,
+                                                       spark: str) -> None:
     """File mode on local-cluster with executors whose Python and hydrofeed binary come from a
     venv-pack archive (`spark.archives ...#env`, `spark.pyspark.python=./env/bin/python`), as
-    YARN users ship them; the test's own PYTHONPATH and HYDROFEED_BIN are not passed on."""
+    YARN users ship them; the test's own PYTHONPATH and HYDROFEED_BIN are not passed on. On the
+    development environment's PySpark (4.x) and on PySpark 3.5 (what most TensorFlowOnSpark
+    users run; its driver in a fresh venv with the wheel)."""
     import json
+
+    driver = sys.executable
+    if spark != "dev":
+        venv.create(tmp_path / "driver", with_pip=True)
+        driver = str(tmp_path / "driver/bin/python")
+        r = subprocess.run([driver, "-m", "pip", "install", "-q", f"pyspark=={spark}.*",
+                            str(wheel)], capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
 
     archive = tmp_path / "hydrofeed-env.tar.gz"
     r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
@@ -147,12 +159,14 @@ subprocess.run([hydrofeed_bin(), 'gen', '--format', 'parquet', '--rows', '2000',
                 '--out', {str(data)!r}], check=True, capture_output=True)
 """], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDROFEED_BIN")}
-    p = subprocess.run([sys.executable, str(Path(__file__).parent / "archive_job.py"),
+    p = subprocess.run([driver, str(Path(__file__).parent / "archive_job.py"),
                         str(archive), str(data), str(out)], capture_output=True, text=True,
                        env=env, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])
     assert res["state_finished"] is True
+    if spark != "dev":
+        assert res["spark"].startswith(spark), res["spark"]
     ids = sorted(i for rank in res["ranks"] for i in rank["ids"])
     assert ids == list(range(2000))
     for rank in res["ranks"]:
