@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from hydrofeed._epochs import EpochIterator
-from hydrofeed._native import CudaRagged, CudaTensor, Ragged
+from hydrofeed._convert import column
 from hydrofeed.feed import DataFeed
 
 __all__ = ["Dataset", "batches", "dataset", "global_batches", "initialize", "to_jax"]
@@ -62,17 +62,12 @@ def to_jax(col: Any, device: Any = None) -> Any:
     def one(a: np.ndarray[Any, Any]) -> Any:
         return jax.device_put(a, device)
 
-    if isinstance(col, (CudaTensor, CudaRagged)):
+    def gpu(t: Any) -> Any:
         from jax import dlpack
 
-        if isinstance(col, CudaRagged):
-            return dlpack.from_dlpack(col.values), dlpack.from_dlpack(col.row_splits)
-        return dlpack.from_dlpack(col)
-    if isinstance(col, Ragged):
-        return one(col.values), one(col.row_splits)
-    if isinstance(col, np.ndarray):
-        return one(col)
-    return col  # pyarrow (strings, binary)
+        return dlpack.from_dlpack(t)
+
+    return column(col, one, cuda=gpu)  # pyarrow (strings, binary) unchanged
 
 
 def batches(

@@ -30,6 +30,7 @@ import pyarrow as pa
 import tensorflow as tf
 
 from hydrofeed._epochs import EpochIterator
+from hydrofeed._convert import column
 from hydrofeed._native import Batch, Ragged
 from hydrofeed.exceptions import HydrofeedError
 from hydrofeed.feed import DataFeed
@@ -68,12 +69,12 @@ def _value(col: Any, shape: tuple[int, ...] | None = None) -> Any:
     if shape is not None:
         a = col.to_numpy() if isinstance(col, Ragged) else np.asarray(col)
         return a.reshape((a.shape[0], *shape))
-    if isinstance(col, Ragged):
-        return tf.RaggedTensor.from_row_splits(col.values, col.row_splits, validate=False)
-    if isinstance(col, np.ndarray):
-        return col
-    # pyarrow (strings, binary)
-    return np.array(col.to_pylist(), dtype=object)
+    return column(
+        col,
+        lambda a: a,
+        ragged=lambda r: tf.RaggedTensor.from_row_splits(r.values, r.row_splits, validate=False),
+        other=lambda c: np.array(c.to_pylist(), dtype=object),  # pyarrow (strings, binary)
+    )
 
 
 def dataset(

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from hydrofeed._epochs import EpochIterator
-from hydrofeed._native import CudaRagged, CudaTensor, Ragged
+from hydrofeed._convert import column
 from hydrofeed.feed import DataFeed
 
 __all__ = ["IterableDataset", "to_torch"]
@@ -49,15 +49,8 @@ def to_torch(col: Any, copy: bool = True) -> Any:
                 pass  # Older torch cannot take read-only arrays through DLPack: copy.
         return torch.from_numpy(np.array(a))
 
-    if isinstance(col, CudaTensor):
-        return from_dlpack(col)  # torch passes its current stream: ordered after the copy
-    if isinstance(col, CudaRagged):
-        return from_dlpack(col.values), from_dlpack(col.row_splits)
-    if isinstance(col, Ragged):
-        return one(col.values), one(col.row_splits)
-    if isinstance(col, np.ndarray):
-        return one(col)
-    return col
+    # torch passes its current stream to a GPU column's __dlpack__: ordered after the copy
+    return column(col, one, cuda=from_dlpack)
 
 
 _cls: Any = None
