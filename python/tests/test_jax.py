@@ -230,7 +230,7 @@ def test_missing_jax_is_a_clear_import_error(monkeypatch: pytest.MonkeyPatch) ->
         hj.to_jax(np.zeros(3))
 
 
-def test_global_batch_sharded_across_local_devices(serve: Any, tmp_path: Path) -> None:
+def test_global_batch_sharded_across_local_devices(serve: Any, hf_bin: str, tmp_path: Path) -> None:
     """global_batches: each batch one jax.Array laid out over 4 (host-platform) devices."""
     import os
     import subprocess
@@ -238,7 +238,7 @@ def test_global_batch_sharded_across_local_devices(serve: Any, tmp_path: Path) -
     from helpers import run_python
 
     data = tmp_path / "data"
-    subprocess.run([hf_bin_of(), "gen", "--format", "parquet", "--rows", "1000", "--out",
+    subprocess.run([hf_bin, "gen", "--format", "parquet", "--rows", "1000", "--out",
                     str(data)], check=True, capture_output=True)
     s = serve("--input", str(data))
     code = f"""
@@ -261,20 +261,13 @@ print("OK")
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
 
 
-def hf_bin_of() -> str:
-    from conftest import hydrofeed_bin
-
-    return hydrofeed_bin()
-
-
-def test_jax_distributed_under_launch(tmp_path: Path) -> None:
+def test_jax_distributed_under_launch(hf_bin: str, tmp_path: Path) -> None:
     """Two processes of `hydrofeed launch` join jax.distributed with the launcher's coordinates
     and build one global batch per step from both ranks' rows."""
     import json
     import os
     import subprocess
 
-    hf_bin = hf_bin_of()
     data, out = tmp_path / "data", tmp_path / "out"
     out.mkdir()
     subprocess.run([hf_bin, "gen", "--format", "parquet", "--rows", "1000", "--files", "2",
