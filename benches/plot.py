@@ -51,7 +51,7 @@ def target(name: str) -> float | None:
 
 def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
-    # The top level, the order runs and the GPU run on a lent H200 (the other folders hold
+    # The top level, the order runs and the GPU run on an H200 node (the other folders hold
     # before/after pairs of one change).
     extra = ["order/feed_shuffle.json", "gpu/bench_gpu_h200.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
@@ -89,7 +89,7 @@ def main() -> int:
     ax.set_yticks(list(ys), names, fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("ours / baseline (log scale; black tick = target; green = target met)")
-    ax.set_title("hydrofeed benchmarks, 2-core machine ([H200]: a lent 16-core GPU node)")
+    ax.set_title("hydrofeed benchmarks, 2-core machine ([H200]: a 16-core node with an NVIDIA H200)")
     fig.tight_layout()
     out = HERE / "ratios.png"
     fig.savefig(out, dpi=110)
