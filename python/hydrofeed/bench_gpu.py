@@ -182,18 +182,15 @@ def dataloader_pinned(data: Path, batch_size: int,
 
 
 def pyarrow_to_cuda(data: Path, batch_size: int) -> Callable[[], Iterator[tuple[Any, Any]]]:
-    import pyarrow.parquet as pq
     import torch
 
-    files = _files(data)
+    from hydrofeed.bench import pyarrow_batches
+
+    host = pyarrow_batches(data, batch_size)
 
     def run() -> Iterator[tuple[Any, Any]]:
-        for f in files:
-            for rb in pq.ParquetFile(f).iter_batches(batch_size=batch_size,
-                                                     columns=["image", "label"]):
-                img = rb.column(0).flatten().to_numpy().reshape(-1, 784)
-                yield (torch.as_tensor(img, device="cuda"),
-                       torch.as_tensor(rb.column(1).to_numpy(), device="cuda"))
+        for img, label in host():
+            yield torch.as_tensor(img, device="cuda"), torch.as_tensor(label, device="cuda")
 
     return run
 

@@ -101,9 +101,15 @@ class DataFeed:
 
     def next(self, timeout: float | None = None) -> Batch | None:
         """The next batch, or ``None`` at end-of-feed."""
+        b: Batch | None = self._take(lambda: self._feed.next(timeout))
+        return b
+
+    def _take(self, fetch: Any) -> Any:
+        """``fetch()`` (the next host or device batch), with the summary's clocks and the end of
+        the feed kept in one place for both."""
         if self._t_start is None:
             self._t_start = time.monotonic()
-        b = self._feed.next(timeout)
+        b = fetch()
         if b is None:
             self._stop = True
             self._summary()
@@ -171,15 +177,9 @@ class DataFeed:
             self._feed.ask_batch_size(batch_size)
         if device is not None:
             dev = self.device_feed(device)
-            if self._t_start is None:
-                self._t_start = time.monotonic()
-            while (d := dev.next()) is not None:
-                if self._t_first is None:
-                    self._first_batch(len(d))
+            while (d := self._take(dev.next)) is not None:
                 yield d
                 del d
-            self._stop = True
-            self._summary()
             return
         while True:
             b = self.next()
