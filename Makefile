@@ -7,7 +7,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-PHONY_EXTRA := develop-debug valgrind check-rust check-python
+PHONY_EXTRA := ci-free-disk develop-debug valgrind check-rust check-python
 .PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
@@ -69,6 +69,13 @@ test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 test-python: venv build develop ## Python tests against the release build (pytest, strict; exit code 5, no tests collected, fails)
 	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
 
+# On CI the Rust test builds (debug, loom, vendored crates, integration tests' scratch) are
+# removed once they have run: the Python tests need only the release build, and several GB of
+# test binaries would otherwise sit beside the venvs and Spark work dirs those tests make.
+ci-free-disk:
+	rm -rf $(CARGO_TARGET_DIR)/debug $(CARGO_TARGET_DIR)/loom $(CARGO_TARGET_DIR)/vendor $(CARGO_TARGET_DIR)/tmp
+	df -h $(CARGO_TARGET_DIR) | tail -1
+
 test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
 	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-format --test hdfs
 	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
@@ -112,6 +119,7 @@ fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS
 test: venv ## All tests, and the static checks (make check)
 	$(MAKE) check-rust
 	$(MAKE) test-rust
+	$(if $(filter true,$(CI)),$(MAKE) ci-free-disk)
 	$(MAKE) test-python
 	$(MAKE) check-python
 
