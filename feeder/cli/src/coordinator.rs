@@ -58,6 +58,9 @@ pub struct Args {
     /// set, which is then used as is).
     #[arg(long, default_value = "hydrofeed-coord.token")]
     pub token_file: PathBuf,
+    /// TLS: certificate, key, client CA.
+    #[command(flatten)]
+    pub tls: crate::tls::ServerArgs,
     /// Resume from a state file written by an earlier run (`--state-out`, or GetState).
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -122,6 +125,8 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
 
 /// Runs `hydrofeed coordinator`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // Before planning: a wrong TLS file fails at once.
+    let tls = args.tls.load()?;
     let splits = splits_of(&args)?;
     let mut cfg = Config {
         epochs: args.epochs.unwrap_or(1),
@@ -187,10 +192,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         heartbeat_interval: Duration::from_secs(1),
         log_path: args.log.clone(),
         token,
+        tls,
     };
     let (workers, quota, total) = (m.config().workers, m.quota(), m.total_rows());
+    let tls_line = opts.tls.as_ref().map(|t| match t.client_ca() {
+        Some(ca) => format!("TLS: {}; client certificates required ({ca})", t.cert()),
+        None => format!("TLS: {}", t.cert()),
+    });
     let svc = service::spawn(m, opts, args.listen, args.metrics)?;
     println!("hydrofeed coordinator listening on {}", svc.addr);
+    if let Some(t) = &tls_line {
+        println!("{t}");
+    }
     if std::env::var_os(hydrofeed_coord::token::TOKEN_ENV).is_none() {
         println!("token file: {}", args.token_file.display());
     }

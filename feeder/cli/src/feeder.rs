@@ -19,12 +19,15 @@ pub struct Args {
     /// planned.
     #[arg(long)]
     pub input: String,
-    /// Coordinator address, `host:port`.
+    /// Coordinator address, `host:port` (`https://host:port`, or with `--tls-ca`: TLS).
     #[arg(long, env = "HYDROFEED_COORDINATOR")]
     pub coordinator: String,
     /// File holding the job token (else `HYDROFEED_TOKEN`).
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// TLS to the coordinator: CA, client certificate and key.
+    #[command(flatten)]
+    pub tls: crate::tls::ClientArgs,
     /// Directory for the trainer sockets (`rank-<rank>.sock`).
     #[arg(long)]
     pub socket_dir: PathBuf,
@@ -126,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         input: args.input,
         coordinator: args.coordinator,
         token,
+        tls: args.tls.load()?,
         socket_dir: args.socket_dir,
         trainers: args.trainers,
         ranks: args.ranks,

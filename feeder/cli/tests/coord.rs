@@ -48,6 +48,7 @@ fn start(m: Machine, token: &Token, log: Option<std::path::PathBuf>) -> RunningS
         heartbeat_interval: Duration::from_millis(50),
         log_path: log,
         token: token.clone(),
+        tls: None,
     };
     service::spawn(m, opts, "127.0.0.1:0".parse().unwrap(), None).unwrap()
 }
@@ -436,6 +437,7 @@ fn missing_worker_at_reservation_is_named() {
         heartbeat_interval: Duration::from_millis(50),
         log_path: None,
         token: token.clone(),
+        tls: None,
     };
     let svc = service::spawn(
         Machine::new(splits(), cfg(3)).unwrap(),

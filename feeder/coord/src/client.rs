@@ -4,7 +4,10 @@
 //! Each client owns a current-thread tokio runtime; every call has a deadline (the client's
 //! `call_timeout`, or the wait asked for plus a margin) so nothing waits forever. gRPC
 //! statuses come back as the feeder's [`Error`]: unreachable or refused -> `PeerLost`,
-//! deadlines -> `Timeout`, a wrong token -> `Coordinator` with the server's message.
+//! deadlines -> `Timeout`, a wrong token -> `Coordinator` with the server's message. Over TLS
+//! ([`ClientTls`]), a failed handshake either way (a coordinator certificate the client's CA
+//! did not sign, a client certificate refused, TLS on one side only) -> `Coordinator`, at
+//! connect, with the rustls cause.
 
 use std::time::Duration;
 
@@ -15,6 +18,7 @@ use tonic::{Request, Status};
 use super::cluster::{ClusterSpec, Registration, Role};
 use super::machine::{Lease, Stage, Work, WorkerCounters};
 use super::proto::{self, coordinator_client::CoordinatorClient};
+use super::tls::{causes, ClientTls, CA_ENV};
 use super::token::Token;
 use super::State;
 use crate::{Error, Result};
@@ -51,6 +55,31 @@ pub struct Registered {
     pub total_rows: u64,
 }
 
+/// Whether the server behind `uri` (`http://host:port`) answers a plain HTTP/2 preface with a
+/// TLS record (an alert: it read the preface as a bad ClientHello). Asked only after a plain
+/// connection failed, to say why.
+async fn speaks_tls(uri: &str, within: Duration) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Some(hostport) = uri.split_once("://").map(|(_, h)| h.trim_end_matches('/')) else {
+        return false;
+    };
+    let ask = async {
+        let mut s = tokio::net::TcpStream::connect(hostport).await.ok()?;
+        s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .ok()?;
+        let mut b = [0u8; 3];
+        s.read_exact(&mut b).await.ok()?;
+        // A TLS record: content type alert (21) or handshake (22), protocol major version 3.
+        Some(matches!(b[0], 21 | 22) && b[1] == 3)
+    };
+    tokio::time::timeout(within.min(Duration::from_secs(2)), ask)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
 /// A blocking coordinator client.
 #[derive(Debug)]
 pub struct CoordClient {
@@ -67,28 +96,68 @@ impl std::fmt::Debug for AddToken {
 }
 
 impl CoordClient {
-    /// Connects to `addr` (`host:port` or `http://host:port`) within `connect_timeout`.
+    /// Connects to `addr` (`host:port`, `http://host:port` or `https://host:port`) within
+    /// `connect_timeout`, over TLS when [`CA_ENV`] names a CA (see
+    /// [`CoordClient::connect_tls`]).
     pub fn connect(addr: &str, token: &Token, connect_timeout: Duration) -> Result<Self> {
+        let tls = ClientTls::from_env()?;
+        Self::connect_tls(addr, token, connect_timeout, tls.as_ref())
+    }
+
+    /// Connects to `addr` within `connect_timeout`: over TLS with `tls` (a bare `host:port`
+    /// then means `https://`), plain HTTP/2 without. An `https://` address needs `tls` (the
+    /// CA to trust). A first call checks the connection, so a TLS mismatch either way (or a
+    /// client certificate refused) fails here, with one error naming the address and the
+    /// cause; a wrong token does not (the first real call says so).
+    pub fn connect_tls(
+        addr: &str,
+        token: &Token,
+        connect_timeout: Duration,
+        tls: Option<&ClientTls>,
+    ) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Error::external("tokio runtime", e))?;
-        let uri = if addr.contains("://") {
-            addr.to_string()
-        } else {
-            format!("http://{addr}")
+        let uri = match (addr.split_once("://").map(|(s, _)| s), tls) {
+            (None, None) => format!("http://{addr}"),
+            (None, Some(_)) => format!("https://{addr}"),
+            (Some("http"), Some(t)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "coordinator address {addr}: plain http://, but a CA to trust is given \
+                     ({}): use https:// (or a bare host:port) for TLS",
+                    t.ca()
+                )))
+            }
+            (Some("https"), None) => {
+                return Err(Error::InvalidArgument(format!(
+                    "coordinator address {addr}: https:// needs the CA that signed the \
+                     coordinator's certificate: pass --tls-ca FILE or set {CA_ENV}"
+                )))
+            }
+            _ => addr.to_string(),
         };
-        let ep = Endpoint::from_shared(uri.clone())
+        let mut ep = Endpoint::from_shared(uri.clone())
             .map_err(|e| Error::InvalidArgument(format!("coordinator address {addr:?}: {e}")))?
             .connect_timeout(connect_timeout)
             .tcp_nodelay(true);
+        if let Some(t) = tls {
+            ep = ep
+                .tls_config(t.tonic(connect_timeout))
+                .map_err(|e| Error::InvalidArgument(format!("TLS for {uri}: {}", causes(&e))))?;
+        }
+        let t0 = std::time::Instant::now();
         let ch = rt.block_on(async { tokio::time::timeout(connect_timeout, ep.connect()).await });
         let ch = match ch {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
+                if let Some(msg) = tls.and_then(|t| t.explain(&uri, &e)) {
+                    return Err(Error::Coordinator(msg));
+                }
                 return Err(Error::PeerLost(format!(
-                    "coordinator at {addr} unreachable: {e}"
-                )))
+                    "coordinator at {addr} unreachable: {}",
+                    causes(&e)
+                )));
             }
             Err(_) => {
                 return Err(Error::Timeout {
@@ -101,12 +170,59 @@ impl CoordClient {
             .parse()
             .map_err(|_| Error::InvalidArgument("token is not valid metadata".into()))?;
         let inner = CoordinatorClient::with_interceptor(ch, AddToken(v));
-        Ok(Self {
+        let mut c = Self {
             rt,
             inner,
             addr: addr.to_string(),
             call_timeout: Duration::from_secs(30),
-        })
+        };
+        let left = connect_timeout
+            .saturating_sub(t0.elapsed())
+            .max(Duration::from_millis(100));
+        c.check(&uri, tls, left)?;
+        Ok(c)
+    }
+
+    /// A first call (`Ping`, which touches nothing) that must reach the service: tonic's
+    /// connect does not wait for the server's first bytes, so a plain client of a TLS
+    /// coordinator (or a client certificate refused after the handshake) shows only here.
+    /// Any status the service itself sent (a wrong token, or UNIMPLEMENTED from a coordinator
+    /// older than `Ping`) means the connection works.
+    fn check(&mut self, uri: &str, tls: Option<&ClientTls>, within: Duration) -> Result<()> {
+        let mut req = Request::new(proto::PingRequest {});
+        req.set_timeout(within);
+        let mut c = self.inner.clone();
+        let r = self
+            .rt
+            .block_on(async { tokio::time::timeout(within, c.ping(req)).await });
+        let s = match r {
+            Ok(Ok(_)) => return Ok(()),
+            // Sent by the service: no transport error behind it.
+            Ok(Err(s)) if std::error::Error::source(&s).is_none() => return Ok(()),
+            Ok(Err(s)) => s,
+            Err(_) => {
+                return Err(Error::Timeout {
+                    what: format!("the first reply of the coordinator at {}", self.addr),
+                    secs: within.as_secs_f64(),
+                })
+            }
+        };
+        let explained = tls.and_then(|t| t.explain(uri, &s).or_else(|| t.diagnose(uri, within)));
+        if let Some(msg) = explained {
+            return Err(Error::Coordinator(msg));
+        }
+        let cause = causes(&s);
+        if tls.is_none() && self.rt.block_on(speaks_tls(uri, within)) {
+            return Err(Error::Coordinator(format!(
+                "the coordinator at {uri} speaks TLS and this client plain HTTP/2: give the \
+                 client the CA that signed the coordinator's certificate (--tls-ca FILE or \
+                 {CA_ENV}) ({cause})"
+            )));
+        }
+        Err(Error::PeerLost(format!(
+            "coordinator at {} unreachable: {cause}",
+            self.addr
+        )))
     }
 
     /// Sets the deadline of each call (default 30 s).

@@ -10,6 +10,8 @@
 //!   with the shared-secret [`token`] check, the assignment log and the Prometheus endpoint.
 //! - `client::CoordClient` (feature `grpc`): a blocking client for the feeder daemon and
 //!   Python.
+//! - `tls` (feature `grpc`): TLS on the control plane, `ServerTls` for the service (mutual
+//!   with a client CA) and `ClientTls` for the client (flags or `HYDROFEED_TLS_*`).
 //!
 //! # Contract
 //! - **Equal steps.** With `T` rows, `W` workers and batch size `B`, every rank receives
@@ -51,6 +53,8 @@ pub mod proto;
 #[cfg(feature = "grpc")]
 pub mod service;
 pub mod sim;
+#[cfg(feature = "grpc")]
+pub mod tls;
 pub mod token;
 
 pub use hydrofeed_error::{Error, Result};

@@ -4,7 +4,9 @@
 //! One mutex guards both; every call holds it for a few microseconds and never across an
 //! await. A background task ticks liveness every 100 ms and flushes the assignment log. The
 //! token interceptor runs before any handler: a call without the right
-//! `authorization: Bearer <token>` never reaches the state.
+//! `authorization: Bearer <token>` never reaches the state. With `ServiceOptions::tls` the
+//! connections are TLS (rustls), and with a client CA a client without a certificate it signed
+//! is refused in the handshake, before the token is even read.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -18,6 +20,7 @@ use tonic::{Request, Response, Status};
 use super::cluster::{Registration, Reservation, Role};
 use super::machine::{LivenessEvent, Machine, Work, WorkerCounters};
 use super::proto::{self, coordinator_server::CoordinatorServer};
+use super::tls::{causes, ServerTls};
 use super::token::Token;
 use crate::{Error, Result};
 
@@ -36,6 +39,8 @@ pub struct ServiceOptions {
     pub log_path: Option<PathBuf>,
     /// The job's token.
     pub token: Token,
+    /// TLS (`None`: plain HTTP/2).
+    pub tls: Option<ServerTls>,
 }
 
 struct Inner {
@@ -395,6 +400,13 @@ impl proto::coordinator_server::Coordinator for CoordService {
         }))
     }
 
+    async fn ping(
+        &self,
+        _req: Request<proto::PingRequest>,
+    ) -> Result<Response<proto::PingReply>, Status> {
+        Ok(Response::new(proto::PingReply {}))
+    }
+
     async fn metrics(
         &self,
         _req: Request<proto::MetricsRequest>,
@@ -517,13 +529,22 @@ impl Drop for RunningService {
 }
 
 /// Starts the service on `listen` (port 0: an ephemeral one) on a thread of its own with a
-/// small multi-threaded runtime; with `metrics`, also the Prometheus endpoint.
+/// small multi-threaded runtime, over TLS when `opts.tls` says so; with `metrics`, also the
+/// Prometheus endpoint (plain HTTP: it serves counters, no token, no state).
 pub fn spawn(
     m: Machine,
     opts: ServiceOptions,
     listen: SocketAddr,
     metrics: Option<SocketAddr>,
 ) -> Result<RunningService> {
+    let server = match &opts.tls {
+        Some(t) => tonic::transport::Server::builder()
+            .tls_config(t.tonic())
+            .map_err(|e| {
+                Error::InvalidArgument(format!("TLS with {}: {}", t.cert(), causes(&e)))
+            })?,
+        None => tonic::transport::Server::builder(),
+    };
     let shared = Shared::new(m, opts)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -579,7 +600,8 @@ pub fn spawn(
                 let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
                     let _ = rx.wait_for(|v| *v).await;
                 };
-                let server = tonic::transport::Server::builder()
+                let mut server = server;
+                let server = server
                     .add_service(svc)
                     .serve_with_incoming_shutdown(incoming, stopped(rx.clone()));
                 // Graceful shutdown waits for calls in flight (a WaitClusterSpec may block for

@@ -251,7 +251,7 @@ fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
         .map(|r| {
             let (addr, token) = (addr.clone(), token.clone());
             std::thread::spawn(move || -> hydrofeed_error::Result<(u64, u64)> {
-                let mut c = CoordClient::connect(&addr, &token, Duration::from_secs(10))?;
+                let mut c = CoordClient::connect_tls(&addr, &token, Duration::from_secs(10), None)?;
                 let reg = c.register(&Registration {
                     rank: Some(r),
                     host: format!("dn{}", r % 64),

@@ -13,14 +13,17 @@ use indicatif::ProgressBar;
 use hydrofeed_coord::service;
 use hydrofeed_coord::token::{Token, TOKEN_ENV};
 
+use super::certs::{self, JobTls};
 use super::children::{describe, Job};
 use super::Args;
 
 /// The `hydrofeed feeder` command of the job (`rejoin`: it replaces one that died).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn feeder_command(
     args: &Args,
     addr: &str,
     token: &Token,
+    tls: Option<&JobTls>,
     dir: &Path,
     ports: &[u32],
     from_trainers: bool,
@@ -53,6 +56,10 @@ pub(super) fn feeder_command(
         // A trainer that leaves ends only its rank: `launch` decides from its exit status.
         .arg("--keep-going")
         .env(TOKEN_ENV, token.as_str());
+    certs::clear_env(&mut feeder);
+    if let Some(t) = tls {
+        t.feeder_args(&mut feeder);
+    }
     if let Some(c) = &args.columns {
         feeder.arg("--columns").arg(c.join(","));
     }

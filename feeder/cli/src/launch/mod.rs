@@ -1,9 +1,10 @@
 //! `hydrofeed launch`: one machine, whole job. Starts the coordinator (in this process), one
 //! feeder daemon (`hydrofeed feeder --keep-going`, a child process) and N trainer processes with
 //! `TF_CONFIG`, `HYDROFEED_FEED_SOCKET`, `HYDROFEED_RANK`, `HYDROFEED_NUM_WORKERS`, `HYDROFEED_EPOCHS`,
-//! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set; streams the trainers' output prefixed with
-//! their rank and keeps each child's last lines; shows progress on stderr (a bar on a terminal,
-//! a plain line every 5 s otherwise).
+//! `HYDROFEED_COORDINATOR` and `HYDROFEED_TOKEN` set (with `--tls`, also `HYDROFEED_TLS_CA`, and
+//! `HYDROFEED_TLS_CERT` / `HYDROFEED_TLS_KEY` under `--tls mutual`); streams the trainers'
+//! output prefixed with their rank and keeps each child's last lines; shows progress on stderr
+//! (a bar on a terminal, a plain line every 5 s otherwise).
 //!
 //! Endings: a trainer that fails (status or signal) is named with its last lines and everything
 //! is stopped; the feeder is named only when it failed by itself (a trainer leaving is exit
@@ -15,9 +16,10 @@
 //! nothing is ever in /dev/shm.
 //!
 //! Parts: `children` (spawning the children, their output and tails, cleanup, the private
-//! socket directory), `feeder` (the feeder's command line, its restarts and failures) and
-//! `batch_size` (the batch size the trainers agree on). This module holds the arguments, the
-//! signal handling and the supervision loop.
+//! socket directory), `feeder` (the feeder's command line, its restarts and failures),
+//! `batch_size` (the batch size the trainers agree on) and `certs` (`--tls`: the job's CA and
+//! certificates). This module holds the arguments, the signal handling and the supervision
+//! loop.
 
 use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
@@ -39,11 +41,14 @@ use hydrofeed_feeder::daemon::SKIPPED_LINE;
 use hydrofeed_tfbridge::SOCKET_ENV;
 
 mod batch_size;
+mod certs;
 mod children;
 mod feeder;
 mod gpus;
 
 use batch_size::agree_batch_size;
+use certs::JobTls;
+pub use certs::TlsMode;
 pub use children::private_run_dir;
 use children::{describe, free_ports, spawn, spawn_at, Job};
 use feeder::{failed_by_itself, feeder_command, feeder_failed, restart_feeder};
@@ -119,6 +124,17 @@ pub struct Args {
     /// status 1) is not restarted. 0: a dead feeder ends the job.
     #[arg(long, default_value_t = 3)]
     pub feeder_restarts: u32,
+    /// TLS on the control plane: a CA made for this job signs the coordinator's certificate
+    /// (`--tls`, `--tls server`) and the feeder's and trainers' client certificates too
+    /// (`--tls mutual`); the files live in the job's private directory and go with it.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        num_args = 0..=1,
+        default_missing_value = "server"
+    )]
+    pub tls: Option<TlsMode>,
     /// The trainer command (after `--`).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -220,6 +236,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let (epochs, total_rows) = (m.config().epochs, m.total_rows());
     let token = Token::generate()?;
+    // The directory first: it holds the TLS files the coordinator starts with, and `job`
+    // removes it on every exit.
+    let dir = private_run_dir("hydrofeed-launch")?;
+    let mut job = Job {
+        dir: dir.clone(),
+        children: Vec::new(),
+        outs: Vec::new(),
+    };
+    let tls = args.tls.map(|mode| JobTls::make(&dir, mode)).transpose()?;
     let svc = service::spawn(
         m,
         ServiceOptions {
@@ -229,16 +254,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             heartbeat_interval: Duration::from_secs(1),
             log_path: None,
             token: token.clone(),
+            tls: tls.as_ref().map(|t| t.server.clone()),
         },
         "127.0.0.1:0".parse()?,
         None,
     )?;
-    let addr = svc.addr.to_string();
-    let dir = private_run_dir("hydrofeed-launch")?;
-    let mut job = Job {
-        dir: dir.clone(),
-        children: Vec::new(),
-        outs: Vec::new(),
+    let addr = match &tls {
+        Some(_) => format!("https://{}", svc.addr),
+        None => svc.addr.to_string(),
     };
     let pb = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(
@@ -252,7 +275,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} rows {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let result = supervise(&args, &gpus, &addr, &token, &dir, &mut job, &svc, &pb);
+    let result = supervise(
+        &args,
+        &gpus,
+        &addr,
+        &token,
+        tls.as_ref(),
+        &dir,
+        &mut job,
+        &svc,
+        &pb,
+    );
     pb.finish_and_clear();
     // Stop every child before the state is taken: no ack can arrive after it.
     drop(job);
@@ -284,6 +317,7 @@ fn supervise(
     gpus: &[gpus::RankGpu],
     addr: &str,
     token: &Token,
+    tls: Option<&JobTls>,
     dir: &Path,
     job: &mut Job,
     svc: &service::RunningService,
@@ -295,12 +329,13 @@ fn supervise(
     // torch.distributed's store (rank 0) and JAX's coordinator service (process 0).
     let rendezvous = free_ports(2)?;
     let from_trainers = args.batch_size.is_none() && args.resume.is_none();
-    let feeder = feeder_command(args, addr, token, dir, &ports, from_trainers, false)?;
+    let feeder = feeder_command(args, addr, token, tls, dir, &ports, from_trainers, false)?;
     spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
         .context("starting the feeder")?;
 
     // The feeder registers every rank; then each rank's TF_CONFIG is known.
-    let mut client = CoordClient::connect(addr, token, Duration::from_secs(10))?;
+    let mut client =
+        CoordClient::connect_tls(addr, token, Duration::from_secs(10), tls.map(|t| &t.client))?;
     let mut tf_configs = Vec::new();
     for rank in 0..n {
         let t0 = Instant::now();
@@ -333,6 +368,10 @@ fn supervise(
             .env("HYDROFEED_COORDINATOR", addr)
             .env(TOKEN_ENV, token.as_str())
             .env("PYTHONUNBUFFERED", "1");
+        certs::clear_env(&mut c);
+        if let Some(t) = tls {
+            t.trainer_env(&mut c);
+        }
         // As torchrun sets them (init_process_group(backend) then needs no arguments), and
         // JAX's distributed coordinates (hydrofeed.jax.initialize() passes them on).
         c.env("RANK", rank.to_string())
@@ -437,7 +476,7 @@ fn supervise(
                 if restart {
                     restarts += 1;
                     restart_feeder(job, s, restarts, args.feeder_restarts, pb)?;
-                    let cmd = feeder_command(args, addr, token, dir, &ports, false, true)?;
+                    let cmd = feeder_command(args, addr, token, tls, dir, &ports, false, true)?;
                     spawn_at(
                         job,
                         Some(0),

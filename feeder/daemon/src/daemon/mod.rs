@@ -39,6 +39,7 @@ use crate::writer::{self, Writer};
 use crate::{Error, Result};
 use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::cluster::{Registration, Role};
+use hydrofeed_coord::tls::ClientTls;
 use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Lease, Stage, Work, WorkerCounters};
 use hydrofeed_format::{Plan, ReadOptions, Rebatcher, SplitReader};
@@ -83,10 +84,12 @@ fn stop_requested() -> bool {
 pub struct FeederOptions {
     /// Input path (the coordinator plans the same input: split ids are plan indices).
     pub input: String,
-    /// Coordinator address `host:port`.
+    /// Coordinator address `host:port` (or `https://host:port`).
     pub coordinator: String,
     /// The job's token.
     pub token: Token,
+    /// TLS to the coordinator (`None`: plain).
+    pub tls: Option<ClientTls>,
     /// Directory of the trainer sockets (`rank-<rank>.sock`).
     pub socket_dir: PathBuf,
     /// Local trainers (one rank each).
@@ -324,7 +327,12 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
 }
 
 fn connect(opts: &FeederOptions) -> Result<CoordClient> {
-    CoordClient::connect(&opts.coordinator, &opts.token, Duration::from_secs(30))
+    CoordClient::connect_tls(
+        &opts.coordinator,
+        &opts.token,
+        Duration::from_secs(30),
+        opts.tls.as_ref(),
+    )
 }
 
 /// One rank: register, attach the trainer, feed until end-of-feed.

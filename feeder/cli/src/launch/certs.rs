@@ -1,0 +1,160 @@
+//! `launch --tls`: a CA made for the job at start signs the coordinator's certificate (for
+//! 127.0.0.1 and `localhost`, where launch's coordinator listens) and, under `--tls mutual`,
+//! one client certificate the feeder and the trainers present. The CA certificate and the
+//! other certificates and keys are written 0600 into the job's private directory (0700), which
+//! `launch` removes at the end with the trainers' sockets. The CA's key is never written: once
+//! `launch` has started, nothing can sign for the job.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+use hydrofeed_coord::tls::{ClientTls, PemFile, ServerTls, CA_ENV, CERT_ENV, KEY_ENV};
+
+/// Which sides of the control plane prove who they are with a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TlsMode {
+    /// The coordinator proves who it is with its certificate; clients, with the token alone.
+    Server,
+    /// Both: the coordinator also refuses a client without a certificate of the job's CA.
+    Mutual,
+}
+
+/// The job's TLS: the coordinator's side, launch's own client, and the files its children get.
+pub(super) struct JobTls {
+    pub(super) server: ServerTls,
+    pub(super) client: ClientTls,
+    ca: PathBuf,
+    identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// Validity of the job's certificates: from a day back (clocks of a node disagree a little)
+/// to a year on (a job outlives no certificate it started with).
+fn validity(p: &mut CertificateParams) {
+    let now = time::OffsetDateTime::now_utc();
+    p.not_before = now - time::Duration::days(1);
+    p.not_after = now + time::Duration::days(365);
+}
+
+/// Writes `text` to `dir/name`, created 0600.
+fn write_private(dir: &Path, name: &str, text: &str) -> anyhow::Result<PathBuf> {
+    let p = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&p)
+        .with_context(|| format!("creating {}", p.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", p.display()))?;
+    Ok(p)
+}
+
+/// A leaf certificate of the job's CA for `names`, with `usage`; its PEM and its key's.
+fn leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    names: &[&str],
+    usage: ExtendedKeyUsagePurpose,
+) -> anyhow::Result<(String, String)> {
+    let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.use_authority_key_identifier_extension = true;
+    p.key_usages.push(KeyUsagePurpose::DigitalSignature);
+    p.extended_key_usages.push(usage);
+    validity(&mut p);
+    let key = KeyPair::generate()?;
+    Ok((p.signed_by(&key, issuer)?.pem(), key.serialize_pem()))
+}
+
+impl JobTls {
+    /// Makes the job's CA and certificates and writes them into `dir`.
+    pub(super) fn make(dir: &Path, mode: TlsMode) -> anyhow::Result<Self> {
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.distinguished_name.push(
+            DnType::CommonName,
+            format!("hydrofeed launch CA (pid {})", std::process::id()),
+        );
+        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        validity(&mut ca);
+        let ca_key = KeyPair::generate()?;
+        let ca_cert = ca.self_signed(&ca_key)?;
+        let issuer = Issuer::new(ca, ca_key);
+
+        let ca_path = write_private(dir, "tls-ca.pem", &ca_cert.pem())?;
+        let (cert, key) = leaf(
+            &issuer,
+            "hydrofeed coordinator",
+            &["127.0.0.1", "localhost"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )?;
+        let server_cert = write_private(dir, "tls-coordinator.pem", &cert)?;
+        let server_key = write_private(dir, "tls-coordinator.key", &key)?;
+        let identity = match mode {
+            TlsMode::Server => None,
+            TlsMode::Mutual => {
+                let (cert, key) = leaf(
+                    &issuer,
+                    "hydrofeed client",
+                    &[],
+                    ExtendedKeyUsagePurpose::ClientAuth,
+                )?;
+                Some((
+                    write_private(dir, "tls-client.pem", &cert)?,
+                    write_private(dir, "tls-client.key", &key)?,
+                ))
+            }
+        };
+        let server = ServerTls::from_files(
+            &server_cert,
+            &server_key,
+            identity.as_ref().map(|_| ca_path.as_path()),
+        )?;
+        let mut client = ClientTls::new(PemFile::read(CA_ENV, &ca_path)?)?;
+        if let Some((c, k)) = &identity {
+            client =
+                client.with_identity(PemFile::read(CERT_ENV, c)?, PemFile::read(KEY_ENV, k)?)?;
+        }
+        Ok(Self {
+            server,
+            client,
+            ca: ca_path,
+            identity,
+        })
+    }
+
+    /// The feeder's flags.
+    pub(super) fn feeder_args(&self, cmd: &mut Command) {
+        cmd.arg("--tls-ca").arg(&self.ca);
+        if let Some((c, k)) = &self.identity {
+            cmd.arg("--tls-cert").arg(c).arg("--tls-key").arg(k);
+        }
+    }
+
+    /// A trainer's environment (`hydrofeed.DataFeed.state()` reaches the coordinator with it).
+    pub(super) fn trainer_env(&self, cmd: &mut Command) {
+        cmd.env(CA_ENV, &self.ca);
+        if let Some((c, k)) = &self.identity {
+            cmd.env(CERT_ENV, c).env(KEY_ENV, k);
+        }
+    }
+}
+
+/// Takes the TLS variables out of a child's environment: a job's children reach its own
+/// coordinator, with the job's files or none, never with what the caller had set.
+pub(super) fn clear_env(cmd: &mut Command) {
+    for v in [CA_ENV, CERT_ENV, KEY_ENV] {
+        cmd.env_remove(v);
+    }
+}
