@@ -7,7 +7,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-PHONY_EXTRA := ci-free-disk develop-debug valgrind check-rust check-python
+PHONY_EXTRA := ci-free-disk krb5-tools test-secure develop-debug valgrind check-rust check-python
 .PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
@@ -66,7 +66,7 @@ test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 
 # The release extension and binary: the ones `make demo` and `make bench` use (a debug build
 # here would replace the release extension in .venv).
-test-python: venv build develop ## Python tests against the release build (pytest, strict; exit code 5, no tests collected, fails)
+test-python: venv build develop krb5-tools ## Python tests against the release build (pytest, strict; exit code 5, no tests collected, fails)
 	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
 
 # On CI the Rust test builds (debug, loom, vendored crates, integration tests' scratch) are
@@ -75,6 +75,18 @@ test-python: venv build develop ## Python tests against the release build (pytes
 ci-free-disk:
 	rm -rf $(CARGO_TARGET_DIR)/debug $(CARGO_TARGET_DIR)/loom $(CARGO_TARGET_DIR)/vendor $(CARGO_TARGET_DIR)/tmp
 	df -h $(CARGO_TARGET_DIR) | tail -1
+
+# Kerberos client tools (kinit) and the GSSAPI library hdfs-native loads at run time, for the
+# kerberized MiniDFS tests; installed from Debian's packages when missing and running as root.
+krb5-tools:
+	@command -v kinit >/dev/null && ldconfig -p | grep -q libgssapi_krb5.so.2 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-user libgssapi-krb5-2 >/dev/null; \
+	  else echo "install kinit and libgssapi_krb5 (Debian: krb5-user libgssapi-krb5-2)" >&2; exit 1; fi; }
+
+test-secure: venv build develop krb5-tools ## Secure HDFS (MiniKdc, privacy, tokens, HA failover) and coordinator TLS, real processes
+	$(CARGO) test -p hydrofeed-cli --test coord_tls
+	HYDROFEED_REQUIRE_MINIDFS=1 HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m secure tests
 
 test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than skips)
 	HYDROFEED_REQUIRE_MINIDFS=1 $(CARGO) test -p hydrofeed-format --test hdfs

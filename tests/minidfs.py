@@ -91,13 +91,37 @@ def build() -> str:
 
 @dataclass
 class MiniDfs:
-    """A running cluster. ``conf_dir`` holds the client ``core-site.xml`` (HADOOP_CONF_DIR)."""
+    """A running cluster. ``conf_dir`` holds the client ``core-site.xml`` (HADOOP_CONF_DIR);
+    with the ``security`` flag also ``krb5.conf`` and the keytabs ``hdfs.keytab`` (the
+    cluster's own principal, ``hdfs/localhost``), ``alice.keytab`` and ``bob.keytab``."""
 
     url: str
     conf_dir: Path
     classpath: str
     proc: subprocess.Popen = field(repr=False)
     stderr_path: Path = field(repr=False)
+    lines: queue.Queue[str | None] = field(repr=False, default_factory=queue.Queue)
+    flags: tuple[str, ...] = ()
+
+    @property
+    def realm(self) -> str:
+        """The KDC's realm (``security`` clusters)."""
+        for line in (self.conf_dir / "krb5.conf").read_text().splitlines():
+            if line.strip().startswith("default_realm"):
+                return line.split("=", 1)[1].strip()
+        raise RuntimeError("no default_realm in krb5.conf")
+
+    def control(self, command: str, timeout: float = 120) -> str:
+        """Sends a command to the cluster's JVM ("put LOCAL PATH", "token FILE RENEWER",
+        "failover", "stop-datanode", "restart-datanodes"); returns its "ok ..." answer, raises
+        on "error ...". As the cluster's own user (the superuser)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command.encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.lines.get(timeout=timeout)
+        if line is None or not line.startswith("ok "):
+            raise RuntimeError(f"MiniDfs {command!r}: {line}")
+        return line
 
     def uri(self, path: str) -> str:
         """``hdfs://127.0.0.1:9000`` + an absolute path."""
@@ -158,16 +182,22 @@ class MiniDfs:
             self.proc.stdout.close()
 
 
-def start(workdir: str | os.PathLike, classpath: str | None = None) -> MiniDfs:
-    """Builds (if needed) and starts a cluster in ``workdir``; waits for the lock first."""
+def start(workdir: str | os.PathLike, classpath: str | None = None,
+          flags: tuple[str, ...] = ()) -> MiniDfs:
+    """Builds (if needed) and starts a cluster in ``workdir``; waits for the lock first.
+    ``flags``: ``security``, ``integrity`` / ``privacy``, ``encrypt-data-transfer``, ``ha``
+    (see ``MiniDfs.java``)."""
     cp = classpath or build()
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     stderr_path = work / "stderr.log"
     with open(stderr_path, "wb") as err:
+        # Only the plain cluster has fixed ports (and takes its turn at the lock); a cluster
+        # with flags has ephemeral ones, so it may run beside the plain one.
+        lock = [] if flags else ["flock", "-x", "-w", str(LOCK_WAIT_S), LOCK]
         proc = subprocess.Popen(
-            ["flock", "-x", "-w", str(LOCK_WAIT_S), LOCK, "java", "-Xmx1g", *JAVA_OPENS,
-             "-cp", cp, "hydrofeed.MiniDfs", str(work)],
+            [*lock, "java", "-Xmx1g", *JAVA_OPENS,
+             "-cp", cp, "hydrofeed.MiniDfs", str(work), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             start_new_session=True,  # own process group: stop() kills flock and the JVM only
         )
@@ -180,7 +210,7 @@ def start(workdir: str | os.PathLike, classpath: str | None = None) -> MiniDfs:
         lines.put(None)
 
     threading.Thread(target=pump, name="minidfs-stdout", daemon=True).start()
-    dfs = MiniDfs(URL, work, cp, proc, stderr_path)
+    dfs = MiniDfs(URL, work, cp, proc, stderr_path, lines, tuple(flags))
     deadline = time.monotonic() + LOCK_WAIT_S + START_S
     while True:
         left = deadline - time.monotonic()
@@ -190,6 +220,11 @@ def start(workdir: str | os.PathLike, classpath: str | None = None) -> MiniDfs:
             line = None
             left = 0
         if line == "Ready!":
+            if flags:
+                import xml.etree.ElementTree as ET
+                root = ET.parse(work / "core-site.xml").getroot()
+                props = {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
+                dfs.url = str(props["fs.defaultFS"])
             return dfs
         if line is None or left <= 0:
             code = proc.poll()

@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod launch;
 pub mod order;
 pub mod serve;
+pub mod tls;
 
 /// A plain progress line every few seconds for long commands whose stderr is not a terminal
 /// (a log file, CI): they would otherwise be silent for minutes.
@@ -64,6 +65,15 @@ pub struct Cli {
     /// `ipc.client.connect.max.retries` x `ipc.client.connect.retry.interval`].
     #[arg(long, global = true, value_name = "SECONDS")]
     pub hdfs_timeout: Option<f64>,
+    /// Kerberos principal for a secure HDFS (e.g. `alice@EXAMPLE.COM`): with `--keytab`, the
+    /// login comes from that keytab, else from the ticket cache (`kinit`). Default: the ticket
+    /// cache's principal, or the delegation tokens in `HADOOP_TOKEN_FILE_LOCATION`. Passed to
+    /// the feeders of `launch` (`HYDROFEED_KERBEROS_PRINCIPAL`).
+    #[arg(long, global = true, value_name = "PRINCIPAL")]
+    pub principal: Option<String>,
+    /// Keytab file to log in from (needs `--principal`; `HYDROFEED_KERBEROS_KEYTAB`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub keytab: Option<std::path::PathBuf>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -120,6 +130,28 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     e.downcast_ref::<Exit>().map_or(1, |x| x.code)
 }
 
+/// Checks `--principal` / `--keytab` and hands them to the HDFS storage of this process and
+/// its children through the environment (set before any thread reads it).
+fn kerberos_login(principal: Option<&str>, keytab: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use hydrofeed_storage::hdfs::{KEYTAB_ENV, PRINCIPAL_ENV};
+    if let Some(k) = keytab {
+        anyhow::ensure!(
+            principal.is_some(),
+            "--keytab {} needs --principal: the principal whose key it holds",
+            k.display()
+        );
+        let abs = std::fs::canonicalize(k)
+            .and_then(|p| std::fs::File::open(&p).map(|_| p))
+            .map_err(|e| anyhow::anyhow!("--keytab {}: cannot read it: {e}", k.display()))?;
+        std::env::set_var(KEYTAB_ENV, abs);
+    }
+    if let Some(p) = principal {
+        anyhow::ensure!(!p.trim().is_empty(), "--principal: empty");
+        std::env::set_var(PRINCIPAL_ENV, p);
+    }
+    Ok(())
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(s) = cli.hdfs_timeout {
@@ -131,6 +163,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         // set before any thread that reads the environment is started.
         std::env::set_var(hydrofeed_storage::hdfs::CONNECT_TIMEOUT_ENV, s.to_string());
     }
+    kerberos_login(cli.principal.as_deref(), cli.keytab.as_deref())?;
     match cli.command {
         Command::Bench(a) => {
             progress::ticker("bench");

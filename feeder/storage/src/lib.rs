@@ -73,18 +73,22 @@ pub fn open_storage(uri: &str) -> Result<Arc<dyn Storage>> {
     }
 }
 
-/// One [`hdfs::HdfsStorage`] per `scheme://authority` (and `HADOOP_USER_NAME`), so that every
-/// caller shares the NameNode and DataNode connections.
+/// One [`hdfs::HdfsStorage`] per `scheme://authority` (and the user, configuration directory
+/// and Kerberos login the environment names), so that every caller shares the NameNode and
+/// DataNode connections.
 fn open_hdfs(uri: &str) -> Result<Arc<dyn Storage>> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<hdfs::HdfsStorage>>>> = OnceLock::new();
     let (scheme, rest) = uri.split_once("://").unwrap_or(("hdfs", uri));
     let authority = rest.split('/').next().unwrap_or("");
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
     let key = format!(
-        "{scheme}://{authority} {} {}",
-        std::env::var("HADOOP_USER_NAME").unwrap_or_default(),
-        std::env::var("HADOOP_CONF_DIR").unwrap_or_default()
+        "{scheme}://{authority} {} {} {} {}",
+        env("HADOOP_USER_NAME"),
+        env("HADOOP_CONF_DIR"),
+        env(hdfs::PRINCIPAL_ENV),
+        env(hdfs::KEYTAB_ENV)
     );
     let mut cache = CACHE
         .get_or_init(Default::default)

@@ -235,11 +235,12 @@ class TFCluster:
             fd, resume_path = tempfile.mkstemp(prefix="hydrofeed-resume-", suffix=".json")
             with os.fdopen(fd, "w") as f:
                 f.write(holder["state"])
+        tokens = _files.hdfs_delegation_tokens(self.sc, o["uri"])
         try:
             coord = _files.Coordinator(
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
                 host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
-                order=o.get("order"),
+                order=o.get("order"), hdfs_tokens=tokens,
             )  # fmt: skip
         finally:
             if resume_path:
@@ -250,7 +251,7 @@ class TFCluster:
         try:
             for i, r in enumerate(ranks):
                 msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
-                       "data_rank": i, "workers": len(ranks)}  # fmt: skip
+                       "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens}  # fmt: skip
                 msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads", "schema")})
                 ctl.send(gen, r, msg)
             t0 = last_t = time.monotonic()

@@ -67,6 +67,7 @@ class Coordinator:
         start_timeout: float = 120.0,
         schema: str | None = None,
         order: list[str] | None = None,
+        hdfs_tokens: str | None = None,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -99,7 +100,7 @@ class Coordinator:
             args += ["--format", fmt]
         if schema is not None:
             args += ["--schema", write_schema(self._dir, schema)]
-        self.proc = spawn(args, self.token)
+        self.proc = spawn(args, self.token, write_tokens(self._dir, hdfs_tokens) if hdfs_tokens else None)
         self.metrics_url = f"http://{listen_ip}:{metrics_port}/metrics"
         line = self._read_until_listening(start_timeout)
         m = _LISTEN_RE.search(line)
@@ -220,7 +221,7 @@ def pump(proc: subprocess.Popen[bytes], tail: collections.deque[str], emit: Call
     return t
 
 
-def spawn(args: list[str], token: str) -> subprocess.Popen[bytes]:
+def spawn(args: list[str], token: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Starts a ``hydrofeed`` child with the job token in its environment (never in argv or a
     file), its output piped (stderr into stdout), killed when its parent dies."""
     return subprocess.Popen(
@@ -228,9 +229,56 @@ def spawn(args: list[str], token: str) -> subprocess.Popen[bytes]:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=dict(os.environ, HYDROFEED_TOKEN=token),
+        env=dict(os.environ, HYDROFEED_TOKEN=token, **(env or {})),
         preexec_fn=die_with_parent,
     )
+
+
+def hdfs_delegation_tokens(sc: Any, uri: str) -> str | None:
+    """Driver side: HDFS delegation tokens for ``uri``'s file system, obtained by the driver's
+    own Hadoop client (its Kerberos login: a ticket, ``spark.kerberos.keytab``, or the tokens
+    YARN gave it), with the tokens the driver already holds, as a Hadoop token storage file
+    (base64). ``None`` when ``uri`` is not on HDFS or Hadoop security is off.
+
+    Executors have no Kerberos tickets; their feeders read with these tokens
+    (``HADOOP_TOKEN_FILE_LOCATION``), as YARN containers do. Spark keeps its own tokens inside
+    the executor JVMs, where a feeder process cannot see them."""
+    import base64
+
+    if uri.split("://", 1)[0] not in ("hdfs", "viewfs") or "://" not in uri:
+        return None
+    jvm = sc._jvm
+    ugi = jvm.org.apache.hadoop.security.UserGroupInformation
+    conf = sc._jsc.hadoopConfiguration()
+    ugi.setConfiguration(conf)
+    if not ugi.isSecurityEnabled():
+        return None
+    user = ugi.getCurrentUser()
+    creds = jvm.org.apache.hadoop.security.Credentials(user.getCredentials())
+    fs = jvm.org.apache.hadoop.fs.Path(uri).getFileSystem(conf)
+    try:
+        fs.addDelegationTokens(user.getShortUserName(), creds)
+    except Exception as e:  # py4j's error carries the Java exception's text
+        raise FeedFilesError(
+            f"hydrofeed: cannot get HDFS delegation tokens for {uri} as {user.getUserName()} on "
+            f"the driver (stage: credentials); run `kinit` there or set spark.kerberos.principal "
+            f"and spark.kerberos.keytab: {str(e).splitlines()[0][:400]}"
+        ) from None
+    out = jvm.java.io.ByteArrayOutputStream()
+    creds.writeTokenStorageToStream(jvm.java.io.DataOutputStream(out))
+    return base64.b64encode(bytes(out.toByteArray())).decode()
+
+
+def write_tokens(directory: str, tokens: str) -> dict[str, str]:
+    """Writes base64 ``tokens`` (:func:`hdfs_delegation_tokens`) to a 0600 file in ``directory``;
+    returns the environment that makes a feeder use them."""
+    import base64
+
+    path = os.path.join(directory, "hdfs.tokens")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(tokens))
+    return {"HADOOP_TOKEN_FILE_LOCATION": path}
 
 
 def die_with_parent() -> None:
@@ -282,7 +330,8 @@ class Feeder:
             args += ["--decode-threads", str(int(msg["decode_threads"]))]
         if msg.get("schema"):
             args += ["--schema", write_schema(self.dir, msg["schema"])]
-        self.proc = spawn(args, msg["token"])
+        env = write_tokens(self.dir, msg["hdfs_tokens"]) if msg.get("hdfs_tokens") else None
+        self.proc = spawn(args, msg["token"], env)
         self._pumper = pump(self.proc, self.tail, lambda line: log(f"[feeder rank {self.rank}] {line}"))
 
 

@@ -54,11 +54,96 @@ pub const DEFAULT_READ_AHEAD: usize = 4 << 20;
 /// configuration sets `ipc.client.connect.max.retries` (then retries x
 /// `ipc.client.connect.retry.interval`, as Hadoop's own client waits).
 pub const CONNECT_TIMEOUT_ENV: &str = "HYDROFEED_HDFS_TIMEOUT";
+/// Kerberos principal to log in as (`hydrofeed --principal`); with [`KEYTAB_ENV`], from that
+/// keytab, else from the ticket cache. Unset: the ticket cache's default principal.
+pub const PRINCIPAL_ENV: &str = "HYDROFEED_KERBEROS_PRINCIPAL";
+/// Keytab to log in from (`hydrofeed --keytab`; needs [`PRINCIPAL_ENV`]).
+pub const KEYTAB_ENV: &str = "HYDROFEED_KERBEROS_KEYTAB";
+
+/// Whether `e` is a failed login or authentication (no ticket, expired ticket, wrong keytab,
+/// a token the NameNode refuses, or a client without security against a secure cluster).
+fn is_auth_failure(e: &HdfsError) -> bool {
+    match e {
+        HdfsError::SASLError(_) | HdfsError::GSSAPIError(..) | HdfsError::NoSASLMechanism => true,
+        HdfsError::RPCError(class, msg) | HdfsError::FatalRPCError(class, msg) => {
+            (class.ends_with("AccessControlException") && msg.contains("authentication"))
+                || class.ends_with("SaslException")
+                || class.ends_with("InvalidToken")
+        }
+        _ => false,
+    }
+}
+
+/// One clear error for a failed HDFS login: who we tried to be (principal, keytab, ticket
+/// cache or delegation token file), the NameNode, the cause, and what to run.
+fn auth_error(path: &str, e: &HdfsError) -> Error {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let namenode = path
+        .split_once("://")
+        .map_or(path, |(_, r)| r.split('/').next().unwrap_or(r));
+    let principal = env(PRINCIPAL_ENV);
+    let keytab = env(KEYTAB_ENV);
+    let who = match (&principal, &keytab, env("HADOOP_TOKEN_FILE_LOCATION")) {
+        (Some(p), Some(k), _) => format!("principal {p} with keytab {k}"),
+        (Some(p), None, _) => format!("principal {p} from the ticket cache"),
+        (None, _, Some(t)) => format!(
+            "the delegation tokens in HADOOP_TOKEN_FILE_LOCATION={t}, else the ticket cache"
+        ),
+        (None, _, None) => format!(
+            "the default principal of the ticket cache ({})",
+            env("KRB5CCNAME").map_or("KRB5CCNAME unset: the system default".into(), |c| {
+                format!("KRB5CCNAME={c}")
+            })
+        ),
+    };
+    // GSSAPI's own text, without the status codes' debug form.
+    let raw = match e {
+        HdfsError::GSSAPIError(_, _, msg) => format!("GSSAPI: {}", msg.trim()),
+        other => other.to_string(),
+    };
+    let lower = raw.to_lowercase();
+    let cause = if lower.contains("expired") {
+        "the Kerberos ticket has expired"
+    } else if keytab.is_some()
+        && (lower.contains("no credentials")
+            || lower.contains("keytab")
+            || lower.contains("key table")
+            || lower.contains("decrypt"))
+    {
+        "the keytab holds no usable key for the principal"
+    } else if lower.contains("no credentials")
+        || lower.contains("not found")
+        || lower.contains("no such file")
+        || lower.contains("cannot find kdc")
+    {
+        "no usable Kerberos credentials"
+    } else if lower.contains("simple authentication is not enabled") {
+        "the cluster requires Kerberos and the client's Hadoop configuration does not say so \
+         (hadoop.security.authentication=kerberos in core-site.xml under HADOOP_CONF_DIR)"
+    } else if lower.contains("token") {
+        "the NameNode refused the delegation token (expired, cancelled or for another cluster)"
+    } else {
+        "authentication failed"
+    };
+    let user = principal.as_deref().unwrap_or("<principal>");
+    Error::Hdfs {
+        path: path.to_string(),
+        detail: format!(
+            "cannot log in to the HDFS NameNode {namenode} as {who}: {cause} ({raw}). Get a \
+             ticket with `kinit {user}` (or `kinit -kt <keytab> {user}`), or pass \
+             `--principal {user} --keytab <keytab>`"
+        ),
+        retryable: false,
+    }
+}
 
 /// Maps an hdfs-native error on `path` (a full URI) to the feeder's [`Error`].
 pub fn map_hdfs(path: &str, e: HdfsError) -> Error {
     let detail = e.to_string();
     tracing::debug!(path, error = %detail, "hdfs error");
+    if is_auth_failure(&e) {
+        return auth_error(path, &e);
+    }
     match &e {
         HdfsError::FileNotFound(_) => Error::NotFound {
             path: path.to_string(),
@@ -310,7 +395,13 @@ impl HdfsStorage {
             config_dir: None,
             config: HashMap::new(),
             user: None,
-            kerberos: [None, None, None],
+            // `hydrofeed --principal/--keytab` (and launchers) pass them through the
+            // environment, so every feeder of a job logs in the same way.
+            kerberos: [
+                std::env::var(PRINCIPAL_ENV).ok().filter(|v| !v.is_empty()),
+                std::env::var(KEYTAB_ENV).ok().filter(|v| !v.is_empty()),
+                None,
+            ],
             timeout: DEFAULT_TIMEOUT,
             read_ahead: DEFAULT_READ_AHEAD,
         }
