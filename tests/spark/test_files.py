@@ -62,6 +62,27 @@ def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path, capfd
     assert "found in sys.modules" not in err, err[-3000:]
 
 
+@pytest.mark.parametrize("tls", [True, False])
+def test_control_plane_is_tls_with_a_job_ca_unless_turned_off(sc, tmp_path, caplog, tls):
+    """The coordinator's gRPC (feeders and trainers on the executors -> the driver) is TLS with
+    a CA the coordinator made for the job, by default; ``tls=False`` is plain gRPC."""
+    import logging
+
+    data = str(tmp_path / "data")
+    total = _write_dataset(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50}, 2, input_mode=InputMode.SPARK)
+    with caplog.at_level(logging.INFO, logger="hydrofeed.spark.files"):
+        state = cluster.train_files(data, batch_size=50, seed=3, **({} if tls else {"tls": False}))
+    cluster.shutdown()
+    assert state["finished"] is True
+    res = spark_funs.results(str(out), 2)
+    assert sorted(i for r in res.values() for i in r["ids"]) == list(range(total))
+    said = [r.getMessage() for r in caplog.records if "[coordinator]" in r.getMessage()]
+    assert any("TLS: " in m for m in said) == tls, said
+
+
 def test_shuffle_buffer_mixes_files_in_file_mode(sc, tmp_path):
     """``train_files(shuffle_buffer=...)``: the fixed order with a shuffle buffer, every row once,
     each worker's rows mixed across files instead of in storage order."""

@@ -126,7 +126,7 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
 /// Runs `hydrofeed coordinator`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
-    let tls = args.tls.load()?;
+    let tls = args.tls.load(args.listen)?;
     let splits = splits_of(&args)?;
     let mut cfg = Config {
         epochs: args.epochs.unwrap_or(1),

@@ -20,11 +20,38 @@ pub struct ServerArgs {
     /// Mutual TLS: refuse clients without a certificate signed by this CA (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Serve TLS with a CA made for this job: its certificate goes to DIR/tls-ca.pem (0600;
+    /// the clients' `--tls-ca`), the coordinator's certificate names the `--listen` address,
+    /// `localhost`, 127.0.0.1 and each `--tls-name`; the CA's key is never written. What the
+    /// Spark integration uses.
+    #[arg(long, value_name = "DIR", conflicts_with = "tls_cert")]
+    pub tls_job_dir: Option<PathBuf>,
+    /// A further name (host or IP) for the certificate `--tls-job-dir` makes.
+    #[arg(long, value_name = "NAME", requires = "tls_job_dir")]
+    pub tls_name: Vec<String>,
 }
 
 impl ServerArgs {
-    /// The TLS the flags ask for (`None`: plain).
-    pub fn load(&self) -> anyhow::Result<Option<ServerTls>> {
+    /// The TLS the flags ask for (`None`: plain); `listen` is the coordinator's address.
+    pub fn load(&self, listen: std::net::SocketAddr) -> anyhow::Result<Option<ServerTls>> {
+        if let Some(dir) = &self.tls_job_dir {
+            let ip = listen.ip().to_string();
+            let mut names: Vec<&str> = Vec::new();
+            for n in [ip.as_str(), "localhost", "127.0.0.1"]
+                .into_iter()
+                .chain(self.tls_name.iter().map(String::as_str))
+            {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let job = crate::launch::certs::JobTls::make_for(
+                dir,
+                crate::launch::TlsMode::Server,
+                &names,
+            )?;
+            return Ok(Some(job.server));
+        }
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Ok(Some(ServerTls::from_files(
                 cert,

@@ -145,6 +145,7 @@ class TFCluster:
         shuffle_buffer: int = 0,
         cycle_length: int | None = None,
         order: str | None = None,
+        tls: bool = True,
     ) -> dict[str, Any]:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
@@ -165,6 +166,11 @@ class TFCluster:
         ``resume`` continues each worker's stream at the exact row; ``shuffle_buffer`` rows are
         mixed at a time from ``cycle_length`` (default 8) parts of each worker's share read in
         parallel (docs/arch/order.md).
+
+        ``tls``: the coordinator's gRPC (feeders and trainers on the executors to the driver)
+        is TLS with a CA made for the job, as well as the job token; ``False``: plain gRPC with
+        the token alone. On a secure HDFS the driver obtains delegation tokens for ``uri`` and
+        gives them to the coordinator and the feeders (docs/hdfs.md).
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
@@ -198,6 +204,7 @@ class TFCluster:
             "decode_threads": int(decode_threads),
             "schema": _files.schema_text(schema) if schema is not None else None,
             "order": _order_args(order, shuffle_buffer, cycle_length),
+            "tls": bool(tls),
         }
         state = _state_text(resume)
         while True:
@@ -240,7 +247,7 @@ class TFCluster:
             coord = _files.Coordinator(
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
                 host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
-                order=o.get("order"), hdfs_tokens=tokens,
+                order=o.get("order"), hdfs_tokens=tokens, tls=o["tls"],
             )  # fmt: skip
         finally:
             if resume_path:
@@ -251,7 +258,8 @@ class TFCluster:
         try:
             for i, r in enumerate(ranks):
                 msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
-                       "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens}  # fmt: skip
+                       "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens,
+                       "tls_ca": coord.tls_ca}  # fmt: skip
                 msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads", "schema")})
                 ctl.send(gen, r, msg)
             t0 = last_t = time.monotonic()

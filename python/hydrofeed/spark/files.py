@@ -68,6 +68,7 @@ class Coordinator:
         schema: str | None = None,
         order: list[str] | None = None,
         hdfs_tokens: str | None = None,
+        tls: bool = True,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -100,6 +101,9 @@ class Coordinator:
             args += ["--format", fmt]
         if schema is not None:
             args += ["--schema", write_schema(self._dir, schema)]
+        if tls:
+            # A CA made for this job by the coordinator; the feeders and trainers trust it.
+            args += ["--tls-job-dir", self._dir, "--tls-name", host]
         self.proc = spawn(args, self.token, write_tokens(self._dir, hdfs_tokens) if hdfs_tokens else None)
         self.metrics_url = f"http://{listen_ip}:{metrics_port}/metrics"
         line = self._read_until_listening(start_timeout)
@@ -112,6 +116,11 @@ class Coordinator:
             )
         port = int(m.group(1).rsplit(":", 1)[1])
         self.addr = f"{host}:{port}"
+        #: The PEM of the job's CA (``None``: plain gRPC).
+        self.tls_ca: str | None = None
+        if tls:
+            with open(os.path.join(self._dir, "tls-ca.pem")) as f:
+                self.tls_ca = f.read()
         self._pumper = pump(self.proc, self.tail, lambda line: logger.info("[coordinator] %s", line))
 
     def _read_until_listening(self, timeout: float) -> str:
@@ -269,15 +278,20 @@ def hdfs_delegation_tokens(sc: Any, uri: str) -> str | None:
     return base64.b64encode(bytes(out.toByteArray())).decode()
 
 
+def write_private(path: str, data: bytes) -> str:
+    """Writes ``data`` to ``path``, created 0600; returns ``path``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
 def write_tokens(directory: str, tokens: str) -> dict[str, str]:
     """Writes base64 ``tokens`` (:func:`hdfs_delegation_tokens`) to a 0600 file in ``directory``;
     returns the environment that makes a feeder use them."""
     import base64
 
-    path = os.path.join(directory, "hdfs.tokens")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(base64.b64decode(tokens))
+    path = write_private(os.path.join(directory, "hdfs.tokens"), base64.b64decode(tokens))
     return {"HADOOP_TOKEN_FILE_LOCATION": path}
 
 
@@ -330,6 +344,11 @@ class Feeder:
             args += ["--decode-threads", str(int(msg["decode_threads"]))]
         if msg.get("schema"):
             args += ["--schema", write_schema(self.dir, msg["schema"])]
+        #: The job CA's file (``None``: plain gRPC), for the feeder and the trainer.
+        self.tls_ca: str | None = None
+        if msg.get("tls_ca"):
+            self.tls_ca = write_private(os.path.join(self.dir, "tls-ca.pem"), msg["tls_ca"].encode())
+            args += ["--tls-ca", self.tls_ca]
         env = write_tokens(self.dir, msg["hdfs_tokens"]) if msg.get("hdfs_tokens") else None
         self.proc = spawn(args, msg["token"], env)
         self._pumper = pump(self.proc, self.tail, lambda line: log(f"[feeder rank {self.rank}] {line}"))
@@ -366,6 +385,7 @@ class Feeder:
             "workers": int(m["workers"]),
             "batch_size": int(m["batch_size"]),
             "feed_timeout": float(m["feed_timeout"]),
+            "tls_ca": self.tls_ca,
         }
 
 
@@ -379,6 +399,7 @@ def ring_env(msg: dict[str, Any]) -> dict[str, str]:
         "HYDROFEED_TOKEN": str(msg["token"]),
         "HYDROFEED_RANK": str(msg["rank"]),
         "HYDROFEED_NUM_WORKERS": str(msg["workers"]),
+        **({"HYDROFEED_TLS_CA": str(msg["tls_ca"])} if msg.get("tls_ca") else {}),
     }
 
 

@@ -126,7 +126,14 @@ def sweep_stale(min_age_s: float = 600.0) -> int:
             continue
         for n in sorted(names, reverse=True):  # files inside feed-* before the directory
             p = os.path.join(d, n)
-            if n.startswith("feed-") and os.sep not in n:
+            if n.startswith("feed-") and os.sep in n and not os.path.isdir(p):
+                # what a dead feeder's supervisor wrote for it: the job CA, HDFS tokens, schema
+                try:
+                    os.unlink(p)
+                    removed += 1
+                except OSError:
+                    pass
+            elif n.startswith("feed-") and os.sep not in n:
                 try:
                     os.rmdir(p)
                     removed += 1

@@ -1,4 +1,4 @@
-//! `launch --tls`: a CA made for the job at start signs the coordinator's certificate (for
+//! `launch --tls` (and `coordinator --tls-job-dir`): a CA made for the job at start signs the coordinator's certificate (for
 //! 127.0.0.1 and `localhost`, where launch's coordinator listens) and, under `--tls mutual`,
 //! one client certificate the feeder and the trainers present. The CA certificate and the
 //! other certificates and keys are written 0600 into the job's private directory (0700), which
@@ -28,8 +28,8 @@ pub enum TlsMode {
 }
 
 /// The job's TLS: the coordinator's side, launch's own client, and the files its children get.
-pub(super) struct JobTls {
-    pub(super) server: ServerTls,
+pub(crate) struct JobTls {
+    pub(crate) server: ServerTls,
     pub(super) client: ClientTls,
     ca: PathBuf,
     identity: Option<(PathBuf, PathBuf)>,
@@ -75,8 +75,14 @@ fn leaf(
 }
 
 impl JobTls {
-    /// Makes the job's CA and certificates and writes them into `dir`.
+    /// Makes the job's CA and certificates (the coordinator's for 127.0.0.1 and `localhost`)
+    /// and writes them into `dir`.
     pub(super) fn make(dir: &Path, mode: TlsMode) -> anyhow::Result<Self> {
+        Self::make_for(dir, mode, &["127.0.0.1", "localhost"])
+    }
+
+    /// [`JobTls::make`] with the coordinator's certificate for `names` (host names or IPs).
+    pub(crate) fn make_for(dir: &Path, mode: TlsMode, names: &[&str]) -> anyhow::Result<Self> {
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         ca.distinguished_name.push(
             DnType::CommonName,
@@ -96,7 +102,7 @@ impl JobTls {
         let (cert, key) = leaf(
             &issuer,
             "hydrofeed coordinator",
-            &["127.0.0.1", "localhost"],
+            names,
             ExtendedKeyUsagePurpose::ServerAuth,
         )?;
         let server_cert = write_private(dir, "tls-coordinator.pem", &cert)?;

@@ -41,7 +41,7 @@ use hydrofeed_feeder::daemon::SKIPPED_LINE;
 use hydrofeed_tfbridge::SOCKET_ENV;
 
 mod batch_size;
-mod certs;
+pub(crate) mod certs;
 mod children;
 mod feeder;
 mod gpus;
