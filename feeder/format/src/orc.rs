@@ -204,7 +204,7 @@ impl Units for Stripes {
         self.stripes[stripe].size.rows
     }
 
-    fn open(&self, stripe: usize) -> Result<UnitBatches> {
+    fn open(&self, stripe: usize, _skip: u64) -> Result<UnitBatches> {
         match self.stripe_reader(stripe) {
             Ok(r) => Ok(Box::new(r.map(|b| b.map_err(|e| e.to_string())))),
             // The footer read again for this stripe: name the stripe.

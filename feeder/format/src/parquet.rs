@@ -24,7 +24,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
-    ParquetRecordBatchReaderBuilder,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -334,7 +334,9 @@ impl RowGroups {
         }
     }
 
-    fn rg_reader(&self, rg: usize) -> Result<RgReader> {
+    /// Row group `rg` from its row `skip` on: the rows before are passed over with a row
+    /// selection (the column readers skip their records without building arrays).
+    fn rg_reader(&self, rg: usize, skip: u64) -> Result<RgReader> {
         let chunks = self
             .chunks
             .read_ahead(&self.chunk_ranges(rg))
@@ -365,44 +367,47 @@ impl RowGroups {
         let rest: Vec<usize> = (0..pq_schema.num_columns())
             .filter(|&l| self.mask.leaf_included(l) && !fast.iter().any(|&(_, f)| f == l))
             .collect();
-        if fast.is_empty() {
-            return ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
-                .with_row_groups(vec![rg])
-                .with_projection(self.mask.clone())
-                .with_batch_size(self.batch_rows)
-                .build()
-                .map(RgReader::Arrow)
-                .map_err(|e| self.rg_error(rg, e.to_string()));
-        }
         let rows = md.row_group(rg).num_rows().max(0) as usize;
+        let skip = (skip as usize).min(rows);
+        let selection = (skip > 0).then(|| {
+            RowSelection::from(vec![
+                RowSelector::skip(skip),
+                RowSelector::select(rows - skip),
+            ])
+        });
+        let arrow_reader = |chunks: StorageChunks, mask: ProjectionMask| {
+            let mut b =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
+                    .with_row_groups(vec![rg])
+                    .with_projection(mask)
+                    .with_batch_size(self.batch_rows);
+            if let Some(sel) = &selection {
+                b = b.with_row_selection(sel.clone());
+            }
+            b.build().map_err(|e| self.rg_error(rg, e.to_string()))
+        };
+        if fast.is_empty() {
+            return arrow_reader(chunks, self.mask.clone()).map(RgReader::Arrow);
+        }
         let chunks = Arc::new(chunks);
         let mut cols = Vec::with_capacity(fast.len());
         for &(pos, leaf) in &fast {
             let field = file_schema.field(roots[pos]).clone();
-            let c = super::parquet_fixed::FixedListColumn::open(
+            let mut c = super::parquet_fixed::FixedListColumn::open(
                 chunks.clone(),
                 md.row_group(rg),
                 leaf,
                 Arc::new(field),
             )
             .map_err(|e| self.rg_error(rg, e))?;
+            c.skip(skip).map_err(|e| self.rg_error(rg, e))?;
             cols.push((pos, c));
         }
         let arrow = if rest.is_empty() {
             None
         } else {
             let mask = ProjectionMask::leaves(pq_schema, rest);
-            Some(
-                ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    (*chunks).clone(),
-                    self.meta.clone(),
-                )
-                .with_row_groups(vec![rg])
-                .with_projection(mask)
-                .with_batch_size(self.batch_rows)
-                .build()
-                .map_err(|e| self.rg_error(rg, e.to_string()))?,
-            )
+            Some(arrow_reader((*chunks).clone(), mask)?)
         };
         let schema = Arc::new(
             file_schema
@@ -412,7 +417,7 @@ impl RowGroups {
         Ok(RgReader::Fixed(FixedRg {
             arrow,
             cols,
-            rows_left: rows,
+            rows_left: rows - skip,
             batch_rows: self.batch_rows,
             schema,
         }))
@@ -424,8 +429,12 @@ impl Units for RowGroups {
         self.meta.metadata().row_group(rg).num_rows().max(0) as u64
     }
 
-    fn open(&self, rg: usize) -> Result<UnitBatches> {
-        Ok(Box::new(self.rg_reader(rg)?))
+    fn open(&self, rg: usize, skip: u64) -> Result<UnitBatches> {
+        Ok(Box::new(self.rg_reader(rg, skip)?))
+    }
+
+    fn skips_within(&self) -> bool {
+        true
     }
 
     fn error(&self, rg: usize, detail: String) -> Error {

@@ -107,6 +107,28 @@ impl FixedListColumn {
         })
     }
 
+    /// Passes over the next `rows` rows without building them (the parquet crate's
+    /// `skip_records`: pages are decompressed, values are not copied).
+    pub(crate) fn skip(&mut self, rows: usize) -> Result<(), String> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let skipped = match &mut self.reader {
+            Typed::F32(r) => r.skip_records(rows),
+            Typed::F64(r) => r.skip_records(rows),
+            Typed::I32(r) => r.skip_records(rows),
+            Typed::I64(r) => r.skip_records(rows),
+        }
+        .map_err(|e| e.to_string())?;
+        if skipped != rows {
+            return Err(format!(
+                "column {}: passed over {skipped} rows of the {rows} asked for",
+                self.field.name()
+            ));
+        }
+        Ok(())
+    }
+
     /// The next `rows` rows as a `FixedSizeListArray`.
     pub(crate) fn read(&mut self, rows: usize) -> Result<ArrayRef, String> {
         let item = match self.field.data_type() {

@@ -7,7 +7,8 @@
 //! one) or `OnError::Skip` (decode a whole unit before handing any of it out, so a bad unit is
 //! dropped whole and counted, never half-delivered), a decoder panic caught as a `DataError`
 //! at the unit, the projection's column order, and [`SplitReader::skip_rows`] passing whole
-//! units over without reading them.
+//! units over without reading them (and, where the format can, the head of the next one
+//! without decoding it).
 
 use std::collections::VecDeque;
 
@@ -84,8 +85,14 @@ pub(crate) type UnitBatches =
 pub(crate) trait Units: Send {
     /// Rows of unit `u` by the file's metadata.
     fn rows(&self, u: usize) -> u64;
-    /// Opens unit `u` for decoding (reads its bytes or starts to).
-    fn open(&self, u: usize) -> Result<UnitBatches>;
+    /// Opens unit `u` for decoding (reads its bytes or starts to), its first `skip` rows
+    /// passed over (always 0 unless [`Units::skips_within`]).
+    fn open(&self, u: usize, skip: u64) -> Result<UnitBatches>;
+    /// Whether [`Units::open`] can start inside a unit without decoding the rows before
+    /// (Parquet: a row selection, which skips records without building them).
+    fn skips_within(&self) -> bool {
+        false
+    }
     /// A `DataError` at unit `u` (a failed storage read's own error first, when there is one).
     fn error(&self, u: usize, detail: String) -> Error;
     /// The unit as the error messages name it: "row group 3", "stripe 1".
@@ -170,6 +177,8 @@ pub(crate) struct UnitReader<U: Units> {
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
     done: bool,
+    /// Rows of the next unit to pass over when it is opened ([`SplitReader::skip_rows`]).
+    skip_in_next: u64,
 }
 
 impl<U: Units> UnitReader<U> {
@@ -195,6 +204,7 @@ impl<U: Units> UnitReader<U> {
             buffered: VecDeque::new(),
             skipped: SkipStats::default(),
             done: false,
+            skip_in_next: 0,
         }
     }
 
@@ -207,7 +217,8 @@ impl<U: Units> UnitReader<U> {
         }
         tracing::warn!("skipping: {e}");
         self.skipped.blocks += 1;
-        self.skipped.records += self.units.rows(u);
+        self.skipped.records += self.units.rows(u).saturating_sub(self.skip_in_next);
+        self.skip_in_next = 0;
         Ok(())
     }
 
@@ -225,8 +236,11 @@ impl<U: Units> UnitReader<U> {
                     return Ok(None);
                 };
                 self.active = u;
-                match self.units.open(u) {
-                    Ok(b) => self.current = Some((u, b)),
+                match self.units.open(u, self.skip_in_next) {
+                    Ok(b) => {
+                        self.skip_in_next = 0;
+                        self.current = Some((u, b));
+                    }
                     Err(e) => self.bad(u, e)?,
                 }
                 continue;
@@ -296,13 +310,18 @@ impl<U: Units> SplitReader for UnitReader<U> {
     }
 
     fn skip_rows(&mut self, n: u64) -> u64 {
-        if self.current.is_some() || !self.buffered.is_empty() {
+        if self.current.is_some() || !self.buffered.is_empty() || self.skip_in_next > 0 {
             return 0;
         }
         let mut passed = 0;
         while let Some(&u) = self.todo.front() {
             let rows = self.units.rows(u);
             if passed + rows > n {
+                // Inside this unit: passed over when it opens, where the format can.
+                if self.units.skips_within() {
+                    self.skip_in_next = n - passed;
+                    passed = n;
+                }
                 break;
             }
             passed += rows;
