@@ -168,7 +168,24 @@ def test_expired_ticket_is_one_clear_error(hf_bin: str, secure, tmp_path: Path) 
     kinit(env, secure.conf_dir / "alice.keytab", "alice", "-l", "8s")
     time.sleep(10)
     r = launch(hf_bin, secure.uri("/data"), env)
-    assert_clear_login_error(r, secure, "expired")
+    # The principal comes from the ticket cache's own header.
+    assert_clear_login_error(r, secure, "expired", f"principal alice@{secure.realm}",
+                             f"kinit alice@{secure.realm}")
+
+
+def test_keytab_from_the_hadoop_configuration(hf_bin: str, secure, tmp_path: Path) -> None:
+    """An admin's core-site.xml names the principal and keytab (hydrofeed.kerberos.*): no
+    flags, no ticket."""
+    conf = tmp_path / "conf"
+    shutil.copytree(secure.conf_dir, conf, ignore=shutil.ignore_patterns("data", "kdc"))
+    site = conf / "core-site.xml"
+    extra = (f"<property><name>hydrofeed.kerberos.principal</name><value>alice@{secure.realm}"
+             f"</value></property><property><name>hydrofeed.kerberos.keytab</name><value>"
+             f"{secure.conf_dir / 'alice.keytab'}</value></property></configuration>")
+    site.write_text(site.read_text().replace("</configuration>", extra))
+    env = krb_env(secure, tmp_path, HADOOP_CONF_DIR=str(conf))
+    assert_every_row_once(launch(hf_bin, secure.uri("/data"), env), env)
+    assert not (tmp_path / "krb5cc").exists()
 
 
 def test_no_credentials_is_one_clear_error(hf_bin: str, secure, tmp_path: Path) -> None:

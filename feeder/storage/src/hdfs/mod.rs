@@ -59,6 +59,10 @@ pub const CONNECT_TIMEOUT_ENV: &str = "HYDROFEED_HDFS_TIMEOUT";
 pub const PRINCIPAL_ENV: &str = "HYDROFEED_KERBEROS_PRINCIPAL";
 /// Keytab to log in from (`hydrofeed --keytab`; needs [`PRINCIPAL_ENV`]).
 pub const KEYTAB_ENV: &str = "HYDROFEED_KERBEROS_KEYTAB";
+/// Hadoop configuration key with the principal to log in as (below [`PRINCIPAL_ENV`]).
+pub const PRINCIPAL_KEY: &str = "hydrofeed.kerberos.principal";
+/// Hadoop configuration key with the keytab to log in from (below [`KEYTAB_ENV`]).
+pub const KEYTAB_KEY: &str = "hydrofeed.kerberos.keytab";
 
 /// Whether `e` is a failed login or authentication (no ticket, expired ticket, wrong keytab,
 /// a token the NameNode refuses, or a client without security against a secure cluster).
@@ -74,27 +78,92 @@ fn is_auth_failure(e: &HdfsError) -> bool {
     }
 }
 
+/// Non-empty environment variable `k`.
+fn env_var(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
+/// The Kerberos login a storage was built with: principal and keytab (from `--principal` /
+/// `--keytab`, their environment variables, or the Hadoop configuration's
+/// `hydrofeed.kerberos.principal` / `hydrofeed.kerberos.keytab`).
+#[derive(Debug, Clone, Default)]
+struct Login {
+    principal: Option<String>,
+    keytab: Option<String>,
+}
+
+impl Login {
+    fn from_env() -> Self {
+        Self {
+            principal: env_var(PRINCIPAL_ENV),
+            keytab: env_var(KEYTAB_ENV),
+        }
+    }
+}
+
+/// The default principal of the ticket cache `KRB5CCNAME` names (a `FILE:` cache, or MIT's
+/// default `/tmp/krb5cc_<uid>`), read from the cache file's header; `None` for other cache
+/// types or a missing or unreadable file.
+fn ccache_principal() -> Option<String> {
+    let name = env_var("KRB5CCNAME")
+        // SAFETY: getuid has no preconditions and cannot fail.
+        .unwrap_or_else(|| format!("FILE:/tmp/krb5cc_{}", unsafe { libc::getuid() }));
+    let path = match name.split_once(':') {
+        Some(("FILE", p)) => p.to_string(),
+        Some(_) => return None,
+        None => name,
+    };
+    let b = std::fs::read(path).ok()?;
+    let u16_at = |i: usize| Some(u16::from_be_bytes(b.get(i..i + 2)?.try_into().ok()?));
+    let u32_at = |i: usize| Some(u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?));
+    // Version 0x0504 has a header (its length, then tags); 0x0503 none.
+    let mut at = match u16_at(0)? {
+        0x0504 => 4 + usize::from(u16_at(2)?),
+        0x0503 => 2,
+        _ => return None,
+    };
+    let components = u32_at(at + 4)? as usize;
+    at += 8;
+    let text = |at: &mut usize| -> Option<String> {
+        let n = u32_at(*at)? as usize;
+        let s = String::from_utf8(b.get(*at + 4..*at + 4 + n)?.to_vec()).ok()?;
+        *at += 4 + n;
+        Some(s)
+    };
+    let realm = text(&mut at)?;
+    let parts = (0..components.min(16))
+        .map(|_| text(&mut at))
+        .collect::<Option<Vec<_>>>()?;
+    Some(format!("{}@{realm}", parts.join("/")))
+}
+
 /// One clear error for a failed HDFS login: who we tried to be (principal, keytab, ticket
 /// cache or delegation token file), the NameNode, the cause, and what to run.
-fn auth_error(path: &str, e: &HdfsError) -> Error {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+fn auth_error(path: &str, e: &HdfsError, login: &Login) -> Error {
     let namenode = path
         .split_once("://")
         .map_or(path, |(_, r)| r.split('/').next().unwrap_or(r));
-    let principal = env(PRINCIPAL_ENV);
-    let keytab = env(KEYTAB_ENV);
-    let who = match (&principal, &keytab, env("HADOOP_TOKEN_FILE_LOCATION")) {
+    let cache = || {
+        env_var("KRB5CCNAME").map_or("KRB5CCNAME unset: the system default".into(), |c| {
+            format!("KRB5CCNAME={c}")
+        })
+    };
+    let mut principal = login.principal.clone();
+    let keytab = login.keytab.clone();
+    let who = match (&principal, &keytab, env_var("HADOOP_TOKEN_FILE_LOCATION")) {
         (Some(p), Some(k), _) => format!("principal {p} with keytab {k}"),
-        (Some(p), None, _) => format!("principal {p} from the ticket cache"),
+        (Some(p), None, _) => format!("principal {p} from the ticket cache ({})", cache()),
         (None, _, Some(t)) => format!(
             "the delegation tokens in HADOOP_TOKEN_FILE_LOCATION={t}, else the ticket cache"
         ),
-        (None, _, None) => format!(
-            "the default principal of the ticket cache ({})",
-            env("KRB5CCNAME").map_or("KRB5CCNAME unset: the system default".into(), |c| {
-                format!("KRB5CCNAME={c}")
-            })
-        ),
+        (None, _, None) => match ccache_principal() {
+            Some(p) => {
+                let who = format!("principal {p} from the ticket cache ({})", cache());
+                principal = Some(p);
+                who
+            }
+            None => format!("the default principal of the ticket cache ({})", cache()),
+        },
     };
     // GSSAPI's own text, without the status codes' debug form.
     let raw = match e {
@@ -137,12 +206,18 @@ fn auth_error(path: &str, e: &HdfsError) -> Error {
     }
 }
 
-/// Maps an hdfs-native error on `path` (a full URI) to the feeder's [`Error`].
+/// Maps an hdfs-native error on `path` (a full URI) to the feeder's [`Error`] (a failed login
+/// names the principal and keytab of the environment: `--principal` / `--keytab`).
 pub fn map_hdfs(path: &str, e: HdfsError) -> Error {
+    map_hdfs_as(path, e, &Login::from_env())
+}
+
+/// [`map_hdfs`] for a storage logged in as `login`.
+fn map_hdfs_as(path: &str, e: HdfsError, login: &Login) -> Error {
     let detail = e.to_string();
     tracing::debug!(path, error = %detail, "hdfs error");
     if is_auth_failure(&e) {
-        return auth_error(path, &e);
+        return auth_error(path, &e, login);
     }
     match &e {
         HdfsError::FileNotFound(_) => Error::NotFound {
@@ -318,11 +393,16 @@ impl HdfsStorageBuilder {
             b = b.with_user(user.clone());
         }
         let [principal, keytab, cache] = self.kerberos.clone();
-        if let Some(p) = principal {
-            b = b.with_kerberos_principal(p);
+        // The flags (through the environment) first, then the cluster's configuration.
+        let login = Login {
+            principal: principal.or_else(|| conf.get(PRINCIPAL_KEY)),
+            keytab: keytab.or_else(|| conf.get(KEYTAB_KEY)),
+        };
+        if let Some(p) = &login.principal {
+            b = b.with_kerberos_principal(p.clone());
         }
-        if let Some(k) = keytab {
-            b = b.with_kerberos_keytab(k);
+        if let Some(k) = &login.keytab {
+            b = b.with_kerberos_keytab(k.clone());
         }
         if let Some(c) = cache {
             b = b.with_kerberos_cache(c);
@@ -331,7 +411,7 @@ impl HdfsStorageBuilder {
         // NameNode happens until the first call.
         let client = {
             let _guard = rt.enter();
-            b.build().map_err(|e| map_hdfs(&base, e))?
+            b.build().map_err(|e| map_hdfs_as(&base, e, &login))?
         };
         let user = self
             .user
@@ -355,6 +435,7 @@ impl HdfsStorageBuilder {
             namenodes,
             connect_wait,
             reached: std::sync::atomic::AtomicBool::new(false),
+            login,
         })
     }
 }
@@ -376,6 +457,8 @@ pub struct HdfsStorage {
     connect_wait: Duration,
     /// A NameNode accepted a connection once: no more checks.
     reached: std::sync::atomic::AtomicBool,
+    /// Who it logs in as (for the error of a failed login).
+    login: Login,
 }
 
 impl std::fmt::Debug for HdfsStorage {
@@ -486,7 +569,7 @@ impl HdfsStorage {
                 w.close().await
             },
         )?
-        .map_err(|e| map_hdfs(&uri, e))
+        .map_err(|e| map_hdfs_as(&uri, e, &self.login))
     }
 
     /// Sets the permission bits of a path (octal, e.g. `0o600`).
@@ -500,7 +583,7 @@ impl HdfsStorage {
             || format!("hdfs chmod of {uri}"),
             async move { client.set_permission(&p, perm).await },
         )?
-        .map_err(|e| map_hdfs(&uri, e))
+        .map_err(|e| map_hdfs_as(&uri, e, &self.login))
     }
 
     /// Deletes a path (recursively for directories); `Ok(false)` if it did not exist.
@@ -514,7 +597,7 @@ impl HdfsStorage {
             || format!("hdfs delete of {uri}"),
             async move { client.delete(&p, recursive).await },
         )?
-        .map_err(|e| map_hdfs(&uri, e))
+        .map_err(|e| map_hdfs_as(&uri, e, &self.login))
     }
 }
 
@@ -529,7 +612,7 @@ impl Storage for HdfsStorage {
             || format!("hdfs stat of {path}"),
             async move { client.get_file_info(&q).await },
         )?
-        .map_err(|e| map_hdfs(&self.uri(&p), e))?;
+        .map_err(|e| map_hdfs_as(&self.uri(&p), e, &self.login))?;
         Ok(self.status(s))
     }
 
@@ -541,7 +624,7 @@ impl Storage for HdfsStorage {
         let v = run(self.timeout, || format!("hdfs list of {dir}"), async move {
             client.list_status(&q, false).await
         })?
-        .map_err(|e| map_hdfs(&self.uri(&p), e))?;
+        .map_err(|e| map_hdfs_as(&self.uri(&p), e, &self.login))?;
         let mut out: Vec<FileStatus> = v.into_iter().map(|s| self.status(s)).collect();
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(out)
@@ -556,7 +639,7 @@ impl Storage for HdfsStorage {
         let reader = run(self.timeout, || format!("hdfs open of {uri}"), async move {
             client.read(&q).await
         })?
-        .map_err(|e| map_hdfs(&uri, e))?;
+        .map_err(|e| map_hdfs_as(&uri, e, &self.login))?;
         let len = reader.file_length() as u64;
         Ok(Arc::new(HdfsFile {
             path: uri,
@@ -589,7 +672,7 @@ impl Storage for HdfsStorage {
                     || format!("hdfs stat of {path}"),
                     async move { client.get_file_info(&q).await },
                 )?
-                .map_err(|e| map_hdfs(&st.path, e))?
+                .map_err(|e| map_hdfs_as(&st.path, e, &self.login))?
                 .blocksize
                 .filter(|&b| b > 0)
                 .unwrap_or(st.len.max(1));
