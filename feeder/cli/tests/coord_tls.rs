@@ -4,13 +4,13 @@
 //! `hydrofeed launch --tls` feeding every row to two trainers (this test binary re-run as the
 //! trainer, `tls_trainer_child`), and a feeder started by hand with the wrong CA.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::service::{self, RunningService, ServiceOptions};
 use hydrofeed_coord::tls::{ClientTls, PemFile, ServerTls, CA_ENV};
@@ -19,8 +19,6 @@ use hydrofeed_coord::{Config, Machine, Registration, Role, SplitInfo, Work};
 use hydrofeed_error::Error;
 use hydrofeed_format::gen::{write_dataset, GenOptions};
 use hydrofeed_format::split::Format;
-use hydrofeed_ipc::connect;
-use hydrofeed_tfbridge::{owned_buffer, Control, Frame, FrameDecoder};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -358,50 +356,14 @@ fn tls_trainer_child() {
     let e = CoordClient::connect_tls(hostport, &token, CONNECT, None).unwrap_err();
     assert!(e.to_string().contains("speaks TLS"), "{e}");
 
-    let sock = std::env::var("HYDROFEED_FEED_SOCKET").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut c = loop {
-        match connect(Path::new(&sock), Duration::from_secs(1)) {
-            Ok(c) => break c,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("connect {sock}: {e}"),
-        }
-    };
-    c.send_control(
-        &Control::Hello {
-            batch_size: Some(BATCH as u64),
-            pid: std::process::id(),
-        }
-        .to_bytes(),
-    )
-    .unwrap();
-    let mut dec = FrameDecoder::new();
     let mut lines = format!("ca {ca}\n");
-    let mut frames = 0u64;
-    loop {
-        if frames > 0 {
-            let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
-        }
-        let l = c
-            .next(Duration::from_secs(60))
-            .unwrap()
-            .expect("ring closed before end-of-feed");
-        frames += 1;
-        match dec.decode(&owned_buffer(l)).unwrap() {
-            Frame::Batch(_, b) => {
-                let ids = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
-                for v in ids.values().iter() {
-                    lines.push_str(&format!("{v}\n"));
-                }
+    common::read_feed(BATCH as u64, |got| {
+        if let common::Got::Batch(_, ids) = got {
+            for v in ids {
+                lines.push_str(&format!("{v}\n"));
             }
-            Frame::EndOfFeed(_) => {
-                let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
-                break;
-            }
-            Frame::Error(_, _, msg) => panic!("{msg}"),
-            _ => {}
         }
-    }
+    });
     std::fs::write(Path::new(&out).join(format!("rank-{rank}.txt")), lines).unwrap();
 }
 

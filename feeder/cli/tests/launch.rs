@@ -2,16 +2,13 @@
 //! itself as the trainer (`trainer_child`, active only when `HF_TRAINER_OUT` is set), attaching
 //! to `HYDROFEED_FEED_SOCKET`, acking every frame, and logging the ids it got per step.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use hydrofeed_format::gen::{write_dataset, GenOptions};
 use hydrofeed_format::split::Format;
-use hydrofeed_ipc::connect;
-use hydrofeed_tfbridge::{owned_buffer, Control, Frame, FrameDecoder};
 
 const BATCH: usize = 50;
 
@@ -21,53 +18,15 @@ fn trainer_child() {
     let Ok(out) = std::env::var("HF_TRAINER_OUT") else {
         return;
     };
-    let sock = std::env::var("HYDROFEED_FEED_SOCKET").unwrap();
     let rank: u32 = std::env::var("HYDROFEED_RANK").unwrap().parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut c = loop {
-        match connect(Path::new(&sock), Duration::from_secs(1)) {
-            Ok(c) => break c,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("connect {sock}: {e}"),
-        }
-    };
-    c.send_control(
-        &Control::Hello {
-            batch_size: Some(BATCH as u64),
-            pid: std::process::id(),
-        }
-        .to_bytes(),
-    )
-    .unwrap();
-    let mut dec = FrameDecoder::new();
     let mut lines = String::new();
-    let mut frames = 0u64;
-    loop {
-        // Everything read so far is consumed. Best effort, as in `hydrofeed.DataFeed`: once
-        // every batch is acked the feeder may leave while markers are still being read.
-        if frames > 0 {
-            let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
+    common::read_feed(BATCH as u64, |got| match got {
+        common::Got::Batch(epoch, ids) => {
+            let ids: Vec<String> = ids.iter().map(|v| v.to_string()).collect();
+            lines.push_str(&format!("{epoch} {}\n", ids.join(",")));
         }
-        let l = c
-            .next(Duration::from_secs(60))
-            .unwrap()
-            .expect("ring closed before end-of-feed");
-        frames += 1;
-        match dec.decode(&owned_buffer(l)).unwrap() {
-            Frame::Batch(m, b) => {
-                let ids = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
-                let ids: Vec<String> = ids.values().iter().map(|v| v.to_string()).collect();
-                lines.push_str(&format!("{} {}\n", m.epoch, ids.join(",")));
-            }
-            Frame::EndOfFeed(m) => {
-                let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
-                lines.push_str(&format!("end {}\n", m.rows));
-                break;
-            }
-            Frame::Error(_, _, msg) => panic!("{msg}"),
-            _ => {}
-        }
-    }
+        common::Got::End(rows) => lines.push_str(&format!("end {rows}\n")),
+    });
     std::fs::write(Path::new(&out).join(format!("rank-{rank}.txt")), lines).unwrap();
 }
 
