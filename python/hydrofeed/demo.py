@@ -28,14 +28,56 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from hydrofeed._proc import gen, hydrofeed_bin
+
+
+# What TensorFlow's C++ side prints at import on a host without a GPU, before its logging can
+# be configured (TF_CPP_MIN_LOG_LEVEL does not reach these): not for the demo's output.
+_TF_NOISE = (
+    "All log messages before absl::InitializeLog()",
+    "cudart_stub.cc",
+    "Could not find cuda drivers",
+    "failed call to cuInit",
+    "computation placer already registered",
+    "Unable to register cu",
+    "TF-TRT Warning",
+)
+
+
+def _import_keras_quietly() -> Any:
+    """``import keras`` (and TensorFlow under it) with the start-up noise its C++ side writes
+    to fd 2 dropped; every other line it wrote is passed on, all of them if the import fails."""
+    import tempfile as _tf
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with _tf.TemporaryFile() as cap:
+        os.dup2(cap.fileno(), 2)
+        try:
+            import keras
+            import tensorflow as tf  # noqa: F401  (its devices are probed here, still captured)
+
+            tf.config.list_physical_devices()
+            failed = False
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            cap.seek(0)
+            for line in cap.read().decode(errors="replace").splitlines():
+                if failed or not any(n in line for n in _TF_NOISE):
+                    print(line, file=sys.stderr)
+    return keras
 
 
 def worker(epochs_hint: int) -> int:
     """One rank: train on the feed, print a line per epoch."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
+    keras = _import_keras_quietly()
     import numpy as np
 
     import hydrofeed as hf
@@ -52,13 +94,13 @@ def worker(epochs_hint: int) -> int:
     )
     feed = hf.DataFeed(connect_timeout=120)
     epoch, steps, rows, t0 = None, 0, 0, time.perf_counter()
-    loss = acc = float("nan")
+    loss = acc = first = float("nan")
 
     def summary() -> None:
         dt = time.perf_counter() - t0
         print(
-            f"epoch {epoch}: {steps} steps, {rows} rows, loss {loss:.3f}, accuracy {acc:.3f}, "
-            f"{rows / max(dt, 1e-9):,.0f} rows/s",
+            f"rank {rank} epoch {epoch}: {steps} steps, {rows} rows, loss {first:.3f} -> "
+            f"{loss:.3f}, accuracy {acc:.3f}, {rows / max(dt, 1e-9):,.0f} rows/s",
             flush=True,
         )
 
@@ -66,10 +108,14 @@ def worker(epochs_hint: int) -> int:
         if epoch is not None and batch.epoch != epoch:
             summary()
             steps, rows, t0 = 0, 0, time.perf_counter()
+            model.reset_metrics()  # loss and accuracy: this epoch's running means
         epoch = batch.epoch
         x = np.asarray(batch["image"])
+        # The generated label is the tenth of the image with the most ink: learnable.
         y = np.asarray(batch["label"]) % 10
         loss, acc = (float(v) for v in model.train_on_batch(x, y, return_dict=False)[:2])
+        if steps == 0:
+            first = loss
         steps += 1
         rows += batch.num_rows
     if epoch is not None:

@@ -1,7 +1,8 @@
 //! Synthetic MNIST-shaped datasets in every format (`hydrofeed gen`, tests, benches).
 //!
 //! Each row: `id` int64 (0..N-1, unique: tests use it to prove exactly-once delivery),
-//! `image` 784 float32 (about 80% zeros, the rest k/255 like MNIST pixels), `label` int64 0..9.
+//! `image` 784 float32 (about 80% zeros, the rest k/255 like MNIST pixels), `label` int64 0..9,
+//! a function of `image` (the tenth of the pixels with the most ink), so models can learn it.
 //! Values depend only on `(seed, id)`, so any file layout of the same rows holds the same data
 //! and [`mnist_rows`] regenerates any range for comparison.
 //!
@@ -68,10 +69,14 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The label and pixels of row `id`.
+/// The label and pixels of row `id`. The label is a function of the pixels, so a model can
+/// learn it (the demo's loss falls): the band of [`PIXELS`]` / 10` consecutive pixels holding
+/// the most ink (the first such band on a tie): a linear layer can represent it exactly.
 pub fn mnist_row(seed: u64, id: u64, pixels: &mut Vec<f32>) -> i64 {
     let mut st = seed ^ id.wrapping_mul(0xd1b5_4a32_d192_ed03);
-    let label = (splitmix(&mut st) % 10) as i64;
+    // One draw before the pixels, as when the label was drawn at random: the pixels of a
+    // (seed, id) stay what they were.
+    let _ = splitmix(&mut st);
     pixels.clear();
     let mut i = 0;
     while i < PIXELS {
@@ -90,7 +95,20 @@ pub fn mnist_row(seed: u64, id: u64, pixels: &mut Vec<f32>) -> i64 {
         }
         i += 4;
     }
-    label
+    label_of(pixels)
+}
+
+/// The label of `pixels`: the index of the band of `PIXELS / 10` pixels with the largest sum.
+fn label_of(pixels: &[f32]) -> i64 {
+    let band = PIXELS / 10;
+    let mut best = (0usize, f32::MIN);
+    for (k, c) in pixels.chunks(band).take(10).enumerate() {
+        let sum: f32 = c.iter().sum();
+        if sum > best.1 {
+            best = (k, sum);
+        }
+    }
+    best.0 as i64
 }
 
 /// The Arrow schema of the generated data (every format writes it; ORC stores `image` as a
