@@ -89,6 +89,17 @@ def build() -> str:
     return f"{PROJECT / 'target' / 'classes'}:{cp}"
 
 
+def classpath_or_skip() -> str:
+    """:func:`build`, or skip the test saying why when Maven cannot reach its repository (a
+    failure under ``HYDROFEED_REQUIRE_MINIDFS=1``, as on CI)."""
+    try:
+        return build()
+    except MavenUnavailable as e:
+        if os.environ.get("HYDROFEED_REQUIRE_MINIDFS"):
+            pytest.fail(f"MiniDFS required but unavailable: {e}")
+        pytest.skip(f"no MiniDFS cluster: {e}")
+
+
 @dataclass
 class MiniDfs:
     """A running cluster. ``conf_dir`` holds the client ``core-site.xml`` (HADOOP_CONF_DIR);
@@ -102,6 +113,13 @@ class MiniDfs:
     stderr_path: Path = field(repr=False)
     lines: queue.Queue[str | None] = field(repr=False, default_factory=queue.Queue)
     flags: tuple[str, ...] = ()
+
+    def site(self) -> dict[str, str]:
+        """The client configuration the cluster wrote (``core-site.xml``), key -> value."""
+        import xml.etree.ElementTree as ET
+
+        root = ET.parse(self.conf_dir / "core-site.xml").getroot()
+        return {str(p.findtext("name")): str(p.findtext("value")) for p in root.iter("property")}
 
     @property
     def realm(self) -> str:
@@ -221,10 +239,7 @@ def start(workdir: str | os.PathLike, classpath: str | None = None,
             left = 0
         if line == "Ready!":
             if flags:
-                import xml.etree.ElementTree as ET
-                root = ET.parse(work / "core-site.xml").getroot()
-                props = {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
-                dfs.url = str(props["fs.defaultFS"])
+                dfs.url = dfs.site()["fs.defaultFS"]
             return dfs
         if line is None or left <= 0:
             code = proc.poll()
@@ -249,13 +264,7 @@ def minidfs(tmp_path_factory: pytest.TempPathFactory):
     global _shared, _users
     with _guard:
         if _shared is None:
-            try:
-                cp = build()
-            except MavenUnavailable as e:
-                if os.environ.get("HYDROFEED_REQUIRE_MINIDFS"):
-                    pytest.fail(f"MiniDFS required but unavailable: {e}")
-                pytest.skip(f"no MiniDFS cluster: {e}")
-            _shared = start(tmp_path_factory.mktemp("minidfs"), cp)
+            _shared = start(tmp_path_factory.mktemp("minidfs"), classpath_or_skip())
         _users += 1
         dfs = _shared
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -16,8 +15,7 @@ pytestmark = [pytest.mark.hdfs, pytest.mark.timeout(1200)]
 
 def test_cluster_is_up_and_configured(minidfs):
     assert minidfs.url == "hdfs://127.0.0.1:9000"
-    conf = ET.parse(minidfs.conf_dir / "core-site.xml").getroot()
-    props = {p.findtext("name"): p.findtext("value") for p in conf.iter("property")}
+    props = minidfs.site()
     assert props["fs.defaultFS"] == minidfs.url
     assert props["dfs.blocksize"] == "1048576"
     assert minidfs.env()["HADOOP_CONF_DIR"] == str(minidfs.conf_dir)

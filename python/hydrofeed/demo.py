@@ -49,11 +49,9 @@ _TF_NOISE = (
 def _import_keras_quietly() -> Any:
     """``import keras`` (and TensorFlow under it) with the start-up noise its C++ side writes
     to fd 2 dropped; every other line it wrote is passed on, all of them if the import fails."""
-    import tempfile as _tf
-
     sys.stderr.flush()
     saved = os.dup(2)
-    with _tf.TemporaryFile() as cap:
+    with tempfile.TemporaryFile() as cap:
         os.dup2(cap.fileno(), 2)
         try:
             import keras

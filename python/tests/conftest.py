@@ -14,22 +14,16 @@ from typing import Any
 import pytest
 
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def hydrofeed_bin() -> str:
-    env = os.environ.get("HYDROFEED_BIN")
-    if env:
-        return env
-    for p in (ROOT / "target/release/hydrofeed", ROOT / "target/debug/hydrofeed"):
-        if p.exists():
-            return str(p)
-    pytest.fail("no hydrofeed binary: cargo build -p hydrofeed-cli, or set HYDROFEED_BIN")
-
-
 @pytest.fixture(scope="session")
 def hf_bin() -> str:
-    return hydrofeed_bin()
+    """The binary the package itself runs: ``HYDROFEED_BIN``, else the environment's, else the
+    checkout's build (``hydrofeed._proc.hydrofeed_bin``)."""
+    from hydrofeed._proc import hydrofeed_bin
+
+    try:
+        return hydrofeed_bin()
+    except FileNotFoundError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")

@@ -34,13 +34,8 @@ BATCH = 50
 def cluster(tmp_path_factory: pytest.TempPathFactory, name: str, *flags: str):
     if shutil.which("kinit") is None:
         pytest.fail("kinit is not installed: `make test-secure` installs krb5-user")
-    try:
-        cp = harness.build()
-    except harness.MavenUnavailable as e:
-        if os.environ.get("HYDROFEED_REQUIRE_MINIDFS"):
-            pytest.fail(f"MiniDFS required but unavailable: {e}")
-        pytest.skip(f"no MiniDFS cluster: {e}")
-    dfs = harness.start(tmp_path_factory.mktemp(name), cp, flags=tuple(flags))
+    dfs = harness.start(tmp_path_factory.mktemp(name), harness.classpath_or_skip(),
+                        flags=tuple(flags))
     try:
         local = tmp_path_factory.mktemp(f"{name}-data")
         for i in range(FILES):

@@ -254,7 +254,8 @@ def hdfs_delegation_tokens(sc: Any, uri: str) -> str | None:
     the executor JVMs, where a feeder process cannot see them."""
     import base64
 
-    if uri.split("://", 1)[0] not in ("hdfs", "viewfs") or "://" not in uri:
+    scheme, sep, _ = uri.partition("://")
+    if not sep or scheme not in ("hdfs", "viewfs"):
         return None
     jvm = sc._jvm
     ugi = jvm.org.apache.hadoop.security.UserGroupInformation
@@ -436,10 +437,7 @@ def write_schema(directory: str, text: str) -> str:
     """Writes a :func:`schema_text` into ``directory`` for ``--schema``; returns the path."""
     import base64
 
-    path = os.path.join(directory, "schema.arrows")
-    with open(path, "wb") as f:
-        f.write(base64.b64decode(text))
-    return path
+    return write_private(os.path.join(directory, "schema.arrows"), base64.b64decode(text))
 
 
 def total_rows(uri: str, fmt: str | None = None) -> int:

@@ -473,6 +473,7 @@ impl std::fmt::Debug for HdfsStorage {
 impl HdfsStorage {
     /// A builder for the file system of `uri` (`hdfs://nn:9000/...`, `viewfs://cluster/...`).
     pub fn builder(uri: impl Into<String>) -> HdfsStorageBuilder {
+        let login = Login::from_env();
         HdfsStorageBuilder {
             uri: uri.into(),
             config_dir: None,
@@ -480,11 +481,7 @@ impl HdfsStorage {
             user: None,
             // `hydrofeed --principal/--keytab` (and launchers) pass them through the
             // environment, so every feeder of a job logs in the same way.
-            kerberos: [
-                std::env::var(PRINCIPAL_ENV).ok().filter(|v| !v.is_empty()),
-                std::env::var(KEYTAB_ENV).ok().filter(|v| !v.is_empty()),
-                None,
-            ],
+            kerberos: [login.principal, login.keytab, None],
             timeout: DEFAULT_TIMEOUT,
             read_ahead: DEFAULT_READ_AHEAD,
         }
