@@ -62,6 +62,41 @@ def test_every_row_exactly_num_epochs_times_with_equal_steps(sc, tmp_path, capfd
     assert "found in sys.modules" not in err, err[-3000:]
 
 
+def test_coordinator_lines_after_the_listening_line_are_not_lost(tmp_path, monkeypatch, caplog):
+    """The coordinator prints its address, TLS, token file and metrics lines at once; the
+    driver waits for the address and then logs the rest: every line must reach the log, also
+    when they all arrive in one read."""
+    import logging
+
+    from hydrofeed.spark.files import Coordinator
+
+    fake = tmp_path / "hydrofeed"
+    fake.write_text(
+        "#!/usr/bin/env python3\n"
+        "import os, time\n"
+        "os.write(1, b'hydrofeed coordinator listening on 127.0.0.1:4567\\nTLS: cert.pem\\n'\n"
+        "            b'metrics: http://127.0.0.1:1/metrics\\n')\n"
+        "time.sleep(60)\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("HYDROFEED_BIN", str(fake))
+    with caplog.at_level(logging.INFO, logger="hydrofeed.spark.files"):
+        coord = Coordinator("/data", 2, 10, 1, 0, True, "drop", host="127.0.0.1", tls=False)
+        try:
+            assert coord.addr == "127.0.0.1:4567"
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                said = [r.getMessage() for r in caplog.records]
+                if "[coordinator] metrics: http://127.0.0.1:1/metrics" in said:
+                    break
+                time.sleep(0.05)
+        finally:
+            coord.close()
+    said = [r.getMessage() for r in caplog.records]
+    assert "[coordinator] TLS: cert.pem" in said, said
+    assert "[coordinator] metrics: http://127.0.0.1:1/metrics" in said, said
+
+
 @pytest.mark.parametrize("tls", [True, False])
 def test_control_plane_is_tls_with_a_job_ca_unless_turned_off(sc, tmp_path, caplog, tls):
     """The coordinator's gRPC (feeders and trainers on the executors -> the driver) is TLS with

@@ -77,6 +77,7 @@ class Coordinator:
         self._dir = tempfile.mkdtemp(prefix="hydrofeed-coord-")
         self.state_path = os.path.join(self._dir, "state.json")
         self.tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._pending = b""
         listen_ip = _ip_of(host)
         with socket.socket() as s:  # a free port for the metrics endpoint (progress)
             s.bind((listen_ip, 0))
@@ -121,7 +122,8 @@ class Coordinator:
         if tls:
             with open(os.path.join(self._dir, "tls-ca.pem")) as f:
                 self.tls_ca = f.read()
-        self._pumper = pump(self.proc, self.tail, lambda line: logger.info("[coordinator] %s", line))
+        self._pumper = pump(self.proc, self.tail, lambda line: logger.info("[coordinator] %s", line),
+                            pending=self._pending)
 
     def _read_until_listening(self, timeout: float) -> str:
         assert self.proc.stdout is not None
@@ -143,6 +145,8 @@ class Coordinator:
                 line = raw.decode(errors="replace")
                 self.tail.append(line)
                 if "listening on" in line:
+                    # What came with it (TLS, token file, metrics lines) goes to the pump.
+                    self._pending = buf
                     return line
         return ""
 
@@ -214,16 +218,27 @@ def _ip_of(host: str) -> str:
         return "0.0.0.0"
 
 
-def pump(proc: subprocess.Popen[bytes], tail: collections.deque[str], emit: Callable[[str], None]) -> threading.Thread:
+def pump(proc: subprocess.Popen[bytes], tail: collections.deque[str], emit: Callable[[str], None],
+         pending: bytes = b"") -> threading.Thread:
     """Starts a thread that reads a child's output to its end: every line goes to ``emit`` and
-    the last ones stay in ``tail``."""
+    the last ones stay in ``tail``. ``pending``: output already read from the pipe and not yet
+    handed out (its lines come first; its unfinished last line is completed by the pipe)."""
+
+    def out(raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip("\n")
+        tail.append(line)
+        emit(line)
 
     def run() -> None:
         assert proc.stdout is not None
+        *whole, rest = pending.split(b"\n")
+        for raw in whole:
+            out(raw)
         for raw in proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\n")
-            tail.append(line)
-            emit(line)
+            out(rest + raw)
+            rest = b""
+        if rest:
+            out(rest)
 
     t = threading.Thread(target=run, name="hydrofeed-child-output", daemon=True)
     t.start()
