@@ -74,6 +74,13 @@ pub struct Args {
     /// Seconds the ring may stay full before the trainer counts as stalled.
     #[arg(long, default_value_t = 600.0)]
     pub stall_timeout: f64,
+    /// Threads decoding splits (0: one per CPU). Splits are decoded in parallel and handed
+    /// to the trainer in plan order.
+    #[arg(long, default_value_t = 0)]
+    pub decode_threads: usize,
+    /// MiB of decoded batches the threads may read ahead of the split being handed out.
+    #[arg(long, default_value_t = 256)]
+    pub read_ahead_mb: usize,
 }
 
 /// The reader options that the `--columns`, `--format`, `--skip-errors` and `--schema` flags
@@ -223,6 +230,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 cycle: args.cycle_length.unwrap_or(OrderSpec::default().cycle),
             },
         }),
+        decode_threads: args.decode_threads,
+        read_ahead: args.read_ahead_mb.max(1) << 20,
     };
     let r = serve(&opts)?;
     eprintln!(

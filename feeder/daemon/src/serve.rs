@@ -2,8 +2,8 @@
 //! readers and feeds one trainer through a ring.
 //!
 //! Flow: plan the input; bind the socket; accept one trainer; read its `Hello` control message
-//! (the batch size it wants); then for each epoch, read the splits in plan order on a reader
-//! thread and write frames (schema once, then batches of exactly the asked size, the last of an
+//! (the batch size it wants); then for each epoch, decode the splits on the decode pool (one
+//! split per thread at a time, forwarded in plan order) and write frames (schema once, then batches of exactly the asked size, the last of an
 //! epoch possibly shorter; `EndOfSplit` after the batch holding a split's last row,
 //! `EndOfEpoch`, finally `EndOfFeed`) into the ring.
 //!
@@ -57,6 +57,10 @@ pub struct ServeOptions {
     /// `Some`: every epoch in the fixed order of one rank (`hydrofeed_coord::order`): lanes
     /// read in parallel, windows permuted, seeded per epoch. `None`: splits in plan order.
     pub order: Option<ServeOrder>,
+    /// Threads decoding splits (0: one per CPU).
+    pub decode_threads: usize,
+    /// Decoded bytes the splits read ahead of the one being forwarded may hold (plan order).
+    pub read_ahead: usize,
 }
 
 /// The fixed order of `serve`.
@@ -80,6 +84,8 @@ impl Default for ServeOptions {
             accept_timeout: Duration::from_secs(300),
             stall_timeout: Duration::from_secs(600),
             order: None,
+            decode_threads: 0,
+            read_ahead: 256 << 20,
         }
     }
 }
@@ -157,40 +163,190 @@ fn read_epoch_ordered(
     }
 }
 
-fn read_epoch(storage: Arc<dyn Storage>, plan: Arc<Plan>, opts: ReadOptions, tx: Sender<Event>) {
-    for split in &plan.splits {
-        let mut rows = 0u64;
-        let reader = match format::open_split(&storage, &plan, split, &opts) {
-            Ok(r) => r,
+/// The largest split `serve` plans (compressed bytes): small enough that the decode threads
+/// share a file's row groups, stripes or blocks, large enough that opening a split is rare.
+const SPLIT_BYTES: u64 = 16 << 20;
+
+/// Batches the split being forwarded may hold queued when the read-ahead budget is spent
+/// (it never waits on the budget itself, so the forwarder always has something to take).
+const FRONT_QUEUE: usize = 2;
+
+/// The read-ahead of the plan order: decoded bytes held by the splits in flight, and which
+/// split the forwarder is taking from. A split behind the front waits for room in the budget;
+/// the front waits only while it has `FRONT_QUEUE` batches queued.
+struct ReadAhead {
+    budget: usize,
+    state: std::sync::Mutex<AheadState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AheadState {
+    front: usize,
+    bytes: usize,
+    front_queued: usize,
+    closed: bool,
+}
+
+impl ReadAhead {
+    fn new(budget: usize) -> Self {
+        Self {
+            budget,
+            state: Default::default(),
+            changed: Default::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until split `i` may queue a batch of `bytes`; false once the forwarder is gone.
+    fn reserve(&self, i: usize, bytes: usize) -> bool {
+        let mut st = self.lock();
+        loop {
+            if st.closed {
+                return false;
+            }
+            let fits = st.bytes + bytes <= self.budget;
+            if (i == st.front && (fits || st.front_queued < FRONT_QUEUE)) || (i > st.front && fits)
+            {
+                st.bytes += bytes;
+                if i == st.front {
+                    st.front_queued += 1;
+                }
+                return true;
+            }
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// The forwarder took a batch of `bytes` from the front.
+    fn release(&self, bytes: usize) {
+        let mut st = self.lock();
+        st.bytes = st.bytes.saturating_sub(bytes);
+        st.front_queued = st.front_queued.saturating_sub(1);
+        self.changed.notify_all();
+    }
+
+    /// The forwarder moves on to split `front`, whose batches already queued count as the
+    /// front's.
+    fn advance(&self, front: usize, queued: usize) {
+        let mut st = self.lock();
+        st.front = front;
+        st.front_queued = queued;
+        self.changed.notify_all();
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+}
+
+/// A decoded batch's bytes as the read-ahead counts them.
+fn batch_bytes(ev: &Event) -> usize {
+    match ev {
+        Event::Batch(_, b) => b.get_array_memory_size(),
+        _ => 0,
+    }
+}
+
+/// Reads epoch `epoch` in plan order with up to one split per decode thread in flight: each
+/// split's batches go into a channel of their own, and the forwarder hands them on split by
+/// split, so the trainer sees the plan's order. The splits ahead of the one being forwarded
+/// hold at most `read_ahead` decoded bytes between them (`ReadAhead`). Every split in flight
+/// has a thread of its own (at most `threads` are spawned), so none waits behind another.
+fn read_epoch(
+    storage: Arc<dyn Storage>,
+    plan: Arc<Plan>,
+    opts: ReadOptions,
+    pool: &rayon::ThreadPool,
+    read_ahead: usize,
+    tx: Sender<Event>,
+) {
+    let threads = pool.current_num_threads().max(1);
+    let ahead = Arc::new(ReadAhead::new(read_ahead));
+    let mut queue: std::collections::VecDeque<Receiver<Event>> = Default::default();
+    let mut next = 0usize;
+    'splits: for front in 0.. {
+        while queue.len() < threads && next < plan.splits.len() {
+            let (stx, srx) = crossbeam_channel::unbounded();
+            let (s, p, o, a, i) = (
+                storage.clone(),
+                plan.clone(),
+                opts.clone(),
+                ahead.clone(),
+                next,
+            );
+            pool.spawn(move || read_split(&s, &p, &o, i, &a, &stx));
+            queue.push_back(srx);
+            next += 1;
+        }
+        let Some(srx) = queue.pop_front() else {
+            break; // every split forwarded
+        };
+        ahead.advance(front, srx.len());
+        // The split's channel closes after its `SplitEnd` or `Failed`.
+        for ev in srx.iter() {
+            if let Event::Batch(..) = ev {
+                ahead.release(batch_bytes(&ev));
+            }
+            let failed = matches!(ev, Event::Failed(_));
+            if tx.send(ev).is_err() || failed {
+                break 'splits; // the writer is gone, or the first error ends the epoch
+            }
+        }
+    }
+    // Splits still in flight (an error, or the trainer left) stop at their next batch.
+    ahead.close();
+}
+
+/// Reads split `i` of the plan into `tx`: its batches, then `SplitEnd`, or `Failed`. Stops
+/// early when the forwarder has gone (an error in an earlier split, or the trainer left).
+fn read_split(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    opts: &ReadOptions,
+    i: usize,
+    ahead: &ReadAhead,
+    tx: &Sender<Event>,
+) {
+    let split = &plan.splits[i];
+    let reader = match format::open_split(storage, plan, split, opts) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = tx.send(Event::Failed(e));
+            return;
+        }
+    };
+    let mut rows = 0u64;
+    for b in reader {
+        match b {
+            Ok(b) if b.num_rows() == 0 => {}
+            Ok(b) => {
+                rows += b.num_rows() as u64;
+                let ev = Event::Batch(split.id, b);
+                if !ahead.reserve(i, batch_bytes(&ev)) || tx.send(ev).is_err() {
+                    return;
+                }
+            }
             Err(e) => {
                 let _ = tx.send(Event::Failed(e));
                 return;
             }
-        };
-        for b in reader {
-            match b {
-                Ok(b) => {
-                    rows += b.num_rows() as u64;
-                    if b.num_rows() > 0 && tx.send(Event::Batch(split.id, b)).is_err() {
-                        return; // the writer is gone
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(Event::Failed(e));
-                    return;
-                }
-            }
-        }
-        if tx.send(Event::SplitEnd(split.id, rows)).is_err() {
-            return;
         }
     }
+    let _ = tx.send(Event::SplitEnd(split.id, rows));
 }
 
 /// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
 pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     let storage = storage::open_storage(&opts.input)?;
-    let plan = Arc::new(format::plan(&storage, &opts.input, &opts.read)?);
+    // Splits of at most SPLIT_BYTES, so that a file is decoded by several threads at once.
+    let mut planned = opts.read.clone();
+    planned.split_bytes = planned.split_bytes.min(SPLIT_BYTES);
+    let plan = Arc::new(format::plan(&storage, &opts.input, &planned)?);
     tracing::info!(
         splits = plan.splits.len(),
         rows = plan.total_rows(),
@@ -213,7 +369,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     }
     let mut read = opts.read.clone();
     read.batch_rows = batch_size;
-    let result = feed(&mut w, &storage, &plan, &read, opts.epochs, opts.order);
+    let result = feed(&mut w, &storage, &plan, &read, opts);
     match &result {
         Ok(()) => w.close(),
         Err(Error::PeerLost(_)) => {}
@@ -233,31 +389,29 @@ fn feed(
     storage: &Arc<dyn Storage>,
     plan: &Arc<Plan>,
     read: &ReadOptions,
-    epochs: u32,
-    order: Option<ServeOrder>,
+    opts: &ServeOptions,
 ) -> Result<()> {
+    let (epochs, order) = (opts.epochs, opts.order);
     w.put_schema()?;
     let bs = read.batch_rows;
-    // The lanes' decode pool of the fixed order, one for every epoch.
-    let order = match order {
-        Some(ord) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("hf-lane{i}"))
-                .build()
-                .map_err(|e| Error::external("starting the decode pool", e))?;
-            Some((ord, Arc::new(pool)))
-        }
-        None => None,
-    };
+    // One decode pool for every epoch: the lanes of the fixed order, the splits in flight of
+    // the plan order.
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.decode_threads)
+            .thread_name(|i| format!("hf-decode{i}"))
+            .build()
+            .map_err(|e| Error::external("starting the decode pool", e))?,
+    );
     for epoch in 0..epochs {
         let (tx, rx): (Sender<Event>, Receiver<Event>) = bounded(4);
         let (s, p, o) = (storage.clone(), plan.clone(), read.clone());
-        let order = order.clone();
+        let (pool, read_ahead) = (pool.clone(), opts.read_ahead);
         let reader = thread::Builder::new()
             .name(format!("hf-read-e{epoch}"))
             .spawn(move || match order {
-                Some((ord, pool)) => read_epoch_ordered(s, p, o, ord, &pool, epoch, tx),
-                None => read_epoch(s, p, o, tx),
+                Some(ord) => read_epoch_ordered(s, p, o, ord, &pool, epoch, tx),
+                None => read_epoch(s, p, o, &pool, read_ahead, tx),
             })
             .map_err(|e| Error::external("spawning the reader thread", e))?;
         let r = write_epoch(w, &rx, epoch, bs);
@@ -514,6 +668,78 @@ mod tests {
             "{split_ends} split ends for 3 files x 2 epochs"
         );
         assert!(matches!(frames.last(), Some(Frame::EndOfFeed(_))));
+    }
+
+    /// Splits decoded in parallel reach the trainer in plan order, and an error in one split
+    /// ends the feed after exactly the rows before it: none of a later split, decoded ahead,
+    /// slips in.
+    #[test]
+    fn parallel_decode_keeps_plan_order_and_stops_at_the_first_error() {
+        let d = tempfile::tempdir().unwrap();
+        let data = d.path().join("data");
+        dataset(&data, 3000, 12); // 250 rows a file
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let ids_of = |frames: &[Frame]| -> Vec<i64> {
+            let mut ids = Vec::new();
+            for f in frames {
+                if let Frame::Batch(_, b) = f {
+                    let col = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+                    ids.extend(col.values().iter().copied());
+                }
+            }
+            ids
+        };
+        // A read-ahead of one byte: the splits behind the front wait, the front never does.
+        for (threads, read_ahead) in [(1, 256 << 20), (4, 256 << 20), (4, 1)] {
+            let sock = d.path().join(format!("ok{threads}-{read_ahead}.sock"));
+            let o = ServeOptions {
+                decode_threads: threads,
+                read_ahead,
+                ..opts(&data, &sock, 2)
+            };
+            let server = thread::spawn(move || serve(&o));
+            let frames = drain(&sock, 64);
+            assert_eq!(server.join().unwrap().unwrap().rows, 6000);
+            let want: Vec<i64> = (0..3000).chain(0..3000).collect();
+            assert_eq!(
+                ids_of(&frames),
+                want,
+                "{threads} threads, {read_ahead} B ahead"
+            );
+        }
+        let bad = &files[6];
+        let mut bytes = std::fs::read(bad).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x55;
+        std::fs::write(bad, bytes).unwrap();
+        let sock = d.path().join("bad.sock");
+        let o = ServeOptions {
+            decode_threads: 4,
+            ..opts(&data, &sock, 1)
+        };
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 64);
+        let err = server.join().unwrap().unwrap_err();
+        assert!(
+            err.to_string().contains(&bad.display().to_string()),
+            "{err}"
+        );
+        assert!(
+            matches!(frames.last(), Some(Frame::Error(..))),
+            "{:?}",
+            frames.last()
+        );
+        let ids = ids_of(&frames);
+        assert!(
+            (1500..1750).contains(&ids.len()),
+            "{} rows before the error in rows 1500..1750",
+            ids.len()
+        );
+        assert_eq!(ids, (0..ids.len() as i64).collect::<Vec<_>>());
     }
 
     #[test]
