@@ -12,6 +12,7 @@ PHONY_EXTRA := ci-free-disk krb5-tools test-secure develop-debug valgrind check-
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
 include mk/check-python.mk
+include mk/bench-peers.mk
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'

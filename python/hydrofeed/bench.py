@@ -275,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         from hydrofeed.spark.bench import main as spark_main
 
         return spark_main(args[1:])
+    if args[:1] == ["peers"]:
+        # pyarrow, tf.data, Petastorm, DataLoader, Ray Data, Streaming, Grain vs serve and launch
+        from hydrofeed.bench_peers import main as peers_main
+
+        return peers_main(args[1:])
     if args[:1] == ["gpu"]:
         # The GPU staging path: H2D from the ring, end to end into CUDA tensors
         from hydrofeed.bench_gpu import main as gpu_main
@@ -293,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                    "launch_w<N>_shuffle_vs_no_buffer)")
     sub.add_parser("gpu", help="GPU staging: H2D GB/s from the ring, rows/s into CUDA tensors vs "
                    "DataLoader(pin_memory=True) (python -m hydrofeed.bench gpu --help)")
+    sub.add_parser("peers", help="hydrofeed serve and launch vs the installed peers (pyarrow, "
+                   "tf.data, Petastorm, DataLoader, Ray Data, Streaming, Grain) on the same data "
+                   "(python -m hydrofeed.bench peers --help; make bench-peers)")
     sub.add_parser("spark", help="TFoS vs hydrofeed on Spark: RDD, DataFrame and file mode "
                    "(python -m hydrofeed.bench spark --help)")
     sub.add_parser("_worker", help=argparse.SUPPRESS)
