@@ -44,6 +44,15 @@ pub trait RandomAccess: Send + Sync {
     }
     /// Reads exactly `len` bytes at `offset` (fewer only at end of file).
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    /// Reads `buf.len()` bytes at `offset` into `buf` (fewer only at end of file) and returns
+    /// how many: for streaming readers that refill a buffer of their own. The default goes
+    /// through [`RandomAccess::read_at`]; local files read straight into `buf`.
+    fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let b = self.read_at(offset, buf.len())?;
+        let n = b.len().min(buf.len());
+        buf[..n].copy_from_slice(&b[..n]);
+        Ok(n)
+    }
     /// The path, for error messages.
     fn path(&self) -> &str;
 }

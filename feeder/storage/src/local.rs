@@ -57,6 +57,16 @@ impl RandomAccess for LocalFile {
         Ok(Bytes::from(buf))
     }
 
+    fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let end = offset.saturating_add(buf.len() as u64).min(self.len);
+        let n = end.saturating_sub(offset) as usize;
+        self.file
+            .read_exact_at(&mut buf[..n], offset)
+            .map_err(|e| map_io(&self.path, Some(offset), e))?;
+        Ok(n)
+    }
+
     fn path(&self) -> &str {
         &self.path
     }

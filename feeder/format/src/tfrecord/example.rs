@@ -692,14 +692,18 @@ impl ExampleDecoder {
                 None
             };
             c.nulls = 0;
-            let values = std::mem::replace(
-                &mut c.values,
-                match c.kind {
-                    ListKind::Float => Values::Float(Vec::new()),
-                    ListKind::Int64 => Values::Int64(Vec::new()),
-                    ListKind::Bytes => Values::Bytes(vec![0], Vec::new()),
-                },
-            );
+            // The next batch starts with room for as many values as this one held (batches
+            // are of one size), so its vectors are not grown by copying as rows arrive.
+            let next = match &c.values {
+                Values::Float(v) => Values::Float(Vec::with_capacity(v.len())),
+                Values::Int64(v) => Values::Int64(Vec::with_capacity(v.len())),
+                Values::Bytes(o, d) => {
+                    let mut offs = Vec::with_capacity(o.len());
+                    offs.push(0);
+                    Values::Bytes(offs, Vec::with_capacity(d.len()))
+                }
+            };
+            let values = std::mem::replace(&mut c.values, next);
             let elem_nulls = if c.shape == Shape::Scalar {
                 nulls.clone()
             } else {

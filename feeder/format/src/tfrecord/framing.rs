@@ -150,9 +150,10 @@ impl Read for RangeReader {
         if n == 0 {
             return Ok(0);
         }
-        let bytes = self.file.read_at(self.pos, n).map_err(io::Error::other)?;
-        let n = bytes.len().min(n);
-        buf[..n].copy_from_slice(&bytes[..n]);
+        let n = self
+            .file
+            .read_into(self.pos, &mut buf[..n])
+            .map_err(io::Error::other)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -195,6 +196,8 @@ pub enum Event {
 pub struct RecordStream<R: Read> {
     src: R,
     buf: Vec<u8>,
+    /// Bytes of `buf` that hold stream data (the rest is room read into later).
+    filled: usize,
     /// Start of unconsumed bytes in `buf`.
     pos: usize,
     /// Stream offset of `buf[0]`.
@@ -214,6 +217,7 @@ impl<R: Read> RecordStream<R> {
         Self {
             src,
             buf: Vec::new(),
+            filled: 0,
             pos: 0,
             base,
             eof: false,
@@ -231,7 +235,7 @@ impl<R: Read> RecordStream<R> {
 
     /// The buffer that `Event::Record::at` indexes.
     pub fn buf(&self) -> &[u8] {
-        &self.buf
+        &self.buf[..self.filled]
     }
 
     /// Stream offset of the next unconsumed byte.
@@ -239,39 +243,38 @@ impl<R: Read> RecordStream<R> {
         self.base + self.pos as u64
     }
 
-    /// Makes at least `need` unconsumed bytes available; false if the stream ends first.
+    /// Makes at least `need` unconsumed bytes available; false if the stream ends first. The
+    /// buffer is reused: bytes are read into it in place, never zeroed again.
     fn fill(&mut self, need: usize) -> io::Result<bool> {
-        if self.buf.len() - self.pos >= need {
+        if self.filled - self.pos >= need {
             return Ok(true);
         }
         if self.pos > 0 {
-            self.buf.drain(..self.pos);
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
             self.base += self.pos as u64;
             self.pos = 0;
         }
-        while self.buf.len() < need && !self.eof {
+        while self.filled < need && !self.eof {
             // Grow in steps so that a garbage length cannot allocate a gigabyte up front.
-            let want = (need - self.buf.len()).clamp(self.chunk, self.chunk.max(64 << 20));
-            let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            let mut filled = old;
-            while filled < old + want {
-                match self.src.read(&mut self.buf[filled..]) {
+            let want = (need - self.filled).clamp(self.chunk, self.chunk.max(64 << 20));
+            let target = self.filled + want;
+            if self.filled < target {
+                self.buf.resize(target, 0);
+            }
+            while self.filled < target {
+                match self.src.read(&mut self.buf[self.filled..target]) {
                     Ok(0) => {
                         self.eof = true;
                         break;
                     }
-                    Ok(n) => filled += n,
+                    Ok(n) => self.filled += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.buf.truncate(filled);
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 }
             }
-            self.buf.truncate(filled);
         }
-        Ok(self.buf.len() >= need)
+        Ok(self.filled >= need)
     }
 
     /// The next record, corruption event, or end.
@@ -281,11 +284,11 @@ impl<R: Read> RecordStream<R> {
             return Ok(Event::End);
         }
         if !self.fill(HEADER_LEN)? {
-            let left = self.buf.len() - self.pos;
+            let left = self.filled - self.pos;
             if left == 0 {
                 return Ok(Event::End);
             }
-            self.pos = self.buf.len();
+            self.pos = self.filled;
             return Ok(Event::Truncated {
                 offset,
                 detail: format!(
@@ -309,8 +312,8 @@ impl<R: Read> RecordStream<R> {
         }
         let total = total as usize;
         if !self.fill(total)? {
-            let have = self.buf.len() - self.pos;
-            self.pos = self.buf.len();
+            let have = self.filled - self.pos;
+            self.pos = self.filled;
             return Ok(Event::Truncated {
                 offset,
                 detail: format!("record of {len} bytes cut short: {have} of {total} bytes present"),
@@ -352,7 +355,7 @@ impl<R: Read> RecordStream<R> {
                 return Ok(());
             }
             if !self.fill(HEADER_LEN)? {
-                self.pos = self.buf.len();
+                self.pos = self.filled;
                 return Ok(());
             }
             let h = &self.buf[self.pos..self.pos + HEADER_LEN];
