@@ -21,8 +21,8 @@ Methods (the peers: whichever are installed):
 - ``grain``: ``grain.experimental.ParquetIterDataset(...).batch``, in the trainer process (on 2
   cores faster than with ``mp_prefetch`` workers);
 
-and hydrofeed: ``serve`` (``bench.feed_batches``: ``hydrofeed serve`` in another process, one
-decode thread -> ring -> ``DataFeed.batches()``) and ``launch`` (``hydrofeed launch --workers 1``:
+and hydrofeed: ``serve`` (``bench.feed_batches``: ``hydrofeed serve`` in another process, its
+decode pool -> ring -> ``DataFeed.batches()``) and ``launch`` (``hydrofeed launch --workers 1``:
 coordinator + feeder decoding on every core -> ring -> one trainer process running ``bench``'s
 ``_worker`` loop, ``_trainer`` here).
 
@@ -41,7 +41,7 @@ process), the methods alternated ``--repeat`` times, best run. Reported per meth
   runs the loop, over the same span as ``rows_per_s`` (``launch`` also reports its trainer's
   whole process, interpreter start and imports included). Worker processes of a peer
   (DataLoader's, Ray's, Streaming's) and hydrofeed's feeder are not the trainer: their CPU is
-  not in it.
+  not in it (``launch`` reports its feeder's, ``feeder_cpu_s_per_100k_rows``).
 
 A peer that is installed but fails is reported as ``failed`` with its reason (exception type and
 message), one not installed as ``not installed``. ``ratios`` are rows/s, ours / theirs
@@ -59,6 +59,8 @@ import importlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,7 +103,8 @@ PEERS: dict[str, tuple[str, str]] = {
     "grain": ("grain", "grain.experimental.ParquetIterDataset(...).batch(), in-process (Parquet)"),
 }
 OURS: dict[str, str] = {
-    "serve": "hydrofeed serve (one decode thread) -> ring -> DataFeed.batches() (Parquet)",
+    "serve": "hydrofeed serve (its decode pool, one thread per CPU) -> ring -> "
+             "DataFeed.batches() (Parquet)",
     "launch": "hydrofeed launch --workers 1 (coordinator + feeder on every core) -> ring -> one "
               "trainer process (Parquet)",
 }
@@ -316,7 +319,9 @@ def _launch(work: Path, rows: int, batch_size: int, out: Path) -> dict[str, floa
     t = json.loads((out / "rank-0.json").read_text())
     if t["rows"] != rows:
         raise RuntimeError(f"launch: read {t['rows']} rows, expected {rows}")
-    return {
+    # The feeder's own getrusage, printed at its exit (as `bench feed --workers` reads it).
+    m = re.search(r"cpu ([0-9.]+) s, max RSS ([0-9.]+) MiB", r.stderr)
+    res = {
         "rows_per_s": rows / t["seconds"],
         "streaming_rows_per_s": rows / t["streaming_seconds"],
         "mb_per_s": rows * ROW_BYTES / t["seconds"] / 1e6,
@@ -327,6 +332,9 @@ def _launch(work: Path, rows: int, batch_size: int, out: Path) -> dict[str, floa
         "job_wall_s": wall,
         "job_rows_per_s": rows / wall,
     }
+    if m:
+        res["feeder_cpu_s_per_100k_rows"] = float(m.group(1)) / rows * 1e5
+    return res
 
 
 def _sig(v: float) -> float:
@@ -375,6 +383,10 @@ def _child(args: list[str], timeout: float) -> dict[str, Any]:
 def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: float,
                 only: list[str] | None = None) -> dict[str, Any]:
     methods = [m for m in [*PEERS, *OURS] if only is None or m in only or m in REQUIRED]
+    # One binary for every pass (a rebuild of the checkout's during the run would mix two).
+    binary = hydrofeed_bin()
+    mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.path.getmtime(binary)))
+    os.environ["HYDROFEED_BIN"] = shutil.copy2(binary, str(work / "hydrofeed"))
     print(f"peers: generating {rows} rows (Parquet, TFRecord)", file=sys.stderr)
     gen(work / "parquet", "parquet", rows, files=4)
     if "tfdata" in methods:
@@ -432,7 +444,6 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
         for k, v in rs.items():
             if k.startswith("launch_vs_") and v < 1:
                 ahead.setdefault(k.removeprefix("launch_vs_"), []).append(name)
-    binary = hydrofeed_bin()
     return {
         "benchmark": "peers",
         "rows": rows,
@@ -449,6 +460,7 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
                        "the rows_per_s span. Each method in a fresh process (imports, Ray's "
                        "start and the MDS copy not timed), methods alternated, best of repeat",
         "hydrofeed_bin": binary,
+        "hydrofeed_bin_mtime": mtime,
         "build": "release" if "/release/" in binary else "debug" if "/debug/" in binary else "?",
         "python": sys.executable,
         "cpus": os.cpu_count(),
