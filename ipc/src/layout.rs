@@ -19,9 +19,11 @@
 //!    320     4    5   producer     producer_pid
 //!    324     4    5   producer     producer_closed  1 once the producer closed (drain, then end)
 //!    328     8    5   producer     producer_heartbeat  monotonic ms of its last wait slice
+//!    336     4    5   producer     producer_status  a word it publishes for the consumer
 //!    384     4    6   consumer     consumer_pid
 //!    388     4    6   consumer     consumer_closed  1 once the consumer closed
 //!    392     8    6   consumer     consumer_heartbeat  monotonic ms of its last wait slice
+//!    400     4    6   consumer     consumer_status  (reserved, zero)
 //!    448          -                (end of Header; the payload starts at header_size = 4096)
 //! ```
 //! `*` written once before the segment is shared, read-only afterwards.
@@ -30,8 +32,8 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// `b"HYDRORNG"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HYDRORNG");
-/// Version of this layout and of the frame format; checked at attach.
-pub const LAYOUT_VERSION: u32 = 1;
+/// Version of this layout and of the frame format; checked at attach. 2: the `status` words.
+pub const LAYOUT_VERSION: u32 = 2;
 /// Offset of the payload in the segment: one page, so the payload is page aligned.
 pub const HEADER_SIZE: usize = 4096;
 /// Alignment of every frame header and every frame payload in the ring.
@@ -98,6 +100,10 @@ pub struct Side {
     /// `CLOCK_MONOTONIC` milliseconds of this side's last wait slice or peer check
     /// (diagnostics: how long a stuck side has been stuck).
     pub heartbeat: AtomicU64,
+    /// A word this side publishes for the other to read, with no meaning to the ring
+    /// (diagnostics: the feeder puts its stage there, see `Producer::status_word`). The
+    /// reader takes it as a hint, never as a fact about the ring.
+    pub status: AtomicU32,
 }
 
 /// The header at offset 0 of every ring segment.
@@ -127,6 +133,7 @@ impl Header {
             pid: AtomicU32::new(pid),
             closed: AtomicU32::new(0),
             heartbeat: AtomicU64::new(0),
+            status: AtomicU32::new(0),
         };
         Header {
             meta: Meta {
@@ -205,9 +212,11 @@ mod tests {
         assert_eq!(offset_of!(Header, producer.pid), 320);
         assert_eq!(offset_of!(Header, producer.closed), 324);
         assert_eq!(offset_of!(Header, producer.heartbeat), 328);
+        assert_eq!(offset_of!(Header, producer.status), 336);
         assert_eq!(offset_of!(Header, consumer.pid), 384);
         assert_eq!(offset_of!(Header, consumer.closed), 388);
         assert_eq!(offset_of!(Header, consumer.heartbeat), 392);
+        assert_eq!(offset_of!(Header, consumer.status), 400);
         assert!(size_of::<Header>() <= HEADER_SIZE);
         assert_eq!(MAGIC.to_le_bytes(), *b"HYDRORNG");
     }

@@ -168,6 +168,16 @@ impl Producer {
         }
     }
 
+    /// The producer's status word in the ring header: any thread of this process may publish
+    /// a `u32` there for the consumer to read ([`Consumer::producer_status`]). The ring gives
+    /// it no meaning (the feeder daemon publishes its stage: reading, decoding, waiting for
+    /// work), and the consumer must take whatever it reads as a hint.
+    pub fn status_word(&self) -> StatusWord {
+        StatusWord {
+            sh: self.ring.shared().clone(),
+        }
+    }
+
     /// `Err(PeerLost)` if the consumer died, disconnected or closed the ring.
     pub fn check_peer(&self) -> Result<(), PeerError> {
         if self.ring.closed_by_consumer() {
@@ -284,6 +294,14 @@ impl Consumer {
         self.ring.producer_waiting()
     }
 
+    /// The producer's status word ([`Producer::status_word`]), readable without this
+    /// consumer (another thread may hold it in a wait).
+    pub fn producer_status(&self) -> ProducerStatus {
+        ProducerStatus {
+            sh: self.ring.shared().clone(),
+        }
+    }
+
     /// The producer's pid (this process's pid for an in-process pair).
     pub fn peer_pid(&self) -> u32 {
         #[cfg(not(loom))]
@@ -299,6 +317,45 @@ impl std::fmt::Debug for Consumer {
         f.debug_struct("Consumer")
             .field("peer_pid", &self.peer_pid())
             .finish()
+    }
+}
+
+/// The producer's side of its status word ([`Producer::status_word`]): `Send + Sync`, cheap to
+/// clone; it keeps the ring's memory mapped.
+#[derive(Clone)]
+pub struct StatusWord {
+    sh: std::sync::Arc<Shared>,
+}
+
+impl StatusWord {
+    /// Publishes `v` (a `fork()` child of the producer publishes nothing).
+    pub fn set(&self, v: u32) {
+        self.sh.set_producer_status(v);
+    }
+}
+
+impl std::fmt::Debug for StatusWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusWord").finish_non_exhaustive()
+    }
+}
+
+/// The consumer's side of the producer's status word ([`Consumer::producer_status`]).
+#[derive(Clone)]
+pub struct ProducerStatus {
+    sh: std::sync::Arc<Shared>,
+}
+
+impl ProducerStatus {
+    /// The word the producer last published (0 if none): any value, the peer's word.
+    pub fn get(&self) -> u32 {
+        self.sh.producer_status()
+    }
+}
+
+impl std::fmt::Debug for ProducerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ProducerStatus").field(&self.get()).finish()
     }
 }
 

@@ -134,6 +134,25 @@ impl Shared {
         self.seg.header()
     }
 
+    /// Publishes the producer's status word (not from a `fork()` child: it is not the
+    /// producer).
+    pub(crate) fn set_producer_status(&self, v: u32) {
+        if self.foreign() {
+            return;
+        }
+        let w = &self.header().producer.status;
+        // SYNC: Relaxed both ways: a diagnostic word, nothing else is published through it.
+        if w.load(Ordering::Relaxed) != v {
+            w.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// The producer's status word, as last published.
+    pub(crate) fn producer_status(&self) -> u32 {
+        // SYNC: Relaxed, as the store in `set_producer_status`.
+        self.header().producer.status.load(Ordering::Relaxed)
+    }
+
     fn at(&self, pos: u64) -> *mut u8 {
         // SAFETY: the offset is masked into the payload, which is `cap` bytes long.
         unsafe { self.seg.payload().add((pos & self.mask) as usize) }
@@ -356,6 +375,10 @@ impl RingProducer {
 
     pub(crate) fn max_frame(&self) -> usize {
         self.sh.max_frame
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.sh
     }
 
     pub(crate) fn closed_by_consumer(&self) -> bool {
@@ -730,6 +753,10 @@ impl RingConsumer {
     /// The payload's current address and length (moves after a detach).
     pub(crate) fn payload(&self) -> (*mut u8, usize) {
         (self.sh.seg.payload(), self.sh.cap as usize)
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.sh
     }
 
     /// Whether the producer is asleep waiting for space.

@@ -59,6 +59,19 @@ macro_rules! suite {
                 .expect("pair")
             }
 
+            /// The producer's status word: 0 until published, then what any thread of the
+            /// producer last set, read by the consumer without taking a frame.
+            fn status_word_reaches_the_consumer() {
+                let (p, c) = pair(1 << 16, None);
+                let seen = c.producer_status();
+                assert_eq!(seen.get(), 0);
+                let w = p.status_word();
+                std::thread::spawn(move || w.set(6)).join().unwrap();
+                assert_eq!(seen.get(), 6);
+                p.status_word().set(u32::MAX);
+                assert_eq!(c.producer_status().get(), u32::MAX);
+            }
+
             fn order_across_threads() {
                 let (mut p, mut c) = pair(1 << 16, None);
                 let n = 2000u64;
@@ -381,6 +394,10 @@ macro_rules! suite {
                 (
                     "in_process_pair_has_no_control_channel",
                     in_process_pair_has_no_control_channel,
+                ),
+                (
+                    "status_word_reaches_the_consumer",
+                    status_word_reaches_the_consumer,
                 ),
             ];
         }
