@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from hydrofeed import _tensorboard
 from hydrofeed._native import SOCKET_ENV, Batch, Feed
 
 __all__ = ["SOCKET_ENV", "REJOIN_ENV", "DataFeed"]
@@ -96,6 +97,13 @@ class DataFeed:
         self._wait0 = 0.0
         self._rows0 = 0
         self._summarized = False
+        # Every few seconds of feed time (never per batch): the GPU's utilisation for the
+        # feeder's metrics, and on the chief the TensorBoard points. `_tick_due` is None while
+        # there is nothing to do.
+        self._tb_dir = os.environ.get(_tensorboard.TENSORBOARD_ENV) or None
+        self._tb: _tensorboard.ScalarWriter | None = None
+        self._tick_due: float | None = None
+        self._last_point = (0.0, 0, 0.0)  # (monotonic time, rows, wait seconds) of the last point
 
     # -- fast path -------------------------------------------------------------------------
 
@@ -112,9 +120,12 @@ class DataFeed:
         b = fetch()
         if b is None:
             self._stop = True
+            self._end_metrics()
             self._summary()
         elif self._t_first is None:
             self._first_batch(len(b))
+        elif self._tick_due is not None and time.monotonic() >= self._tick_due:
+            self._tick()
         return b
 
     def _first_batch(self, rows: int) -> None:
@@ -122,6 +133,71 @@ class DataFeed:
         self._t_first = time.monotonic()
         self._wait0 = float(self._feed.metrics()["wait_seconds"])
         self._rows0 = rows
+        self._last_point = (self._t_first, rows, 0.0)
+        if self._tb_dir is not None or self._device is not None:
+            self._tick_due = self._t_first + _tensorboard.every()
+
+    def _waited(self, m: dict[str, Any]) -> float:
+        """Seconds waited for input since the first batch: on the ring, and for GPU copies."""
+        wait = float(m.get("wait_seconds", 0.0)) - self._wait0
+        gpu = m.get("gpu")
+        if gpu:
+            wait += float(gpu["copy_wait_s"])
+        return max(wait, 0.0)
+
+    def _tick(self) -> None:
+        """Every few seconds: the GPU's figures to the feeder (its Prometheus text), and the
+        chief's TensorBoard points."""
+        m = self.metrics()
+        self._tick_due = time.monotonic() + _tensorboard.every()
+        gpu = m.get("gpu")
+        if gpu:
+            u = gpu.get("utilization")
+            util = int(u) if isinstance(u, int) and 0 <= u <= 100 else None
+            self._feed.set_device_figures(float(gpu["copy_wait_s"]), util)
+        if self._tb_dir is not None:
+            self._point(m)
+
+    def _point(self, m: dict[str, Any]) -> None:
+        """One TensorBoard point per scalar at this step: rows/s and the share of the time
+        waited for input since the last point, the GPU's utilisation."""
+        now = time.monotonic()
+        rows, wait = int(m.get("rows", 0)), self._waited(m)
+        t0, rows0, wait0 = self._last_point
+        dt = now - t0
+        if dt <= 0:
+            return
+        values = {
+            "feed/rows_per_s": max(rows - rows0, 0) / dt,
+            "feed/wait_fraction": min(1.0, max(wait - wait0, 0.0) / dt),
+        }
+        gpu = m.get("gpu")
+        if gpu and gpu.get("utilization") is not None:
+            values["feed/gpu_utilization"] = float(gpu["utilization"])
+        try:
+            if self._tb is None and self._tb_dir is not None:
+                self._tb = _tensorboard.ScalarWriter(self._tb_dir)
+            if self._tb is not None:
+                self._tb.scalars(int(m.get("batches", 0)), values)
+        except (ImportError, OSError) as e:
+            # Never the training's failure: say it once and stop writing.
+            print(f"hydrofeed: no TensorBoard scalars ({_tensorboard.TENSORBOARD_ENV}={self._tb_dir}): {e}",
+                  file=sys.stderr, flush=True)
+            self._tb_dir = None
+            return
+        self._last_point = (now, rows, wait)
+
+    def _end_metrics(self) -> None:
+        """At the end of the feed (or of reading it): the last TensorBoard point, the file
+        closed."""
+        if self._tick_due is None:
+            return
+        self._tick_due = None
+        if self._tb_dir is not None:
+            self._point(self.metrics())
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
 
     def _summary(self) -> None:
         """One line at the end of the feed, under ``hydrofeed launch`` and Spark (where
@@ -138,16 +214,14 @@ class DataFeed:
         elapsed = now - t_first
         rows, steps = int(m.get("rows", 0)), int(m.get("batches", 0))
         gpu = m.get("gpu")
-        wait = float(m.get("wait_seconds", 0.0)) - self._wait0
-        if gpu:
-            wait += float(gpu["copy_wait_s"])
+        wait = self._waited(m)
         streamed = max(rows - self._rows0, 0)
         line = (
             f"hydrofeed rank {m['rank']}: {rows} rows, {steps} steps; first batch after "
             f"{t_first - (self._t_start or t_first):.2f} s, then {elapsed:.2f} s: "
             f"{streamed / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
             f"{min(100.0, 100 * wait / elapsed) if elapsed > 0 else 0:.0f}% of the time; "
-            f"{int(m.get('bytes', 0)) / 1e6:,.0f} MB through the ring"
+            f"{int(m.get('bytes', 0)) / 1e6:,.1f} MB through the ring"
         )
         if gpu:
             util = gpu.get("utilization")
@@ -197,6 +271,8 @@ class DataFeed:
         if self._device is None:
             self._device = DeviceFeed(self._feed, ordinal)
             self._device_t0 = time.monotonic()
+            if self._t_first is not None and self._tick_due is None:
+                self._tick_due = self._device_t0 + _tensorboard.every()
         elif self._device.device != f"cuda:{ordinal}":
             raise ValueError(
                 f"this DataFeed already stages its batches on {self._device.device}; "
@@ -266,6 +342,7 @@ class DataFeed:
         self._stop = True
         self._pending = []
         self._pending_rows = 0
+        self._end_metrics()
         if self._device is not None:
             self._device.close()
         self._feed.close()

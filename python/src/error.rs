@@ -102,7 +102,7 @@ pub fn feeder(e: FeedError) -> PyErr {
             DataError::new_err(msg)
         }
         FeedError::Schema { .. } => SchemaError::new_err(msg),
-        FeedError::Timeout { .. } => FeedTimeoutError::new_err(msg),
+        FeedError::Timeout { .. } | FeedError::Stalled { .. } => FeedTimeoutError::new_err(msg),
         FeedError::PeerLost(_) => PeerLostError::new_err(msg),
         FeedError::Coordinator(_) => CoordinatorError::new_err(msg),
         FeedError::InvalidArgument(_) => PyValueError::new_err(msg),

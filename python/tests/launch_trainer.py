@@ -5,7 +5,9 @@ Environment: ``OUT`` (directory for ``rank-<r>.jsonl``), ``STOP_AFTER`` (steps, 
 ``KILL_AT`` ("rank:step": kill -9 itself there), ``CRASH_AT`` ("rank:step:how", how is
 ``exception``, ``segv`` or ``kill``), ``EXIT0_AT`` ("rank:step": that rank exits 0 there, without
 ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for, or one per rank
-"10,20"; default: none).
+"10,20"; default: none), ``PAUSE_AT`` ("rank:step:secs": that rank sleeps there), ``HOLD_AT``
+("rank:step": that rank keeps its batches and stops calling ``next()`` there, for 120 s),
+``FEED_TIMEOUT`` ("rank:secs": that rank's ``DataFeed`` timeout; default 60).
 On SIGINT the trainer finishes its step, acks what it recorded and exits 0 (``interrupted``).
 """
 
@@ -42,11 +44,15 @@ sizes = os.environ.get("BATCH", "").split(",")
 batch_size = int(sizes[rank % len(sizes)]) if sizes != [""] else None
 # BATCH_LATE=1: the size goes only to `batches(n)`, not to the constructor.
 late = os.environ.get("BATCH_LATE") == "1"
-feed = hydrofeed.DataFeed(batch_size=None if late else batch_size, timeout=60)
+pause = os.environ.get("PAUSE_AT", "").split(":")
+feed_timeout = os.environ.get("FEED_TIMEOUT", "").split(":")
+timeout = float(feed_timeout[1]) if feed_timeout[0] == str(rank) else 60.0
+feed = hydrofeed.DataFeed(batch_size=None if late else batch_size, timeout=timeout)
 log = open(os.path.join(out, f"rank-{rank}.jsonl"), "w")
 sock_dir = os.path.dirname(os.environ["HYDROFEED_FEED_SOCKET"])
 log.write(json.dumps({"socket_dir": sock_dir, "mode": os.stat(sock_dir).st_mode & 0o777}) + "\n")
 step = 0
+held = []
 for b in feed.batches(batch_size):
     ids = [int(x) for x in b["id"]]
     log.write(json.dumps({"step": step, "epoch": b.epoch, "ids": ids}) + "\n")
@@ -54,6 +60,13 @@ for b in feed.batches(batch_size):
     step += 1
     if slow:
         time.sleep(slow)
+    if pause[0] == str(rank) and pause[1] == str(step):
+        time.sleep(float(pause[2]))
+    if os.environ.get("HOLD_AT") == f"{rank}:{step}":
+        # Keeps the batches and stops calling next(): the ring stays full.
+        held.append(b)
+        print(f"rank {rank} holding its batches at step {step}", flush=True)
+        time.sleep(120)
     if interrupted:
         # Everything recorded is consumed: ack it before leaving.
         feed.flush_acks()

@@ -6,7 +6,10 @@
 //! - `Results`: how many results the trainer handed to `batch_results` (TFoS inference mode).
 //! - `Bye`: the trainer stops reading on purpose (the producer ends without an error).
 //! - `Ack`: frames consumed so far (a few per second at most; `hydrofeed feeder` forwards them
-//!   to the coordinator as row acks).
+//!   to the coordinator as row acks), with the trainer's [`FeedReport`]: its steps, rows and
+//!   wait for input, which the feeder serves as Prometheus metrics. The report is an optional
+//!   field: a feeder that predates it ignores it (unknown fields are skipped), and an ack
+//!   without it (an older trainer) is still an ack.
 //! - `Rejoin`: after `Hello`, from a trainer re-attaching to a restarted feeder: where it is in
 //!   the feed and the rows it consumed per lease (from the frames' lineage), so the coordinator
 //!   counts them before it hands the rest out again.
@@ -36,6 +39,10 @@ pub enum Control {
     Ack {
         /// Sequence number of the last consumed frame.
         seq: u64,
+        /// Where the trainer's time went so far (`None`: before its first batch, or a trainer
+        /// that does not report).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feed: Option<FeedReport>,
     },
     /// Sent after `Hello` by a trainer whose feeder died, to the feeder that replaces it.
     Rejoin {
@@ -51,6 +58,26 @@ pub enum Control {
         /// More `Rejoin` messages follow (a long list travels in parts).
         more: bool,
     },
+}
+
+/// What a trainer reports with its acks: its figures since its first batch, cumulative (the
+/// feeder takes differences). A trainer's word: the feeder refuses figures that cannot be
+/// (waits longer than the time they are part of, counters going backwards, more batches than
+/// rows, a utilisation above 100%).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FeedReport {
+    /// Batches handed to the training loop (its steps).
+    pub batches: u64,
+    /// Rows in those batches.
+    pub rows: u64,
+    /// Microseconds since the first batch was handed out.
+    pub elapsed_us: u64,
+    /// Microseconds of those the trainer waited for input: in `next()` on the ring, and for the
+    /// copies to a GPU.
+    pub wait_us: u64,
+    /// The GPU's utilisation in percent, when batches go to a GPU and NVML answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_utilization: Option<u32>,
 }
 
 /// Leases per `Rejoin` message: keeps each message far below the control channel's limit
@@ -91,6 +118,17 @@ mod tests {
             },
             Control::Results { count: 3 },
             Control::Bye,
+            Control::Ack { seq: 9, feed: None },
+            Control::Ack {
+                seq: 9,
+                feed: Some(FeedReport {
+                    batches: 3,
+                    rows: 300,
+                    elapsed_us: u64::MAX,
+                    wait_us: 5,
+                    gpu_utilization: Some(87),
+                }),
+            },
             Control::Rejoin {
                 epoch: Some(2),
                 epoch_done: false,
@@ -103,5 +141,29 @@ mod tests {
             assert_eq!(Control::from_bytes(&m.to_bytes()).unwrap(), m);
         }
         assert!(Control::from_bytes(b"{").is_err());
+    }
+
+    /// The report is optional both ways: an ack of an older trainer (no `feed`) decodes, an
+    /// ack without figures is sent as before, and fields a later version adds are skipped.
+    #[test]
+    fn acks_stay_compatible() {
+        assert_eq!(
+            Control::from_bytes(br#"{"type":"ack","seq":4}"#).unwrap(),
+            Control::Ack { seq: 4, feed: None }
+        );
+        assert_eq!(
+            Control::Ack { seq: 4, feed: None }.to_bytes(),
+            br#"{"type":"ack","seq":4}"#
+        );
+        let later = br#"{"type":"ack","seq":4,"feed":{"batches":1,"rows":2,"elapsed_us":3,"wait_us":1,"new":[1]},"other":true}"#;
+        match Control::from_bytes(later).unwrap() {
+            Control::Ack {
+                seq: 4,
+                feed: Some(f),
+            } => assert_eq!((f.rows, f.gpu_utilization), (2, None)),
+            m => panic!("{m:?}"),
+        }
+        // Figures that are not counters are not an ack of this version.
+        assert!(Control::from_bytes(br#"{"type":"ack","seq":4,"feed":{"batches":-1}}"#).is_err());
     }
 }

@@ -38,7 +38,7 @@ pub mod frame;
 pub mod gpu;
 pub mod layout;
 
-pub use control::{Control, REJOIN_LEASES_PER_MESSAGE};
+pub use control::{Control, FeedReport, REJOIN_LEASES_PER_MESSAGE};
 pub use frame::{
     error_frame, lineage, marker, owned_buffer, Encoded, ErrorCode, Frame, FrameDecoder,
     FrameEncoder, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, HEADER_LEN, NO_SPLIT,

@@ -10,7 +10,7 @@ use anyhow::Context;
 
 use super::serve::{read_options, ServeFormat};
 use hydrofeed_coord::token::Token;
-use hydrofeed_feeder::daemon::{run_feeder, FeederOptions};
+use hydrofeed_feeder::daemon::{own_usage, run_feeder, FeederOptions};
 
 /// Arguments of `hydrofeed feeder`.
 #[derive(Debug, clap::Args)]
@@ -91,6 +91,10 @@ pub struct Args {
 /// status tells whether that was a crash or a clean early stop).
 pub const TRAINER_LEFT_EXIT: i32 = 3;
 
+/// Exit status of a feeder one of whose trainers took no batch for `--stall-timeout` (its ring
+/// stayed full): the trainer's failure, which the message names (`trainer rank R (pid P)`).
+pub const TRAINER_STALLED_EXIT: i32 = 4;
+
 extern "C" fn on_stop_signal(sig: libc::c_int) {
     static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if SEEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -159,10 +163,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Err(e @ hydrofeed_error::Error::PeerLost(_)) => {
             return Err(super::Exit::new(TRAINER_LEFT_EXIT, e.to_string()).into())
         }
+        Err(e @ hydrofeed_error::Error::Stalled { .. }) => {
+            return Err(super::Exit::new(TRAINER_STALLED_EXIT, e.to_string()).into())
+        }
         Err(e) => return Err(e.into()),
     };
-    for (rank, rows, batches, steps) in r.ranks {
-        eprintln!("hydrofeed feeder: rank {rank}: {rows} rows in {batches} batches, {steps} steps");
+    let mb = |b: u64| b as f64 / 1e6;
+    for k in r.ranks {
+        eprintln!(
+            "hydrofeed feeder: rank {}: {} rows in {} batches, {} steps; {:.1} MB read from \
+             storage, {:.1} MB into the ring",
+            k.rank,
+            k.rows,
+            k.batches,
+            k.steps,
+            mb(k.storage_bytes),
+            mb(k.ring_bytes)
+        );
     }
     let (cpu, rss) = own_usage();
     let wall = t0.elapsed().as_secs_f64();
@@ -172,16 +189,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cpu / wall.max(1e-9)
     );
     Ok(())
-}
-
-/// CPU seconds (user + system) and max RSS (MiB) of this process.
-fn own_usage() -> (f64, f64) {
-    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable `rusage` for the call's duration.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss as f64 / 1024.0)
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
 use hydrofeed_tfbridge::{
-    error_frame, marker, Control, Encoded, ErrorCode, FrameEncoder, FrameError, FrameKind,
-    FrameMeta, Piece,
+    error_frame, marker, Control, Encoded, ErrorCode, FeedReport, FrameEncoder, FrameError,
+    FrameKind, FrameMeta, Piece,
 };
 
 use crate::serve::ServeReport;
@@ -50,9 +50,10 @@ pub(crate) fn split_pieces(pieces: &[Piece], mut rows: u64) -> (Vec<Piece>, Vec<
     (head, tail)
 }
 
-/// Called with the sequence number of every `Ack` control message (the daemon forwards the
-/// acked rows to the coordinator); an error stops the feed.
-pub(crate) type AckSink = Box<dyn FnMut(u64) -> Result<()> + Send>;
+/// Called with the sequence number of every `Ack` control message and the trainer's figures
+/// that came with it (the daemon forwards the acked rows to the coordinator and serves the
+/// figures as metrics); an error stops the feed.
+pub(crate) type AckSink = Box<dyn FnMut(u64, Option<FeedReport>) -> Result<()> + Send>;
 
 /// Called while waiting for ring space with how long this wait has lasted (zero once a frame
 /// went in): the daemon's heartbeat stage.
@@ -67,6 +68,8 @@ pub(crate) struct Writer {
     stall: Duration,
     report: ServeReport,
     peer: u32,
+    /// Who the trainer is in messages ("trainer", "trainer rank 3").
+    who: String,
     /// Where trainer acks go (`None` in `serve`: acks are ignored).
     on_ack: Option<AckSink>,
     on_wait: Option<WaitHook>,
@@ -83,11 +86,18 @@ pub(crate) struct WriterBuilder {
     enc: FrameEncoder,
     stall: Duration,
     batch_size: usize,
+    who: String,
     on_ack: Option<AckSink>,
     on_wait: Option<WaitHook>,
 }
 
 impl WriterBuilder {
+    /// Who the trainer is in messages (default `trainer`; the daemon: `trainer rank R`).
+    pub(crate) fn trainer(mut self, who: String) -> Self {
+        self.who = who;
+        self
+    }
+
     /// How long a full ring may stay full before the feed fails naming the trainer (default:
     /// no limit).
     pub(crate) fn stall_timeout(mut self, d: Duration) -> Self {
@@ -127,6 +137,7 @@ impl WriterBuilder {
                 ..Default::default()
             },
             peer,
+            who: self.who,
             on_ack: self.on_ack,
             on_wait: self.on_wait,
             bye: false,
@@ -143,6 +154,7 @@ impl Writer {
             enc,
             stall: Duration::MAX,
             batch_size: 0,
+            who: "trainer".into(),
             on_ack: None,
             on_wait: None,
         }
@@ -194,8 +206,8 @@ impl Writer {
 
     pub(crate) fn lost(&self) -> Error {
         Error::PeerLost(format!(
-            "trainer (pid {}) is gone: it died or closed its end of the ring",
-            self.peer
+            "{} (pid {}) is gone: it died or closed its end of the ring",
+            self.who, self.peer
         ))
     }
 
@@ -227,12 +239,10 @@ impl Writer {
                         self.poll_control()?;
                     }
                     if started.elapsed() > self.stall {
-                        return Err(Error::Timeout {
-                            what: format!(
-                                "trainer (pid {}) to consume: the ring stayed full (stage: \
-                                 trainer not consuming)",
-                                self.peer
-                            ),
+                        // The trainer's failure, not the feeder's: a distinct error, so that
+                        // `launch` names the trainer.
+                        return Err(Error::Stalled {
+                            who: format!("{} (pid {})", self.who, self.peer),
                             secs: self.stall.as_secs_f64(),
                         });
                     }
@@ -316,7 +326,7 @@ impl Writer {
             Error::Schema { .. } => ErrorCode::Schema,
             Error::NotFound { .. } => ErrorCode::NotFound,
             Error::PermissionDenied { .. } => ErrorCode::PermissionDenied,
-            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::Timeout { .. } | Error::Stalled { .. } => ErrorCode::Timeout,
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
             _ => ErrorCode::Other,
         };
@@ -339,13 +349,13 @@ impl Writer {
                         self.bye = true;
                         return Ok(true);
                     }
-                    Ok(Control::Ack { seq }) => {
+                    Ok(Control::Ack { seq, feed }) => {
                         if let Some(f) = &mut self.on_ack {
-                            f(seq)?;
+                            f(seq, feed)?;
                         }
                     }
                     Ok(c) => tracing::debug!(?c, "control message"),
-                    Err(e) => tracing::warn!("trainer (pid {}): {e}", self.peer),
+                    Err(e) => tracing::warn!("{} (pid {}): {e}", self.who, self.peer),
                 },
                 Ok(None) => return Ok(false),
                 Err(ControlError::PeerLost) => return Err(self.lost()),

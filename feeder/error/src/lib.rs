@@ -93,6 +93,19 @@ pub enum Error {
         /// The deadline in seconds.
         secs: f64,
     },
+    /// A trainer took nothing from its ring for the stall timeout: the ring stayed full while
+    /// the trainer lives. The trainer's failure, not the feeder's: it stopped calling `next()`,
+    /// or one of its steps took longer than that.
+    #[error(
+        "{who} took no batch for {secs:.1}s (stage: trainer not consuming): its ring stayed \
+         full; it stopped calling next(), or one step took longer than that (--stall-timeout)"
+    )]
+    Stalled {
+        /// The trainer: rank (where known) and pid.
+        who: String,
+        /// The stall timeout in seconds.
+        secs: f64,
+    },
     /// The peer process (trainer, feeder or coordinator) is gone.
     #[error("peer lost: {0}")]
     PeerLost(String),

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any
 
+from hydrofeed._tensorboard import TENSORBOARD_ENV
 from hydrofeed.spark.files import Feeder, pump
 
 TAIL_LINES = 40
@@ -80,14 +81,30 @@ def _send(s: socket.socket, msg: dict[str, Any]) -> None:
         pass
 
 
-def _start_tensorboard(spec: dict[str, Any]) -> tuple[subprocess.Popen[bytes] | None, int]:
+def _tensorboard_dir(spec: dict[str, Any]) -> str | None:
+    """TensorBoard's log directory when this node runs TensorBoard (``tensorboard=True``, and
+    this is the chief: the first of chief, master or worker), else ``None``."""
     cm = spec["cluster_meta"]
     meta = spec["meta"]
     if not cm.get("tensorboard"):
-        return None, 0
+        return None
     jobs = sorted(k for k in cm["cluster_template"] if k in ("chief", "master", "worker"))
     tb_job = "chief" if "chief" in jobs else ("master" if "master" in jobs else "worker")
     if meta["job_name"] != tb_job or meta["task_index"] != 0:
+        return None
+    return str(cm.get("log_dir") or os.path.join(cm["working_dir"], f"tensorboard_{meta['executor_id']}"))
+
+
+def tensorboard_env(spec: dict[str, Any]) -> dict[str, str]:
+    """The trainer's ``HYDROFEED_TENSORBOARD_DIR`` on the node TensorBoard runs on: its feed
+    writes the feed's scalars there (``hydrofeed.DataFeed``)."""
+    d = _tensorboard_dir(spec)
+    return {TENSORBOARD_ENV: d} if d is not None else {}
+
+
+def _start_tensorboard(spec: dict[str, Any]) -> tuple[subprocess.Popen[bytes] | None, int]:
+    logdir = _tensorboard_dir(spec)
+    if logdir is None:
         return None, 0
     import importlib.util
 
@@ -99,7 +116,6 @@ def _start_tensorboard(spec: dict[str, Any]) -> tuple[subprocess.Popen[bytes] | 
         with socket.socket() as s:
             s.bind(("", 0))
             port = s.getsockname()[1]
-    logdir = cm.get("log_dir") or os.path.join(cm["working_dir"], f"tensorboard_{meta['executor_id']}")
     try:
         p = subprocess.Popen(
             [sys.executable, "-m", "tensorboard.main", f"--logdir={logdir}", f"--port={port}", "--bind_all"],
@@ -133,6 +149,8 @@ def main(spec_path: str) -> int:
     if meta["gpus"]:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(meta["gpus"])
     env["PYTHONUNBUFFERED"] = "1"
+    env.pop(TENSORBOARD_ENV, None)
+    env.update(tensorboard_env(spec))
     trainer = subprocess.Popen(
         [sys.executable, "-m", "hydrofeed.spark.trainer", spec_path],
         stdin=subprocess.DEVNULL,

@@ -148,12 +148,15 @@ impl Feed {
             })?;
         }
         self.peer.store(c.peer_pid(), Ordering::Relaxed);
+        let status = c.producer_status();
         inner.consumer = Some(c);
         inner.dec = FrameDecoder::new();
         inner.frames = 0;
         inner.acked = 0;
         inner.hello_sent = true;
-        self.stats().rejoins += 1;
+        let mut st = self.stats();
+        st.rejoins += 1;
+        st.feeder_status = Some(status);
         Ok(())
     }
 }

@@ -12,8 +12,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use arrow_schema::SchemaRef;
-use hydrofeed_ipc::{Consumer, Held};
-use hydrofeed_tfbridge::{Control, FrameDecoder, NO_SPLIT};
+use hydrofeed_ipc::{Consumer, Held, ProducerStatus};
+use hydrofeed_tfbridge::{Control, FeedReport, FrameDecoder, NO_SPLIT};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -81,6 +81,35 @@ struct Stats {
     warned: bool,
     /// Times a restarted feeder took this trainer back.
     rejoins: u64,
+    /// When the first batch was handed out, and the ring wait before it (start-up, not
+    /// counted in the figures the feeder gets with the acks).
+    first_batch: Option<Instant>,
+    wait_at_first: Duration,
+    /// Time `next()` of a GPU feed waited for copies, and the GPU's utilisation, as
+    /// `DataFeed` last sampled them (`set_device_figures`).
+    device_wait: Duration,
+    gpu_utilization: Option<u32>,
+    /// The word the feeder publishes in the ring's header (its stage for this ring).
+    feeder_status: Option<ProducerStatus>,
+}
+
+impl Stats {
+    /// What this trainer reports with its acks: its steps, rows, and how long it waited for
+    /// input since its first batch (`None` before it).
+    fn report(&self) -> Option<FeedReport> {
+        let first = self.first_batch?;
+        let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        Some(FeedReport {
+            batches: self.batches,
+            rows: self.rows,
+            elapsed_us: us(first.elapsed()),
+            wait_us: us(self
+                .wait
+                .saturating_sub(self.wait_at_first)
+                .saturating_add(self.device_wait)),
+            gpu_utilization: self.gpu_utilization,
+        })
+    }
 }
 
 /// What a trainer that holds too much of the ring gets.
@@ -200,6 +229,7 @@ impl Feed {
             send_hello(&mut consumer, batch_size, address)?;
         }
         let ring_bytes = consumer.capacity();
+        let feeder_status = Some(consumer.producer_status());
         Ok(Self {
             inner: Mutex::new(Inner {
                 hello_sent,
@@ -216,6 +246,7 @@ impl Feed {
             stats: Mutex::new(Stats {
                 split: NO_SPLIT,
                 ring_bytes,
+                feeder_status,
                 ..Stats::default()
             }),
             closing: AtomicBool::new(false),
@@ -333,11 +364,34 @@ impl Feed {
         let mut g = self.lock(py)?;
         let inner = &mut *g;
         let frames = inner.frames;
+        let report = self.stats().report();
         if let Some(c) = inner.consumer.as_mut() {
-            send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
+            send_ack(c, &mut inner.acked, &mut inner.last_ack, frames, report);
         }
         self.stats().acked = inner.acked;
         Ok(inner.acked)
+    }
+
+    /// The GPU figures the acks carry to the feeder (its Prometheus text): the seconds `next()`
+    /// of a GPU feed waited for copies so far (added to the wait for input) and the GPU's
+    /// utilisation in percent (`None`: unknown). `DataFeed` sets them every few seconds.
+    #[pyo3(signature = (copy_wait_s, utilization=None))]
+    fn set_device_figures(&self, copy_wait_s: f64, utilization: Option<u32>) -> PyResult<()> {
+        self.owner.check("DataFeed")?;
+        if !(copy_wait_s.is_finite() && copy_wait_s >= 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "copy_wait_s={copy_wait_s}: expected seconds, 0 or more"
+            )));
+        }
+        if utilization.is_some_and(|u| u > 100) {
+            return Err(PyValueError::new_err(format!(
+                "utilization={utilization:?}: expected a percentage, 0 to 100"
+            )));
+        }
+        let mut st = self.stats();
+        st.device_wait = Duration::try_from_secs_f64(copy_wait_s).unwrap_or(Duration::MAX);
+        st.gpu_utilization = utilization;
+        Ok(())
     }
 
     /// The coordinator's resumable state (JSON text), once it holds at least
@@ -454,6 +508,9 @@ impl Feed {
         d.set_item("copied_bytes", g.copied_bytes)?;
         d.set_item("feeder_pid", self.peer())?;
         d.set_item("rejoins", g.rejoins)?;
+        // What the feeder says it is doing for this ring (its stage), if it says.
+        let stage = g.feeder_status.as_ref().and_then(ring::feeder_stage);
+        d.set_item("feeder_stage", stage.map(|s| s.as_str()))?;
         Ok(d)
     }
 }

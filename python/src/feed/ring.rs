@@ -5,8 +5,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use hydrofeed_ipc::{Consumer, Held, Lease, NextError};
-use hydrofeed_tfbridge::{owned_buffer, Control, Frame};
+use hydrofeed_coord::Stage;
+use hydrofeed_ipc::{Consumer, Held, Lease, NextError, ProducerStatus};
+use hydrofeed_tfbridge::{owned_buffer, Control, FeedReport, Frame};
 use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
 
@@ -34,15 +35,53 @@ enum Stop {
 /// How often a busy trainer acks (a blocked one acks at once).
 const ACK_EVERY: Duration = Duration::from_millis(50);
 
-/// Sends `Ack{seq}` for the first `frames` frames if they are not acked yet. Best effort: a
-/// feeder that already left does not read its control channel, and its death is seen by
-/// `next()`.
-pub(super) fn send_ack(consumer: &mut Consumer, acked: &mut u64, last: &mut Instant, frames: u64) {
+/// Sends `Ack{seq}` for the first `frames` frames if they are not acked yet, with this
+/// trainer's figures (`feed`: steps, rows, wait for input; the feeder serves them as metrics).
+/// Best effort: a feeder that already left does not read its control channel, and its death
+/// is seen by `next()`.
+pub(super) fn send_ack(
+    consumer: &mut Consumer,
+    acked: &mut u64,
+    last: &mut Instant,
+    frames: u64,
+    feed: Option<FeedReport>,
+) {
     if frames > *acked {
-        let _ = consumer.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
+        let ack = Control::Ack {
+            seq: frames - 1,
+            feed,
+        };
+        let _ = consumer.send_control(&ack.to_bytes());
         *acked = frames;
         *last = Instant::now();
     }
+}
+
+/// The stage the feeder publishes for this ring (`None`: it publishes none, e.g. `hydrofeed
+/// serve`, or a word this version does not know).
+pub(super) fn feeder_stage(w: &ProducerStatus) -> Option<Stage> {
+    u8::try_from(w.get()).ok().and_then(Stage::from_code)
+}
+
+/// What a feeder stage means to a trainer waiting on an empty ring.
+fn stage_cause(rank: &str, s: Stage) -> String {
+    let why = match s {
+        Stage::Reading => "reading from storage: the input is slow to arrive (disk, network, HDFS)",
+        Stage::Decoding => {
+            "decoding: the decode threads are the bottleneck (--decode-threads, fewer columns)"
+        }
+        Stage::WaitingWork => {
+            "waiting for work: this rank's share of the epoch is done, and the next epoch starts \
+             once every rank consumed its share (the epoch barrier: another rank is slower)"
+        }
+        Stage::Starting => "starting (registering, planning the input)",
+        Stage::WaitingRing | Stage::TrainerIdle => {
+            "waiting for ring space although this process took every batch (another \
+             process holds the ring?)"
+        }
+        Stage::Done => "done: it sent the end of the feed",
+    };
+    format!("the ring is empty and the feeder of {rank} is {why}")
 }
 
 impl Feed {
@@ -72,8 +111,15 @@ impl Feed {
                 self.relieve(py, consumer, held)?;
             }
             let frames = inner.frames;
+            let report = self.stats().report();
             if inner.last_ack.elapsed() >= ACK_EVERY {
-                send_ack(consumer, &mut inner.acked, &mut inner.last_ack, frames);
+                send_ack(
+                    consumer,
+                    &mut inner.acked,
+                    &mut inner.last_ack,
+                    frames,
+                    report,
+                );
             }
             let (acked, last_ack) = (&mut inner.acked, &mut inner.last_ack);
             let closing = &self.closing;
@@ -88,7 +134,7 @@ impl Feed {
                     Err(NextError::Timeout) => {
                         // Blocked: the feeder (and the coordinator's epoch barrier) may be
                         // waiting for our acks.
-                        send_ack(consumer, acked, last_ack, frames);
+                        send_ack(consumer, acked, last_ack, frames, report);
                         if consumer.producer_waiting() && consumer.held().leases > 0 {
                             Step::Failed(Stop::Pressure)
                         } else {
@@ -155,6 +201,10 @@ impl Feed {
             match decoded? {
                 Frame::Schema(..) => st.schema = inner.dec.schema().cloned(),
                 Frame::Batch(meta, batch) => {
+                    if st.first_batch.is_none() {
+                        st.first_batch = Some(Instant::now());
+                        st.wait_at_first = st.wait;
+                    }
                     st.epoch = meta.epoch;
                     st.split = meta.split;
                     st.rows += meta.rows;
@@ -171,8 +221,9 @@ impl Feed {
                 Frame::EndOfFeed(_) => {
                     st.done = true;
                     let frames = inner.frames;
+                    let report = st.report();
                     if let Some(c) = inner.consumer.as_mut() {
-                        send_ack(c, &mut inner.acked, &mut inner.last_ack, frames);
+                        send_ack(c, &mut inner.acked, &mut inner.last_ack, frames, report);
                     }
                     st.acked = inner.acked;
                     return Ok(None);
@@ -333,9 +384,15 @@ impl Feed {
         } else if waiting {
             "the feeder waits for ring space although this process holds no batch".to_string()
         } else {
-            "the ring is empty and the feeder is alive: it is reading or decoding slowly, or \
-             waiting on its input (see its log)"
-                .to_string()
+            let rank = std::env::var("HYDROFEED_RANK")
+                .map(|r| format!("rank {r}"))
+                .unwrap_or_else(|_| "this trainer".into());
+            match self.stats().feeder_status.as_ref().and_then(feeder_stage) {
+                Some(s) => stage_cause(&rank, s),
+                None => "the ring is empty and the feeder is alive: it is reading or decoding \
+                         slowly, or waiting on its input (see its log)"
+                    .to_string(),
+            }
         };
         format!(
             "timed out after {:.1}s waiting for a batch from the feeder (pid {}) at {} \

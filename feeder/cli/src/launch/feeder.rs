@@ -53,6 +53,7 @@ pub(super) fn feeder_command(
                 .join(","),
         )
         .args(["--memory-mb", &args.memory_mb.to_string()])
+        .args(["--stall-timeout", &args.stall_timeout.to_string()])
         // A trainer that leaves ends only its rank: `launch` decides from its exit status.
         .arg("--keep-going")
         .env(TOKEN_ENV, token.as_str());
@@ -110,9 +111,41 @@ pub(super) fn restart_feeder(
     Ok(())
 }
 
-/// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells).
+/// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells)
+/// nor "a trainer stopped taking batches" ([`trainer_stalled`]).
 pub(super) fn failed_by_itself(s: ExitStatus) -> bool {
-    !s.success() && s.code() != Some(crate::feeder::TRAINER_LEFT_EXIT)
+    !s.success()
+        && s.code() != Some(crate::feeder::TRAINER_LEFT_EXIT)
+        && s.code() != Some(crate::feeder::TRAINER_STALLED_EXIT)
+}
+
+/// The error for a feeder that ended because a trainer took no batch for `--stall-timeout`:
+/// it names that trainer (from the feeder's last line: `trainer rank R (pid P) took no
+/// batch ...`) with its own last lines, not the feeder.
+pub(super) fn trainer_stalled(job: &mut Job, s: ExitStatus) -> anyhow::Error {
+    job.drain_output(Some(0));
+    let line = job.children[0].2.lock().ok().and_then(|t| {
+        t.iter()
+            .rev()
+            .find(|l| l.contains(" took no batch for "))
+            .cloned()
+    });
+    let Some(line) = line else {
+        let tail = job.tail(0);
+        return anyhow::anyhow!(
+            "a trainer took no batch for --stall-timeout (the feeder {}); stopped every \
+             trainer{tail}",
+            describe(s)
+        );
+    };
+    let what = line.trim_start_matches("Error: ").to_string();
+    let rank = what
+        .strip_prefix("trainer rank ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.parse::<usize>().ok())
+        .filter(|r| r + 1 < job.children.len());
+    let tail = rank.map(|r| job.tail(r + 1)).unwrap_or_default();
+    anyhow::anyhow!("{what}; stopped every trainer and the feeder{tail}")
 }
 
 /// The error for a feeder that failed: its status, each rank's last stage, its last lines.

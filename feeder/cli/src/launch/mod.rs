@@ -51,12 +51,16 @@ use certs::JobTls;
 pub use certs::TlsMode;
 pub use children::private_run_dir;
 use children::{describe, free_ports, spawn, spawn_at, Job};
-use feeder::{failed_by_itself, feeder_command, feeder_failed, restart_feeder};
+use feeder::{failed_by_itself, feeder_command, feeder_failed, restart_feeder, trainer_stalled};
 
 /// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
 pub const REJOIN_ENV: &str = "HYDROFEED_REJOIN_TIMEOUT";
 /// What `launch` gives its trainers in [`REJOIN_ENV`]: the restarts and their backoff fit.
 const REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// TensorBoard log directory of the job's chief (`hydrofeed.DataFeed` writes the feed's
+/// scalars there); `launch` gives it to rank 0 only.
+pub const TENSORBOARD_ENV: &str = "HYDROFEED_TENSORBOARD_DIR";
 
 /// Environment variable naming a state file to resume from (same as `--resume`).
 pub const RESUME_ENV: &str = "HYDROFEED_RESUME";
@@ -115,6 +119,15 @@ pub struct Args {
     /// Feeder Prometheus endpoint.
     #[arg(long)]
     pub feeder_metrics: Option<std::net::SocketAddr>,
+    /// Seconds a trainer may leave its ring full (taking no batch) before the job fails
+    /// naming that rank.
+    #[arg(long, default_value_t = 600.0)]
+    pub stall_timeout: f64,
+    /// TensorBoard log directory: rank 0's feed writes `feed/wait_fraction`, `feed/rows_per_s`
+    /// (and `feed/gpu_utilization` for batches on a GPU) into DIR/hydrofeed every few seconds
+    /// (`HYDROFEED_METRICS_EVERY`, default 10) and at the end.
+    #[arg(long, value_name = "DIR", env = TENSORBOARD_ENV)]
+    pub tensorboard: Option<PathBuf>,
     /// Seconds without a heartbeat before a rank is declared dead.
     #[arg(long, default_value_t = 30.0)]
     pub dead_after: f64,
@@ -180,6 +193,7 @@ enum Ended {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
     anyhow::ensure!(workers >= 1, "--workers must be at least 1");
+    super::secs("--stall-timeout", args.stall_timeout)?;
     if let Some(d) = gpus::describe(&gpus) {
         eprintln!("hydrofeed launch: {d}");
     }
@@ -393,6 +407,11 @@ fn supervise(
             // A killed feeder is restarted: the trainer waits for the new one.
             c.env(REJOIN_ENV, REJOIN_TIMEOUT.as_secs().to_string());
         }
+        // The chief alone writes the feed's TensorBoard scalars.
+        match &args.tensorboard {
+            Some(d) if rank == 0 => c.env(TENSORBOARD_ENV, d),
+            _ => c.env_remove(TENSORBOARD_ENV),
+        };
         spawn(
             job,
             format!("trainer rank {rank}"),
@@ -487,6 +506,8 @@ fn supervise(
                     )
                     .context("restarting the feeder")?;
                     feeder_status = None;
+                } else if s.code() == Some(crate::feeder::TRAINER_STALLED_EXIT) {
+                    return Err(trainer_stalled(job, s));
                 } else if failed_by_itself(s) && stop.is_none() {
                     return Err(feeder_failed(job, svc, s));
                 }

@@ -47,7 +47,13 @@ pub fn read_feed(batch_size: u64, mut on: impl FnMut(Got<'_>)) {
     let mut frames = 0u64;
     loop {
         if frames > 0 {
-            let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
+            let _ = c.send_control(
+                &Control::Ack {
+                    seq: frames - 1,
+                    feed: None,
+                }
+                .to_bytes(),
+            );
         }
         let l = c
             .next(Duration::from_secs(60))
@@ -60,7 +66,13 @@ pub fn read_feed(batch_size: u64, mut on: impl FnMut(Got<'_>)) {
                 on(Got::Batch(m.epoch, ids.values()));
             }
             Frame::EndOfFeed(m) => {
-                let _ = c.send_control(&Control::Ack { seq: frames - 1 }.to_bytes());
+                let _ = c.send_control(
+                    &Control::Ack {
+                        seq: frames - 1,
+                        feed: None,
+                    }
+                    .to_bytes(),
+                );
                 on(Got::End(m.rows));
                 break;
             }

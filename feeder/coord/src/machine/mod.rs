@@ -110,6 +110,34 @@ impl Stage {
             Stage::Done => "done",
         }
     }
+
+    /// The stage's number in a ring's header (the word `hydrofeed feeder` publishes there for
+    /// the trainer): fixed for good, so a trainer reads any feeder's; 0 means none.
+    pub fn code(self) -> u8 {
+        match self {
+            Stage::Starting => 1,
+            Stage::Reading => 2,
+            Stage::Decoding => 3,
+            Stage::WaitingRing => 4,
+            Stage::TrainerIdle => 5,
+            Stage::WaitingWork => 6,
+            Stage::Done => 7,
+        }
+    }
+
+    /// The stage of [`Stage::code`]'s number (`None`: none, or one this version does not know).
+    pub fn from_code(c: u8) -> Option<Stage> {
+        Some(match c {
+            1 => Stage::Starting,
+            2 => Stage::Reading,
+            3 => Stage::Decoding,
+            4 => Stage::WaitingRing,
+            5 => Stage::TrainerIdle,
+            6 => Stage::WaitingWork,
+            7 => Stage::Done,
+            _ => return None,
+        })
+    }
 }
 
 /// Counters a heartbeat carries.
@@ -621,5 +649,22 @@ impl Machine {
     /// Ranges waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.live + self.next_queue.live
+    }
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::Stage;
+
+    /// Every stage has its own number, 0 is none, and numbers this version does not know are
+    /// none (a ring header is the other process's word).
+    #[test]
+    fn stage_codes_round_trip() {
+        let known: Vec<Stage> = (0..=u8::MAX).filter_map(Stage::from_code).collect();
+        assert_eq!(known.len(), 7);
+        for s in known {
+            assert_eq!(Stage::from_code(s.code()), Some(s));
+        }
+        assert_eq!(Stage::from_code(0), None);
     }
 }

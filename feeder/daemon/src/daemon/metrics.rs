@@ -2,15 +2,75 @@
 
 use super::*;
 
-/// Prometheus text of the feeder's counters.
+/// Prometheus text of the feeder's counters, and of the trainers' figures that came with their
+/// acks (`hydrofeed_feed_*`: only for ranks whose trainer reported).
 pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
     let mut s = String::new();
+    let mut some_metric =
+        |name: &str, help: &str, kind: &str, f: &dyn Fn(&RankStats) -> Option<f64>| {
+            s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+            for st in stats {
+                let r = st.rank.load(Ordering::Relaxed);
+                if let Some(v) = f(st) {
+                    s.push_str(&format!("{name}{{rank=\"{r}\"}} {v}\n"));
+                }
+            }
+        };
+    let feed =
+        |f: fn(&figures::TrainerFigures) -> Option<f64>| move |st: &RankStats| f(&st.trainer());
+    some_metric(
+        "hydrofeed_feed_steps_total",
+        "Batches the trainer took (its steps), as of its last ack",
+        "counter",
+        &feed(|t| t.latest().map(|r| r.batches as f64)),
+    );
+    some_metric(
+        "hydrofeed_feed_rows_total",
+        "Rows in the batches the trainer took, as of its last ack",
+        "counter",
+        &feed(|t| t.latest().map(|r| r.rows as f64)),
+    );
+    some_metric(
+        "hydrofeed_feed_rows_per_second",
+        "Rows per second the trainer took, over the last 10 s of its reports",
+        "gauge",
+        &feed(|t| t.rows_per_second()),
+    );
+    some_metric(
+        "hydrofeed_feed_wait_fraction",
+        "Share of the trainer's time spent waiting for input (ring, GPU copies), over the last \
+         10 s of its reports",
+        "gauge",
+        &feed(|t| t.wait_fraction()),
+    );
+    some_metric(
+        "hydrofeed_feed_wait_seconds_total",
+        "Seconds the trainer waited for input since its first batch",
+        "counter",
+        &feed(|t| t.latest().map(|r| r.wait_us as f64 / 1e6)),
+    );
+    some_metric(
+        "hydrofeed_feed_seconds_total",
+        "Seconds since the trainer's first batch (rate(wait_seconds_total) / rate(this): the \
+         wait share over any window)",
+        "counter",
+        &feed(|t| t.latest().map(|r| r.elapsed_us as f64 / 1e6)),
+    );
+    some_metric(
+        "hydrofeed_feed_gpu_utilization",
+        "Utilisation of the trainer's GPU in percent (NVML), when its batches go to a GPU",
+        "gauge",
+        &feed(|t| t.latest().and_then(|r| r.gpu_utilization).map(f64::from)),
+    );
+    some_metric(
+        "hydrofeed_feed_reports_refused_total",
+        "Trainer reports refused as impossible (a wait longer than its time, counters going \
+         backwards)",
+        "counter",
+        &feed(|t| Some(t.refused as f64)),
+    );
     let mut metric = |name: &str, help: &str, kind: &str, f: &dyn Fn(&RankStats) -> f64| {
-        s.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        for st in stats {
-            let r = st.rank.load(Ordering::Relaxed);
-            s.push_str(&format!("{name}{{rank=\"{r}\"}} {}\n", f(st)));
-        }
+        some_metric(name, help, kind, &|st| Some(f(st)))
     };
     let up = uptime.max(1e-9);
     metric(
@@ -72,6 +132,18 @@ pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
         },
     );
     metric(
+        "hydrofeed_feeder_storage_bytes_total",
+        "Bytes the readers got from storage (compressed, as stored)",
+        "counter",
+        &|st| st.storage_bytes.load(Ordering::Relaxed) as f64,
+    );
+    metric(
+        "hydrofeed_feeder_storage_read_seconds_total",
+        "Seconds reader threads were blocked reading storage (summed over threads)",
+        "counter",
+        &|st| st.storage_us.load(Ordering::Relaxed) as f64 / 1e6,
+    );
+    metric(
         "hydrofeed_feeder_ring_full_seconds_total",
         "Seconds stalled because the ring was full (trainer slower than the feeder)",
         "counter",
@@ -83,6 +155,12 @@ pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
         "counter",
         &|st| st.work_wait_ms.load(Ordering::Relaxed) as f64 / 1000.0,
     );
+    let (cpu, _) = own_usage();
+    s.push_str(&format!(
+        "# HELP hydrofeed_feeder_cpu_seconds_total CPU seconds of the feeder process (decode, \
+         copies into the rings; rate() = cores used)\n# TYPE hydrofeed_feeder_cpu_seconds_total \
+         counter\nhydrofeed_feeder_cpu_seconds_total {cpu}\n"
+    ));
     s.push_str("# HELP hydrofeed_feeder_stage Current stage per rank (1 = in this stage)\n# TYPE hydrofeed_feeder_stage gauge\n");
     for st in stats {
         let r = st.rank.load(Ordering::Relaxed);
@@ -125,4 +203,16 @@ pub(super) fn spawn_metrics(
         .map_err(|e| Error::external("spawning the metrics thread", e))?;
     tracing::info!("feeder metrics on http://{local}/metrics");
     Ok(local)
+}
+
+/// CPU seconds (user + system) and max RSS (MiB) of this process.
+pub fn own_usage() -> (f64, f64) {
+    // SAFETY: `rusage` is plain old data; all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable `rusage` for the call's duration.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(u.ru_utime) + t(u.ru_stime), u.ru_maxrss as f64 / 1024.0)
 }

@@ -17,6 +17,11 @@
 //! - the **heartbeat** thread reports the rank's stage (reading, decoding, waiting for ring
 //!   space, trainer not consuming, waiting for work, done) and counters.
 //!
+//! The stage is also published in the ring's header for the trainer (a trainer whose wait
+//! times out says what its feeder is doing), and the trainer's own figures (steps, rows, wait
+//! for input) arrive with its acks: the Prometheus endpoint serves both (`metrics.rs`,
+//! `figures.rs`).
+//!
 //! Memory: each rank holds at most its ring (`memory_budget / 2 / trainers`) plus the channel
 //! (`CHANNEL_BATCHES` decoded batches of at most one batch size each).
 
@@ -25,15 +30,15 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use hydrofeed_ipc::{Listener, Producer, RingConfig};
-use hydrofeed_tfbridge::{Control, FrameKind, Piece};
+use hydrofeed_ipc::{Listener, Producer, RingConfig, StatusWord};
+use hydrofeed_tfbridge::{Control, FeedReport, FrameKind, Piece};
 
 use crate::writer::{self, Writer};
 use crate::{Error, Result};
@@ -46,14 +51,16 @@ use hydrofeed_format::{Plan, ReadOptions, Rebatcher, SplitReader};
 use hydrofeed_storage::{self as storage, Storage};
 
 mod batch_size;
+mod figures;
 mod metrics;
 mod read;
 mod write;
 
 use batch_size::*;
 pub use batch_size::{agreed_path, asked_path};
-pub use metrics::render_metrics;
+use figures::TrainerFigures;
 use metrics::*;
+pub use metrics::{own_usage, render_metrics};
 use read::*;
 use write::*;
 
@@ -159,6 +166,21 @@ pub struct RankStats {
     /// Fixed order: the most records any reader of a split skipped past its first row (a split
     /// is read by several lane runs, each epoch: a record is counted once).
     pub skipped_by_split: Mutex<HashMap<u32, u64>>,
+    /// Bytes the readers got from storage (what the decoders asked for).
+    pub storage_bytes: AtomicU64,
+    /// Microseconds reader threads spent blocked in storage reads (summed over threads).
+    pub storage_us: AtomicU64,
+    /// Reader threads in a storage read now: the stage is `reading` while any is.
+    in_storage: AtomicU32,
+    /// What the readers are doing (`Stage as u8` index): the stage unless the writer waits
+    /// for ring space (then the trainer is the bottleneck, whatever the readers do).
+    reader_stage: AtomicU8,
+    /// The writer waits for ring space.
+    ring_waiting: AtomicBool,
+    /// The ring's status word, once the trainer attached: the stage, for the trainer.
+    ring_status: OnceLock<StatusWord>,
+    /// What the trainer reported with its acks.
+    trainer: Mutex<TrainerFigures>,
 }
 
 /// Prefix of the line `hydrofeed feeder` prints at exit when records were skipped
@@ -215,6 +237,57 @@ impl RankStats {
     fn set(&self, s: Stage) {
         let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
         self.stage.store(i as u8, Ordering::Relaxed);
+        if let Some(w) = self.ring_status.get() {
+            w.set(u32::from(s.code()));
+        }
+    }
+
+    /// What the readers do now: the stage, unless the writer waits for ring space.
+    fn set_reader(&self, s: Stage) {
+        let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
+        self.reader_stage.store(i as u8, Ordering::Relaxed);
+        if !self.ring_waiting.load(Ordering::Relaxed) {
+            self.set(s);
+        }
+    }
+
+    /// The writer waits for ring space (`Some`: in this stage) or got it (`None`: the stage
+    /// is the readers' again).
+    fn ring_wait(&self, s: Option<Stage>) {
+        match s {
+            Some(s) => {
+                self.ring_waiting.store(true, Ordering::Relaxed);
+                self.set(s);
+            }
+            None => {
+                if self.ring_waiting.swap(false, Ordering::Relaxed) {
+                    let i = self.reader_stage.load(Ordering::Relaxed) as usize;
+                    self.set(STAGES[i.min(STAGES.len() - 1)]);
+                }
+            }
+        }
+    }
+
+    /// A storage read starts: the stage is `reading` until the last one in flight ends.
+    fn storage_started(&self) {
+        self.in_storage.fetch_add(1, Ordering::Relaxed);
+        self.set_reader(Stage::Reading);
+    }
+
+    /// A storage read of `bytes` that took `took` ended: back to `decoding` when it was the
+    /// last in flight.
+    fn storage_ended(&self, bytes: u64, took: Duration) {
+        self.storage_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.storage_us
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        if self.in_storage.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.set_reader(Stage::Decoding);
+        }
+    }
+
+    /// The trainer's lock of figures (a poisoned one still holds valid figures).
+    fn trainer(&self) -> std::sync::MutexGuard<'_, TrainerFigures> {
+        self.trainer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The current stage.
@@ -223,14 +296,28 @@ impl RankStats {
     }
 }
 
-/// `(rank, rows written, batches written, steps at end of feed)`.
-type RankTotals = (u32, u64, u64, u64);
+/// What one rank of a finished feeder did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RankReport {
+    /// The rank.
+    pub rank: u32,
+    /// Rows written into its ring.
+    pub rows: u64,
+    /// Batches written.
+    pub batches: u64,
+    /// Steps at the end of the feed.
+    pub steps: u64,
+    /// Bytes its readers got from storage.
+    pub storage_bytes: u64,
+    /// Frame bytes written into its ring.
+    pub ring_bytes: u64,
+}
 
 /// What a finished feeder did, per rank.
 #[derive(Debug, Clone, Default)]
 pub struct FeederReport {
-    /// `(rank, rows written, batches written, steps at end of feed)`.
-    pub ranks: Vec<(u32, u64, u64, u64)>,
+    /// Each rank, by rank.
+    pub ranks: Vec<RankReport>,
 }
 
 /// Runs the daemon until every local trainer got end-of-feed (or one failed).
@@ -268,7 +355,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
             .build()
             .map_err(|e| Error::external("decode pool", e))?,
     );
-    let mut handles: Vec<(usize, thread::JoinHandle<Result<RankTotals>>)> = Vec::new();
+    let mut handles: Vec<(usize, thread::JoinHandle<Result<RankReport>>)> = Vec::new();
     for i in 0..opts.trainers {
         let (o, p, s, st) = (
             opts.clone(),
@@ -343,7 +430,7 @@ fn run_rank(
     storage: &Arc<dyn Storage>,
     stats: &Arc<RankStats>,
     pool: &Arc<rayon::ThreadPool>,
-) -> Result<(u32, u64, u64, u64)> {
+) -> Result<RankReport> {
     let mut client = connect(opts)?;
     let want = opts.ranks.as_ref().and_then(|r| r.get(i as usize).copied());
     // A restarted feeder takes its trainer back first: the trainer says what it read after
@@ -395,10 +482,20 @@ fn run_rank(
             .map_err(|e| Error::external("spawning a heartbeat thread", e))?
     };
     let r = feed_rank(opts, &reg, plan, storage, stats, client, pool, attached);
-    stats.set(Stage::Done);
+    // A rank that failed keeps the stage it failed in: the last one its heartbeat reports.
+    if r.is_ok() {
+        stats.set(Stage::Done);
+    }
     stop.store(true, Ordering::Relaxed);
     let _ = hb.join();
-    r.map(|(rows, batches, steps)| (rank, rows, batches, steps))
+    r.map(|(rows, batches, steps)| RankReport {
+        rank,
+        rows,
+        batches,
+        steps,
+        storage_bytes: stats.storage_bytes.load(Ordering::Relaxed),
+        ring_bytes: stats.bytes.load(Ordering::Relaxed),
+    })
 }
 
 fn heartbeat(

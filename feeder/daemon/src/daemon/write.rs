@@ -16,6 +16,21 @@ pub(super) struct AckBook {
 }
 
 impl AckBook {
+    /// The trainer's figures that came with an ack (refused ones are counted, and warned
+    /// about once).
+    fn report(&mut self, feed: Option<FeedReport>, pid: u32) {
+        let mut t = self.st.trainer();
+        if let Err(why) = t.ack(Instant::now(), feed) {
+            if t.refused == 1 {
+                tracing::warn!(
+                    rank = self.rank,
+                    "the trainer (pid {pid}) reported figures that cannot be ({why}: {feed:?}); \
+                     its reports are ignored until they can be"
+                );
+            }
+        }
+    }
+
     fn ack(&mut self, seq: u64) -> Result<()> {
         let mut touched: Vec<(u64, u32)> = Vec::new();
         while self.frames.front().is_some_and(|(s, _)| *s <= seq) {
@@ -150,31 +165,40 @@ pub(super) fn feed_rank(
         inc,
         st: st.clone(),
     }));
+    // The trainer reads this rank's stage from its ring's header from now on.
+    let status = producer.status_word();
+    status.set(u32::from(st.stage().code()));
+    let _ = st.ring_status.set(status);
+    let pid = producer.peer_pid();
     let on_ack: writer::AckSink = {
         let b = book.clone();
-        Box::new(move |seq| {
-            b.lock()
-                .map_err(|_| Error::Internal("ack book poisoned".into()))?
-                .ack(seq)
+        Box::new(move |seq, feed| {
+            let mut b = b
+                .lock()
+                .map_err(|_| Error::Internal("ack book poisoned".into()))?;
+            b.report(feed, pid);
+            b.ack(seq)
         })
     };
     let on_wait: writer::WaitHook = {
         let s = st.clone();
         Box::new(move |waited| {
             if waited.is_zero() {
+                s.ring_wait(None);
                 return;
             }
-            s.set(if waited > Duration::from_secs(1) {
-                Stage::TrainerIdle
-            } else {
-                Stage::WaitingRing
-            });
+            let (since_ack, step) = {
+                let t = s.trainer();
+                (t.since_ack(Instant::now()), t.mean_step())
+            };
+            s.ring_wait(Some(ring_stage(waited, since_ack, step)));
             s.ring_wait_ms.fetch_add(100, Ordering::Relaxed);
         })
     };
     let mut w = Writer::builder(producer, writer::encoder(plan)?)
         .stall_timeout(opts.stall_timeout)
         .batch_size(bs)
+        .trainer(format!("trainer rank {rank}"))
         .on_ack(on_ack)
         .on_wait(on_wait)
         .build();
@@ -200,7 +224,7 @@ pub(super) fn feed_rank(
         let mut read = opts.read.clone();
         read.batch_rows = bs;
         let ctx = Arc::new(ReadCtx {
-            storage: storage.clone(),
+            storage: metered(storage, st),
             plan: plan.clone(),
             read,
             st: st.clone(),
@@ -390,6 +414,70 @@ pub(super) fn write_rank(
     Ok(steps)
 }
 
+/// The stage of a writer that has waited `waited` for ring space: `waiting for ring space` (the
+/// trainer is slower than the feeder) or `trainer not consuming`. `since_ack`: how long ago the
+/// trainer last acked a batch; `step`: its mean time per step (both from its acks, when it
+/// sends them).
+///
+/// A slow trainer frees ring space about once per step, so a writer waits about one of its
+/// steps for each frame: that is `waiting for ring space`, however long the step. Only a
+/// trainer that took nothing (acked nothing) for four of its steps, and at least a second, is
+/// `not consuming`. A trainer that sends no figures is judged by the wait alone (a second).
+pub(super) fn ring_stage(
+    waited: Duration,
+    since_ack: Option<Duration>,
+    step: Option<Duration>,
+) -> Stage {
+    let patience = step.map_or(IDLE_AFTER, |s| s.saturating_mul(4).max(IDLE_AFTER));
+    let quiet = since_ack.map_or(waited, |a| a.min(waited));
+    if quiet > patience {
+        Stage::TrainerIdle
+    } else {
+        Stage::WaitingRing
+    }
+}
+
+/// The least time without a batch taken before a trainer counts as not consuming.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
 pub(super) fn bye() -> Error {
     Error::PeerLost("the trainer said bye".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A trainer that takes a batch every 2 s while the ring stays full is slow, not idle; one
+    /// that took nothing for four of its steps (at least 1 s) is not consuming.
+    #[test]
+    fn a_slow_trainer_is_waited_for_and_a_stopped_one_is_named() {
+        // Slow: each put waits about one of its steps, and it acks every step.
+        assert_eq!(
+            ring_stage(2500 * MS, Some(100 * MS), Some(2000 * MS)),
+            Stage::WaitingRing
+        );
+        assert_eq!(
+            ring_stage(5000 * MS, Some(5000 * MS), Some(2000 * MS)),
+            Stage::WaitingRing
+        );
+        // Stopped: nothing acked for four steps, and at least a second.
+        assert_eq!(
+            ring_stage(9000 * MS, Some(9000 * MS), Some(2000 * MS)),
+            Stage::TrainerIdle
+        );
+        assert_eq!(
+            ring_stage(1500 * MS, Some(1500 * MS), Some(10 * MS)),
+            Stage::TrainerIdle
+        );
+        assert_eq!(
+            ring_stage(500 * MS, Some(500 * MS), Some(10 * MS)),
+            Stage::WaitingRing
+        );
+        // A trainer that sends no figures: the wait alone.
+        assert_eq!(ring_stage(500 * MS, None, None), Stage::WaitingRing);
+        assert_eq!(ring_stage(1500 * MS, None, None), Stage::TrainerIdle);
+    }
 }
