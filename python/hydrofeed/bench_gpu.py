@@ -153,29 +153,12 @@ def _files(data: Path) -> list[Path]:
 
 def dataloader_pinned(data: Path, batch_size: int,
                       workers: int = 2) -> Callable[[], Iterator[tuple[Any, Any]]]:
-    import torch
-    import torch.utils.data
+    from hydrofeed.bench import torch_parquet_loader
 
     files = _files(data)
 
-    class Parquet(torch.utils.data.IterableDataset):  # type: ignore[type-arg, misc, unused-ignore]
-        def __iter__(self) -> Iterator[tuple[Any, Any]]:
-            import pyarrow.parquet as pq
-
-            w = torch.utils.data.get_worker_info()
-            mine = files if w is None else files[w.id :: w.num_workers]
-            for f in mine:
-                for rb in pq.ParquetFile(f).iter_batches(batch_size=batch_size,
-                                                         columns=["image", "label"]):
-                    img = rb.column(0).flatten().to_numpy().reshape(-1, 784)
-                    # writable copies: torch refuses read-only arrays (this is what users do)
-                    yield (torch.from_numpy(img.copy()),
-                           torch.from_numpy(rb.column(1).to_numpy().copy()))
-
     def run() -> Iterator[tuple[Any, Any]]:
-        dl = torch.utils.data.DataLoader(Parquet(), batch_size=None, num_workers=workers,
-                                         pin_memory=True)
-        for img, lab in dl:
+        for img, lab in torch_parquet_loader(files, batch_size, workers, pin_memory=True):
             yield img.to("cuda", non_blocking=True), lab.to("cuda", non_blocking=True)
 
     return run
