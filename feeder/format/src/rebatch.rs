@@ -7,8 +7,11 @@
 //! goes through this type. A batch that is one piece is handed out as is, never copied.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, FixedSizeListArray, RecordBatch, RecordBatchOptions};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 
 use crate::{Error, Result};
 
@@ -89,15 +92,59 @@ impl<T: Clone> Rebatcher<T> {
         let out = if parts.len() == 1 {
             parts.pop().unwrap_or_else(|| unreachable!("one part"))
         } else {
-            arrow_select::concat::concat_batches(&parts[0].schema(), &parts).map_err(|e| {
-                Error::Schema {
-                    path: String::new(),
-                    detail: format!("batches of different schemas met in one batch: {e}"),
-                }
+            glue(&parts[0].schema(), &parts).map_err(|e| Error::Schema {
+                path: String::new(),
+                detail: format!("batches of different schemas met in one batch: {e}"),
             })?
         };
         Ok(Some((out, tags)))
     }
+}
+
+/// `arrow_select::concat::concat_batches`, with fixed-size lists glued through their values
+/// (arrow's `concat` takes a fixed-size list through its generic path, which extends the
+/// values one list at a time: several times a copy of the values, for the image of an
+/// MNIST-like row).
+fn glue(schema: &SchemaRef, parts: &[RecordBatch]) -> std::result::Result<RecordBatch, ArrowError> {
+    if let Some(b) = parts.iter().find(|b| b.schema() != *schema) {
+        return Err(ArrowError::InvalidArgumentError(format!(
+            "batches of different schemas: {schema:?} and {:?}",
+            b.schema()
+        )));
+    }
+    let columns = (0..schema.fields().len())
+        .map(|i| {
+            let arrays: Vec<&dyn Array> = parts.iter().map(|b| b.column(i).as_ref()).collect();
+            glue_arrays(&arrays)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let rows = parts.iter().map(|b| b.num_rows()).sum();
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+}
+
+/// One column of [`glue`]: fixed-size lists without nulls by their values (recursively),
+/// everything else by `arrow_select::concat::concat`.
+fn glue_arrays(arrays: &[&dyn Array]) -> std::result::Result<ArrayRef, ArrowError> {
+    if let Some(DataType::FixedSizeList(item, width)) = arrays.first().map(|a| a.data_type()) {
+        if arrays.iter().all(|a| a.null_count() == 0) {
+            let values: Vec<&dyn Array> = arrays
+                .iter()
+                .map(|a| a.as_fixed_size_list().values().as_ref())
+                .collect();
+            let values = glue_arrays(&values)?;
+            return Ok(Arc::new(FixedSizeListArray::try_new(
+                item.clone(),
+                *width,
+                values,
+                None,
+            )?));
+        }
+    }
+    arrow_select::concat::concat(arrays)
 }
 
 impl Rebatcher<()> {
@@ -151,6 +198,69 @@ mod tests {
         assert_eq!(tags, [('b', 2)]);
         assert!(r.take_tagged(4).unwrap().is_none());
         assert!(r.is_empty());
+    }
+
+    /// Glued fixed-size lists (sliced, nested, beside other columns) equal arrow's own
+    /// concatenation; with nulls they take arrow's path.
+    #[test]
+    fn fixed_size_lists_glue_as_arrow_concatenates_them() {
+        use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+        use arrow_array::Float32Array;
+        use arrow_schema::{Field, Schema};
+
+        let nested = |lo: usize, n: usize, nulls: bool| -> RecordBatch {
+            let inner = Arc::new(
+                FixedSizeListArray::try_new(
+                    Arc::new(Field::new("item", DataType::Float32, false)),
+                    3,
+                    Arc::new(Float32Array::from_iter_values(
+                        (lo * 6..(lo + n) * 6).map(|v| v as f32),
+                    )),
+                    None,
+                )
+                .unwrap(),
+            );
+            let outer = FixedSizeListArray::try_new(
+                Arc::new(Field::new("item", inner.data_type().clone(), false)),
+                2,
+                inner,
+                None,
+            )
+            .unwrap();
+            let mut flat = FixedSizeListBuilder::new(Float32Builder::new(), 2);
+            for r in lo..lo + n {
+                flat.values().append_slice(&[r as f32, -(r as f32)]);
+                flat.append(!(nulls && r % 3 == 0));
+            }
+            let flat = flat.finish();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("id", DataType::Int64, false),
+                Field::new("nested", outer.data_type().clone(), false),
+                Field::new("flat", flat.data_type().clone(), true),
+            ]));
+            RecordBatch::try_new(
+                schema,
+                vec![
+                    Arc::new(Int64Array::from_iter_values(lo as i64..(lo + n) as i64)),
+                    Arc::new(outer),
+                    Arc::new(flat),
+                ],
+            )
+            .unwrap()
+        };
+        for nulls in [false, true] {
+            let (a, b, c) = (
+                nested(0, 7, nulls),
+                nested(7, 5, nulls),
+                nested(12, 9, nulls),
+            );
+            let parts = [a.slice(2, 5), b, c.slice(1, 4)];
+            let want = arrow_select::concat::concat_batches(&a.schema(), &parts).unwrap();
+            let got = glue(&a.schema(), &parts).unwrap();
+            assert_eq!(got, want, "nulls: {nulls}");
+        }
+        let other = ids(0, 2);
+        assert!(glue(&nested(0, 1, false).schema(), &[nested(0, 1, false), other]).is_err());
     }
 
     #[test]
