@@ -287,3 +287,55 @@ def test_bench_gpu_reports_the_three_h2d_paths(hf_bin: str) -> None:
     assert out["same_checksum"], out["results"]
     assert set(out["ratios"]) >= {"ring_h2d_vs_pinned", "ring_h2d_vs_pageable",
                                   "feed_vs_dataloader_pinned"}
+
+
+@needs_gpu
+def test_gpu_utilization_reaches_prometheus_and_tensorboard(pq_mnist: Path, hf_bin: str,
+                                                            tmp_path: Path) -> None:
+    """A trainer taking device batches under `launch`: NVML's utilisation of its GPU travels
+    with its acks to the feeder (`hydrofeed_feed_gpu_utilization{rank="0"}`, percent in
+    [0, 100]) and reaches the chief's TensorBoard scalars (`feed/gpu_utilization`)."""
+    import re
+    import time
+    import urllib.request
+
+    from test_launch_metrics import events, free_port
+
+    trainer = tmp_path / "t.py"
+    trainer.write_text(
+        "import time, hydrofeed as hf\n"
+        "f = hf.DataFeed()\n"
+        "for b in f.batches(device='cuda'):\n"
+        "    time.sleep(0.02)\n"
+    )
+    tb, port = tmp_path / "tb", free_port()
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "1", "--input", str(pq_mnist), "--batch-size", "100",
+         "--epochs", "3", "--feeder-metrics", f"127.0.0.1:{port}", "--tensorboard", str(tb),
+         "--", sys.executable, str(trainer)],
+        env=dict(os.environ, HYDROFEED_METRICS_EVERY="0.3"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    seen: list[float] = []
+    try:
+        deadline = time.time() + 240
+        while p.poll() is None and time.time() < deadline:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.1)
+                continue
+            m = re.search(r'^hydrofeed_feed_gpu_utilization\{rank="0"\} (\S+)$', text, re.M)
+            if m:
+                seen.append(float(m.group(1)))
+            time.sleep(0.1)
+        err = p.communicate(timeout=60)[1]
+    finally:
+        p.kill()
+    assert p.returncode == 0, err[-3000:]
+    assert seen, "no scrape carried the GPU's utilisation:\n" + err[-3000:]
+    assert all(0.0 <= v <= 100.0 for v in seen), seen
+    files = sorted((tb / "hydrofeed").glob("events.out.tfevents.*"))
+    assert len(files) == 1, files
+    tags = [v.tag for ev in events(files[0]) for v in ev.summary.value]
+    assert "feed/gpu_utilization" in tags, sorted(set(tags))
