@@ -431,8 +431,8 @@ class DataFeed:
 
     def flush_acks(self) -> None:
         """Tells the feeder that every batch handed out so far was consumed (it forwards the
-        rows to the coordinator). ``next()`` does it on its own every 50 ms and when it blocks;
-        call it before a checkpoint."""
+        rows to the coordinator). ``next()`` does it on its own every 50 ms and when it blocks
+        (within 5 ms of finding the ring empty); call it before a checkpoint."""
         self._feed.flush_acks()
 
     def metrics(self) -> dict[str, Any]:

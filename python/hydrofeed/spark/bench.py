@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-tfos", action="store_true")
     p.add_argument("--repeat", type=int, default=2, help="runs of every contender, alternated; the best is reported")
     p.add_argument("--fixed-runs", type=int, default=5, help="train_files() runs of one batch (fixed cost: their median)")
+    p.add_argument("--fixed-only", action="store_true", help="only the fixed cost of train_files() (--fixed-runs runs)")
     p.add_argument("--ratio-suffix", default="", help="appended to every ratio's name (e.g. _20k_rows)")
     a = p.parse_args(argv)
 
@@ -346,6 +347,16 @@ def main(argv: list[str] | None = None) -> int:
     sc.setLogLevel("ERROR")
     spark = SparkSession(sc)
     n = a.rows
+    cols = {"image_col": "image", "label_col": "label"}
+    if a.fixed_only:
+        tiny = _write_parquet(os.path.join(workdir, "tiny"), BATCH, 1)
+        alone = [_one(sc, "hf", tiny, _trainer_columns, BATCH, 1, cols)["train_s"] for _ in range(a.fixed_runs)]
+        sc.stop()
+        os.chdir(cwd)
+        shutil.rmtree(workdir, ignore_errors=True)
+        print(json.dumps({"bench": "spark_feed", "rows": BATCH, "runs_s": alone,
+                          "file_mode_fixed_cost_s": round(statistics.median(alone), 3)}, indent=2))
+        return 0
 
     def make(i: int) -> tuple[Any, int]:
         import numpy as np
@@ -366,7 +377,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     assert df.count() == n
 
-    cols = {"image_col": "image", "label_col": "label"}
     files = _write_parquet(os.path.join(workdir, "mnist"), n, a.partitions)
     orc = _write_orc(files, os.path.join(workdir, "mnist_orc"))
     tiny = _write_parquet(os.path.join(workdir, "tiny"), BATCH, 1)

@@ -32,8 +32,13 @@ enum Stop {
     Eof,
 }
 
-/// How often a busy trainer acks (a blocked one acks at once).
+/// How often a busy trainer acks.
 const ACK_EVERY: Duration = Duration::from_millis(50);
+
+/// How long a trainer that finds the ring empty waits for a frame before it acks what it took
+/// (a stream that keeps up sends no ack per batch; the end of a feed and the epoch barrier,
+/// which wait for those acks, are not held up by a whole wait slice).
+const ACK_BLOCKED: Duration = Duration::from_millis(5);
 
 /// Sends `Ack{seq}` for the first `frames` frames if they are not acked yet, with this
 /// trainer's figures (`feed`: steps, rows, wait for input; the feeder serves them as metrics).
@@ -128,14 +133,21 @@ impl Feed {
                 if closing.load(Ordering::Acquire) {
                     return Step::Failed(Stop::Closed);
                 }
-                match consumer.next(TICK) {
+                // Frames not acked yet: a first, short slice, then the ack (ACK_BLOCKED).
+                let slice = if frames > *acked { ACK_BLOCKED } else { TICK };
+                match consumer.next(slice) {
                     Ok(Some(l)) => Step::Ready(l),
                     Ok(None) => Step::Failed(Stop::Eof),
                     Err(NextError::Timeout) => {
                         // Blocked: the feeder (and the coordinator's epoch barrier) may be
                         // waiting for our acks.
                         send_ack(consumer, acked, last_ack, frames, report);
-                        if consumer.producer_waiting() && consumer.held().leases > 0 {
+                        // Ring pressure only after a whole slice: a producer seen waiting
+                        // within the short one is usually being woken by our last release.
+                        if slice == TICK
+                            && consumer.producer_waiting()
+                            && consumer.held().leases > 0
+                        {
                             Step::Failed(Stop::Pressure)
                         } else {
                             Step::Again

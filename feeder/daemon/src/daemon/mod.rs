@@ -487,6 +487,8 @@ fn run_rank(
         stats.set(Stage::Done);
     }
     stop.store(true, Ordering::Relaxed);
+    // Its last heartbeat (the final stage) goes now, not after its pause.
+    hb.thread().unpark();
     let _ = hb.join();
     r.map(|(rows, batches, steps)| RankReport {
         rank,
@@ -527,6 +529,7 @@ fn heartbeat(
         if done {
             return;
         }
-        thread::sleep(Duration::from_millis(50));
+        // Unparked when the rank ends.
+        thread::park_timeout(Duration::from_millis(50));
     }
 }

@@ -85,7 +85,8 @@ pub(super) fn read_work(
             Work::Wait { retry_ms } => {
                 st.set_reader(Stage::WaitingWork);
                 waited.get_or_insert_with(Instant::now);
-                thread::sleep(Duration::from_millis(retry_ms.clamp(5, 200)));
+                // Unparked early by the writer when it forwards an ack.
+                thread::park_timeout(Duration::from_millis(retry_ms.clamp(5, 200)));
             }
             Work::EndOfFeed { steps } => {
                 // Every lease's rows were consumed and acked before end-of-feed, so the pool

@@ -170,14 +170,21 @@ pub(super) fn feed_rank(
     status.set(u32::from(st.stage().code()));
     let _ = st.ring_status.set(status);
     let pid = producer.peer_pid();
+    // The reader thread, woken by each forwarded ack: a reader told to wait for work (the end
+    // of the feed and the epoch barrier wait for acks) asks again at once.
+    let reader_thread: Arc<OnceLock<thread::Thread>> = Arc::new(OnceLock::new());
     let on_ack: writer::AckSink = {
-        let b = book.clone();
+        let (b, r) = (book.clone(), reader_thread.clone());
         Box::new(move |seq, feed| {
             let mut b = b
                 .lock()
                 .map_err(|_| Error::Internal("ack book poisoned".into()))?;
             b.report(feed, pid);
-            b.ack(seq)
+            b.ack(seq)?;
+            if let Some(t) = r.get() {
+                t.unpark();
+            }
+            Ok(())
         })
     };
     let on_wait: writer::WaitHook = {
@@ -237,6 +244,7 @@ pub(super) fn feed_rank(
             .spawn(move || read_work(c, rank, inc, host, ctx, tx, stop))
             .map_err(|e| Error::external("spawning a reader thread", e))?
     };
+    let _ = reader_thread.set(reader.thread().clone());
     let mut r = write_rank(
         &mut w,
         &rx,
