@@ -653,3 +653,17 @@ def test_trainers_asking_different_batch_sizes_fail_naming_both(
     assert "rank 0 asks for 10 rows" in v and "rank 1 asks for 20 rows" in v, v
     assert "--batch-size" in v, v
     no_leftovers(str(tmp_path))
+
+
+def test_the_error_is_the_last_line_with_rust_backtrace_set(hf_bin: str, tmp_path: Path) -> None:
+    """With RUST_BACKTRACE=1 (a common setting while debugging) the backtrace comes first and
+    the error, with its causes on one line, last: `launch` and the Spark supervisor read a
+    failed feeder's last lines, which a backtrace after the error pushed out (a corrupt file's
+    name and offset were lost behind 40 lines of frames)."""
+    missing = tmp_path / "nowhere"
+    r = subprocess.run([hf_bin, "inspect", str(missing)], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, RUST_BACKTRACE="1"))
+    assert r.returncode != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines[-1].startswith("Error: ") and str(missing) in lines[-1], r.stderr[-3000:]
+    assert sum(ln.startswith("Error: ") for ln in lines) == 1, r.stderr[-3000:]

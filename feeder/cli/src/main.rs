@@ -235,7 +235,13 @@ fn main() {
         )
         .init();
     if let Err(e) = run(Cli::parse()) {
-        eprintln!("Error: {e:?}");
+        // The backtrace (RUST_BACKTRACE=1) first and the error, causes included, on the last
+        // line: `launch` and the Spark supervisor report a failed feeder by its last lines.
+        let bt = e.backtrace();
+        if bt.status() == std::backtrace::BacktraceStatus::Captured {
+            eprintln!("Stack backtrace:\n{bt}");
+        }
+        eprintln!("Error: {e:#}");
         std::process::exit(exit_code(&e));
     }
 }
