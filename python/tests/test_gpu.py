@@ -295,11 +295,7 @@ def test_gpu_utilization_reaches_prometheus_and_tensorboard(pq_mnist: Path, hf_b
     """A trainer taking device batches under `launch`: NVML's utilisation of its GPU travels
     with its acks to the feeder (`hydrofeed_feed_gpu_utilization{rank="0"}`, percent in
     [0, 100]) and reaches the chief's TensorBoard scalars (`feed/gpu_utilization`)."""
-    import re
-    import time
-    import urllib.request
-
-    from test_launch_metrics import events, free_port
+    from test_launch_metrics import events, free_port, samples, scrapes
 
     trainer = tmp_path / "t.py"
     trainer.write_text(
@@ -318,17 +314,10 @@ def test_gpu_utilization_reaches_prometheus_and_tensorboard(pq_mnist: Path, hf_b
     )
     seen: list[float] = []
     try:
-        deadline = time.time() + 240
-        while p.poll() is None and time.time() < deadline:
-            try:
-                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-            except OSError:
-                time.sleep(0.1)
-                continue
-            m = re.search(r'^hydrofeed_feed_gpu_utilization\{rank="0"\} (\S+)$', text, re.M)
-            if m:
-                seen.append(float(m.group(1)))
-            time.sleep(0.1)
+        for text in scrapes(p, port, timeout=240):
+            u = samples(text, "hydrofeed_feed_gpu_utilization").get("0")
+            if u is not None:
+                seen.append(u)
         err = p.communicate(timeout=60)[1]
     finally:
         p.kill()

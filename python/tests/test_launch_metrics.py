@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -34,6 +35,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def scrapes(p: subprocess.Popen, port: int, timeout: float = 120) -> Iterator[str]:
+    """The Prometheus text at `port`, every 0.1 s while `p` runs (at most `timeout` s)."""
+    deadline = time.time() + timeout
+    while p.poll() is None and time.time() < deadline:
+        try:
+            yield urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        except OSError:
+            pass
+        time.sleep(0.1)
 
 
 def samples(text: str, name: str) -> dict[str, float]:
@@ -72,16 +84,9 @@ def test_trainer_wait_reaches_prometheus_per_rank(hf_bin: str, data7: Path, tmp_
     )
     last = ""
     try:
-        deadline = time.time() + 120
-        while p.poll() is None and time.time() < deadline:
-            try:
-                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-            except OSError:
-                time.sleep(0.1)
-                continue
+        for text in scrapes(p, port):
             if len(samples(text, "hydrofeed_feed_steps_total")) == 2:
                 last = text
-            time.sleep(0.1)
         err = p.communicate(timeout=60)[1]
     finally:
         p.kill()
