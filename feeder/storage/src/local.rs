@@ -47,13 +47,27 @@ impl RandomAccess for LocalFile {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
-        use std::os::unix::fs::FileExt;
         let end = offset.saturating_add(len as u64).min(self.len);
         let n = end.saturating_sub(offset) as usize;
-        let mut buf = vec![0u8; n];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| map_io(&self.path, Some(offset), e))?;
+        // Read into the vector's spare capacity: zeroing memory the read then overwrites cost
+        // as much as the read's own copy (a stripe or column chunk is megabytes).
+        let mut buf: Vec<u8> = Vec::with_capacity(n);
+        while buf.len() < n {
+            let at = offset + buf.len() as u64;
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                Ok(0) => {
+                    let eof = std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("the file ended at byte {at}, before byte {end}"),
+                    );
+                    return Err(map_io(&self.path, Some(at), eof));
+                }
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(map_io(&self.path, Some(at), e.into())),
+            }
+        }
+        buf.truncate(n);
         Ok(Bytes::from(buf))
     }
 

@@ -113,7 +113,8 @@ impl<T: ArrowPrimitiveType> PrimitiveArrayDecoder<T> {
             }
             None => {
                 self.iter.decode(data.as_mut_slice())?;
-                let array = PrimitiveArray::<T>::from_iter_values(data);
+                // The vector becomes the array's buffer (`from_iter_values` copied it).
+                let array = PrimitiveArray::<T>::new(data.into(), None);
                 Ok(array)
             }
         }
