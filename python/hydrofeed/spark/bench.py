@@ -160,17 +160,23 @@ def _one(sc: Any, impl: str, data: Any, fn: Any, rows: int, epochs: int, extra: 
     with open(out) as f:
         rep = json.load(f)
     os.unlink(out)
-    if rep["rows"] != rows * epochs:
-        raise RuntimeError(f"{impl}: trainer got {rep['rows']} rows, expected {rows * epochs}")
-    return {
-        "rows": rep["rows"],
-        "train_s": round(train_s, 3),
-        "rows_per_s": round(rep["rows"] / train_s, 1),
-        "trainer_rows_per_s": round(rep["rows"] / rep["trainer_s"], 1) if rep["trainer_s"] else None,
-        "cpu_s": cpu_s,
-        "startup_s": round(startup, 3),
-        "shutdown_s": round(shutdown, 3),
-    }
+    res = _result(f"{impl}: the trainer", rep["rows"], rows * epochs, train_s, cpu_s, rep["trainer_s"])
+    res["startup_s"] = round(startup, 3)
+    res["shutdown_s"] = round(shutdown, 3)
+    return res
+
+
+def _result(what: str, n: int, expected: int, seconds: float, cpu_s: float | None,
+            trainer_s: float | None = None) -> dict[str, Any]:
+    """One run's figures (rows/s over ``seconds``; over the trainer's first-to-last-batch span
+    when it reported one), after checking that ``what`` got every row."""
+    if n != expected:
+        raise RuntimeError(f"{what} got {n} rows, expected {expected}")
+    res: dict[str, Any] = {"rows": n, "train_s": round(seconds, 3), "rows_per_s": round(n / seconds, 1)}
+    if trainer_s is not None:
+        res["trainer_rows_per_s"] = round(n / trainer_s, 1) if trainer_s else None
+    res["cpu_s"] = cpu_s
+    return res
 
 
 def _write_parquet(root: str, n: int, parts: int) -> str:
@@ -236,32 +242,27 @@ def _map_in_arrow(df: Any, fn: Any, schema: str) -> Any:
     return df.mapInArrow(fn, schema)
 
 
-def _ceiling_df(df: Any, rows: int, epochs: int) -> dict[str, Any]:
-    """The cached DataFrame drained by a ``mapInArrow`` job that only counts rows, ``epochs``
-    times: Spark's own Arrow path into Python with no work after it."""
+def _ceiling(what: str, count: Callable[[], int], rows: int, epochs: int) -> dict[str, Any]:
+    """A Spark job that only counts the rows (``count()``), ``epochs`` times: what Spark itself
+    allows, with no work after the rows reach Python."""
     c0 = _tree_cpu()
     t = time.perf_counter()
-    n = 0
-    for _ in range(epochs):
-        n += sum(int(r[0]) for r in _map_in_arrow(df, _count_batches, "n long").collect())
-    job_s = time.perf_counter() - t
-    if n != rows * epochs:
-        raise RuntimeError(f"mapInArrow counted {n} rows, expected {rows * epochs}")
-    return {"rows": n, "train_s": round(job_s, 3), "rows_per_s": round(n / job_s, 1), "cpu_s": _cpu_since(c0)}
+    n = sum(count() for _ in range(epochs))
+    return _result(what, n, rows * epochs, time.perf_counter() - t, _cpu_since(c0))
+
+
+def _ceiling_df(df: Any, rows: int, epochs: int) -> dict[str, Any]:
+    """The cached DataFrame drained by a ``mapInArrow`` job that only counts rows: Spark's own
+    Arrow path into Python."""
+    return _ceiling("mapInArrow", lambda: sum(int(r[0]) for r in _map_in_arrow(df, _count_batches, "n long").collect()),
+                    rows, epochs)
 
 
 def _ceiling_rdd(rdd: Any, rows: int, epochs: int) -> dict[str, Any]:
-    """The cached RDD iterated in a Python worker, partition by partition, ``epochs`` times:
-    Spark's own path of the pickled rows into Python with no work after it."""
-    c0 = _tree_cpu()
-    t = time.perf_counter()
-    n = 0
-    for _ in range(epochs):
-        n += int(rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).sum())
-    job_s = time.perf_counter() - t
-    if n != rows * epochs:
-        raise RuntimeError(f"the partition iteration counted {n} rows, expected {rows * epochs}")
-    return {"rows": n, "train_s": round(job_s, 3), "rows_per_s": round(n / job_s, 1), "cpu_s": _cpu_since(c0)}
+    """The cached RDD iterated in a Python worker, partition by partition: Spark's own path of
+    the pickled rows into Python."""
+    return _ceiling("the partition iteration", lambda: int(rdd.mapPartitions(lambda it: [sum(1 for _ in it)]).sum()),
+                    rows, epochs)
 
 
 def _launch(files: str, rows: int, epochs: int, work: str) -> dict[str, Any]:
@@ -287,15 +288,7 @@ def _launch(files: str, rows: int, epochs: int, work: str) -> dict[str, Any]:
     with open(os.path.join(out, "rank-0.json")) as f:
         rep = json.load(f)
     shutil.rmtree(out, ignore_errors=True)
-    if rep["rows"] != rows * epochs:
-        raise RuntimeError(f"launch: the trainer got {rep['rows']} rows, expected {rows * epochs}")
-    return {
-        "rows": rep["rows"],
-        "train_s": round(wall, 3),
-        "rows_per_s": round(rep["rows"] / wall, 1),
-        "trainer_rows_per_s": round(rep["rows"] / rep["seconds"], 1) if rep["seconds"] else None,
-        "cpu_s": cpu_s,
-    }
+    return _result("launch: the trainer", rep["rows"], rows * epochs, wall, cpu_s, rep["seconds"])
 
 
 def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -346,14 +339,18 @@ def main(argv: list[str] | None = None) -> int:
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     spark = SparkSession(sc)
+
+    def teardown() -> None:
+        sc.stop()
+        os.chdir(cwd)
+        shutil.rmtree(workdir, ignore_errors=True)  # up to ~130 MB of Parquet and ORC
+
     n = a.rows
     cols = {"image_col": "image", "label_col": "label"}
     if a.fixed_only:
         tiny = _write_parquet(os.path.join(workdir, "tiny"), BATCH, 1)
         alone = [_one(sc, "hf", tiny, _trainer_columns, BATCH, 1, cols)["train_s"] for _ in range(a.fixed_runs)]
-        sc.stop()
-        os.chdir(cwd)
-        shutil.rmtree(workdir, ignore_errors=True)
+        teardown()
         print(json.dumps({"bench": "spark_feed", "rows": BATCH, "runs_s": alone,
                           "file_mode_fixed_cost_s": round(statistics.median(alone), 3)}, indent=2))
         return 0
@@ -410,9 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs_s": fixed,
         "median_s": round(statistics.median(fixed), 3),
     }
-    sc.stop()
-    os.chdir(cwd)
-    shutil.rmtree(workdir, ignore_errors=True)  # ~130 MB of Parquet and ORC
+    teardown()
 
     def ratio(k: str, base: str = "tfos_spark", key: str = "rows_per_s") -> float | None:
         if base not in results or not results[k].get(key) or not results[base].get(key):
