@@ -23,7 +23,7 @@ use std::{
     io::{Read, Write},
 };
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use fallible_streaming_iterator::FallibleStreamingIterator;
 use snafu::ResultExt;
 
@@ -248,7 +248,8 @@ enum State {
 }
 
 struct DecompressorIter {
-    stream: BytesMut,
+    /// What is left of the stream (a view of the caller's bytes: never copied).
+    stream: Bytes,
     current: Option<State>, // when we have compression but the value is original
     compression: Option<Box<dyn DecompressorVariant>>,
     scratch: Vec<u8>,
@@ -257,10 +258,17 @@ struct DecompressorIter {
 impl DecompressorIter {
     fn new(stream: Bytes, compression: Option<Compression>, scratch: Vec<u8>) -> Self {
         Self {
-            stream: BytesMut::from(stream.as_ref()),
+            stream,
             current: None,
             compression: compression.map(get_decompressor_variant),
             scratch,
+        }
+    }
+
+    /// Takes back the buffer of the block just read, for the next one.
+    fn recycle(&mut self) {
+        if let Some(State::Compressed(block)) = self.current.take() {
+            self.scratch = block;
         }
     }
 }
@@ -272,20 +280,42 @@ impl FallibleStreamingIterator for DecompressorIter {
 
     #[inline]
     fn advance(&mut self) -> Result<(), Self::Error> {
+        self.recycle();
         if self.stream.is_empty() {
-            self.current = None;
             return Ok(());
         }
 
         match &self.compression {
             Some(compression) => {
-                // TODO: take stratch from current State::Compressed for re-use
-                let header = self.stream.split_to(3);
-                let header = [header[0], header[1], header[2]];
-                match CompressionHeader::decode(header) {
+                let [a, b, c, ..] = self.stream[..] else {
+                    return error::OutOfSpecSnafu {
+                        msg: format!(
+                            "a compressed block's header cut short at {} bytes",
+                            self.stream.len()
+                        ),
+                    }
+                    .fail();
+                };
+                self.stream.advance(3);
+                let header = CompressionHeader::decode([a, b, c]);
+                let length = match header {
+                    CompressionHeader::Original(length) | CompressionHeader::Compressed(length) => {
+                        length as usize
+                    }
+                };
+                if length > self.stream.len() {
+                    return error::OutOfSpecSnafu {
+                        msg: format!(
+                            "a compressed block of {length} bytes with {} left in its stream",
+                            self.stream.len()
+                        ),
+                    }
+                    .fail();
+                }
+                match header {
                     CompressionHeader::Original(length) => {
                         let original = self.stream.split_to(length as usize);
-                        self.current = Some(State::Original(original.into()));
+                        self.current = Some(State::Original(original));
                     }
                     CompressionHeader::Compressed(length) => {
                         let compressed = self.stream.split_to(length as usize);
@@ -296,9 +326,7 @@ impl FallibleStreamingIterator for DecompressorIter {
                 Ok(())
             }
             None => {
-                // TODO: take stratch from current State::Compressed for re-use
-                self.current = Some(State::Original(self.stream.clone().into()));
-                self.stream.clear();
+                self.current = Some(State::Original(std::mem::take(&mut self.stream)));
                 Ok(())
             }
         }
@@ -338,41 +366,78 @@ impl Decompressor {
             is_first: true,
         }
     }
+
+    /// The unread rest of the current block, moving to the next block when this one is read
+    /// to its end; empty at the end of the stream.
+    fn block(&mut self) -> std::io::Result<&[u8]> {
+        if self.is_first {
+            self.is_first = false;
+            self.decompressor.advance().map_err(std::io::Error::other)?;
+        }
+        let at_end = self
+            .decompressor
+            .get()
+            .is_some_and(|current| current.len() == self.offset);
+        if at_end {
+            self.decompressor.advance().map_err(std::io::Error::other)?;
+            self.offset = 0;
+        }
+        Ok(self
+            .decompressor
+            .get()
+            .map_or(&[][..], |current| &current[self.offset..]))
+    }
 }
 
 impl std::io::Read for Decompressor {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.is_first {
-            self.is_first = false;
-            self.decompressor.advance().unwrap();
-        }
-        let current = self.decompressor.get();
-        let current = if let Some(current) = current {
-            if current.len() == self.offset {
-                self.decompressor.advance().unwrap();
-                self.offset = 0;
-                let current = self.decompressor.get();
-                if let Some(current) = current {
-                    current
-                } else {
-                    return Ok(0);
-                }
-            } else {
-                &current[self.offset..]
-            }
-        } else {
-            return Ok(0);
-        };
+        let current = self.block()?;
+        let n = current.len().min(buf.len());
+        buf[..n].copy_from_slice(&current[..n]);
+        self.offset += n;
+        Ok(n)
+    }
+}
 
-        if current.len() >= buf.len() {
-            buf.copy_from_slice(&current[..buf.len()]);
-            self.offset += buf.len();
-            Ok(buf.len())
-        } else {
-            buf[..current.len()].copy_from_slice(current);
-            self.offset += current.len();
-            Ok(current.len())
+/// A reader that can hand out its next bytes as [`Bytes`], sharing its own buffer where it
+/// holds them in one piece.
+pub trait ReadBytes: Read {
+    /// The next `len` bytes; fails with `UnexpectedEof` if the stream ends first.
+    fn read_bytes(&mut self, len: usize) -> std::io::Result<Bytes> {
+        let mut out = Vec::with_capacity(len);
+        self.take(len as u64).read_to_end(&mut out)?;
+        if out.len() < len {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
+        Ok(out.into())
+    }
+}
+
+impl<T: AsRef<[u8]>> ReadBytes for std::io::Cursor<T> {}
+
+impl ReadBytes for Decompressor {
+    /// A slice of the stream itself where the bytes lie in one stored (uncompressed) block;
+    /// otherwise copied once from the blocks they span.
+    fn read_bytes(&mut self, len: usize) -> std::io::Result<Bytes> {
+        let available = self.block()?.len();
+        if available >= len {
+            if let Some(State::Original(block)) = &self.decompressor.current {
+                let out = block.slice(self.offset..self.offset + len);
+                self.offset += len;
+                return Ok(out);
+            }
+        }
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let current = self.block()?;
+            if current.is_empty() {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let n = current.len().min(len - out.len());
+            out.extend_from_slice(&current[..n]);
+            self.offset += n;
+        }
+        Ok(out.into())
     }
 }
 
@@ -520,6 +585,71 @@ impl Compressor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An ORC block header for `len` bytes stored as they are.
+    fn stored(len: u32) -> [u8; 3] {
+        let h = (len << 1) | 1;
+        [h as u8, (h >> 8) as u8, (h >> 16) as u8]
+    }
+
+    fn snappy() -> Option<Compression> {
+        Compression::from_proto(CompressionKind::Snappy, Some(64))
+    }
+
+    #[test]
+    fn read_bytes_shares_a_stored_block_and_copies_across_blocks() {
+        let stream: Vec<u8> = [&stored(4)[..], b"abcd", &stored(4)[..], b"efgh"].concat();
+        let stream = Bytes::from(stream);
+        let mut d = Decompressor::new(stream.clone(), snappy(), vec![]);
+        let ab = d.read_bytes(2).unwrap();
+        assert_eq!(&ab[..], b"ab");
+        assert_eq!(
+            ab.as_ptr(),
+            stream[3..].as_ptr(),
+            "a stored block is shared, not copied"
+        );
+        assert_eq!(&d.read_bytes(4).unwrap()[..], b"cdef");
+        let mut rest = [0u8; 1];
+        d.read_exact(&mut rest).unwrap();
+        assert_eq!(&rest, b"g");
+        let err = d.read_bytes(2).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn read_bytes_of_compressed_blocks_are_the_input() {
+        let input: Vec<u8> = (0..1000u32).map(|i| (i % 7) as u8).collect();
+        let encoded = Compressor::new(Some(CompressionType::Snappy), Some(64))
+            .unwrap()
+            .compress(&input)
+            .unwrap()
+            .into_owned();
+        let mut d = Decompressor::new(Bytes::from(encoded), snappy(), vec![]);
+        let mut got = d.read_bytes(10).unwrap().to_vec();
+        got.extend_from_slice(&d.read_bytes(990).unwrap());
+        assert_eq!(got, input);
+        assert_eq!(
+            d.read_bytes(1).unwrap_err().kind(),
+            std::io::ErrorKind::UnexpectedEof
+        );
+    }
+
+    #[test]
+    fn a_cut_block_is_an_error_not_a_panic() {
+        for (stream, says) in [
+            (vec![0x0b], "header cut short"),
+            (
+                [&stored(10)[..], b"a"].concat(),
+                "block of 10 bytes with 1 left",
+            ),
+        ] {
+            let mut d = Decompressor::new(Bytes::from(stream), snappy(), vec![]);
+            let err = d.read_bytes(1).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        let mut d = Decompressor::new(Bytes::new(), snappy(), vec![]);
+        assert_eq!(d.read(&mut [0u8; 4]).unwrap(), 0);
+    }
 
     #[test]
     fn compression_header_roundtrip() {

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, BooleanBufferBuilder, PrimitiveArray};
-use arrow::buffer::NullBuffer;
+use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::ArrowNativeTypeOp;
 use arrow::datatypes::ArrowPrimitiveType;
 use arrow::datatypes::DataType as ArrowDataType;
@@ -104,6 +104,12 @@ impl<T: ArrowPrimitiveType> PrimitiveArrayDecoder<T> {
     ) -> Result<PrimitiveArray<T>> {
         let present =
             derive_present_vec(&mut self.present, parent_present, batch_size).transpose()?;
+        if present.is_none() {
+            if let Some(buffer) = self.iter.decode_buffer(batch_size)? {
+                let values = ScalarBuffer::new(buffer, 0, batch_size);
+                return Ok(PrimitiveArray::<T>::new(values, None));
+            }
+        }
         let mut data = vec![T::Native::ZERO; batch_size];
         match present {
             Some(present) => {

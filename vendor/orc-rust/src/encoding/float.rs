@@ -17,11 +17,13 @@
 
 use std::marker::PhantomData;
 
+use arrow::buffer::Buffer;
 use bytemuck::{must_cast_slice, must_cast_slice_mut};
 use bytes::{Bytes, BytesMut};
 use snafu::ResultExt;
 
 use crate::{
+    compression::ReadBytes,
     error::{IoSnafu, Result},
     memory::EstimateMemory,
 };
@@ -50,20 +52,11 @@ impl<F: Float, R: std::io::Read> FloatDecoder<F, R> {
     }
 }
 
-impl<F: Float, R: std::io::Read> PrimitiveValueDecoder<F> for FloatDecoder<F, R> {
+impl<F: Float, R: ReadBytes> PrimitiveValueDecoder<F> for FloatDecoder<F, R> {
     fn skip(&mut self, n: usize) -> Result<()> {
-        let bytes_to_skip = n * std::mem::size_of::<F>();
-        let mut remaining = bytes_to_skip;
-        // TODO: use seek instead of read to avoid copying data
-        let mut buf = [0u8; 8192];
-
-        while remaining > 0 {
-            let to_read = remaining.min(buf.len());
-            self.reader
-                .read_exact(&mut buf[..to_read])
-                .context(IoSnafu)?;
-            remaining -= to_read;
-        }
+        self.reader
+            .read_bytes(n * std::mem::size_of::<F>())
+            .context(IoSnafu)?;
         Ok(())
     }
 
@@ -71,6 +64,21 @@ impl<F: Float, R: std::io::Read> PrimitiveValueDecoder<F> for FloatDecoder<F, R>
         let bytes = must_cast_slice_mut::<F, u8>(out);
         self.reader.read_exact(bytes).context(IoSnafu)?;
         Ok(())
+    }
+
+    /// Floats are stored as they lie in memory: the values are the stream's own bytes where
+    /// they sit aligned in one stored block, else copied once (never decoded into a zeroed
+    /// buffer first).
+    fn decode_buffer(&mut self, n: usize) -> Result<Option<Buffer>> {
+        let bytes = self
+            .reader
+            .read_bytes(n * std::mem::size_of::<F>())
+            .context(IoSnafu)?;
+        if bytes.as_ptr().align_offset(std::mem::align_of::<F>()) == 0 {
+            Ok(Some(Buffer::from(bytes)))
+        } else {
+            Ok(Some(Buffer::from_slice_ref(&bytes)))
+        }
     }
 }
 
@@ -119,6 +127,44 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::compression::Decompressor;
+
+    #[test]
+    fn decode_buffer_shares_aligned_values_and_copies_unaligned_ones() {
+        let values = [1.5f32, -2.0, f32::NAN, 4.25];
+        let mut encoder = FloatEncoder::<f32>::new();
+        encoder.write_slice(&values);
+        let bytes = encoder.take_inner();
+        let same = |buffer: &Buffer| {
+            let got: &[f32] = buffer.typed_data();
+            got.iter()
+                .zip(&values)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        };
+
+        let mut decoder =
+            FloatDecoder::<f32, _>::new(Decompressor::new(bytes.clone(), None, vec![]));
+        let buffer = decoder.decode_buffer(4).unwrap().unwrap();
+        assert!(same(&buffer));
+        assert_eq!(
+            buffer.as_ptr(),
+            bytes.as_ptr(),
+            "aligned values are the stream's bytes"
+        );
+
+        let shifted = Bytes::from([&[0u8][..], &bytes[..]].concat()).slice(1..);
+        let mut decoder = FloatDecoder::<f32, _>::new(Decompressor::new(shifted, None, vec![]));
+        decoder.skip(1).unwrap();
+        let buffer = decoder.decode_buffer(3).unwrap().unwrap();
+        let got: &[f32] = buffer.typed_data();
+        assert_eq!(got[0].to_bits(), values[1].to_bits());
+        assert!(got[1].is_nan());
+        assert_eq!(got[2], 4.25);
+        assert!(
+            decoder.decode_buffer(1).is_err(),
+            "past the end of the stream"
+        );
+    }
 
     fn roundtrip_helper<F: Float>(input: &[F]) -> Result<Vec<F>> {
         let mut encoder = FloatEncoder::<F>::new();

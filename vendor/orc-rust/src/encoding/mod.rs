@@ -60,6 +60,12 @@ pub trait PrimitiveValueDecoder<V> {
     /// the buffer.
     fn decode(&mut self, out: &mut [V]) -> Result<()>;
 
+    /// The next `n` values as one Arrow buffer, where this decoder can hand them out without
+    /// decoding them into a caller's slice; `None` where it cannot (nothing is read then).
+    fn decode_buffer(&mut self, _n: usize) -> Result<Option<arrow::buffer::Buffer>> {
+        Ok(None)
+    }
+
     /// Decode into `out` according to the `true` elements in `present`.
     ///
     /// `present` must be the same length as `out`.
