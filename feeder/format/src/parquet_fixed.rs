@@ -2,24 +2,31 @@
 //! of an MNIST-like row, an embedding). The `parquet` crate's Arrow reader rebuilds such a
 //! column through its generic list machinery (definition/repetition levels into validity
 //! bitmaps and offsets, then checks every list's length), which is most of the decode time of
-//! those files. Here the leaf column is read with the crate's column reader: the levels are only
-//! checked (every value present, every record exactly `width` values) and the values buffer
-//! becomes the list's child array as it is.
+//! those files; even its column reader expands every level (784 per row of an image) to find
+//! where rows end.
 //!
-//! Used only where the row group's column statistics say there are no nulls; a row group that
-//! contradicts them is a data error naming it.
+//! Here the leaf column's pages pass through [`FlatPages`]: their levels are checked run by
+//! run, without expanding them (every value present, every row exactly `width` values), and
+//! cut off the page, which then reaches the crate's column reader as a page of a flat required
+//! column: its values are decoded straight into the buffer that becomes the list's child array.
+//!
+//! Used only where the row group's column statistics say there are no nulls and the levels
+//! are RLE-encoded; a page that contradicts them is a data error naming the row group.
 
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, FixedSizeListArray, PrimitiveArray};
 use arrow_schema::{DataType, FieldRef};
-use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
+use parquet::basic::{Encoding, Repetition};
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::column::reader::{get_column_reader, ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType as PqType;
+use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::reader::{ChunkReader, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
-use parquet::schema::types::SchemaDescriptor;
+use parquet::schema::types::{ColumnDescriptor, ColumnPath, SchemaDescriptor, Type};
 
 /// Whether root column `root` (with Arrow type `dt`) of this row group takes the fast path;
 /// returns its leaf index.
@@ -56,6 +63,12 @@ pub(crate) fn eligible(
     if col.max_rep_level() != 1 || col.physical_type() != physical {
         return None;
     }
+    // Levels in the long-deprecated BIT_PACKED encoding are left to the crate's reader.
+    #[allow(deprecated)]
+    let bit_packed = Encoding::BIT_PACKED;
+    if rg.column(leaf).encodings().any(|e| e == bit_packed) {
+        return None;
+    }
     let stats = rg.column(leaf).statistics()?;
     (stats.null_count_opt() == Some(0)).then_some(leaf)
 }
@@ -72,8 +85,6 @@ pub(crate) struct FixedListColumn {
     field: FieldRef,
     width: usize,
     reader: Typed,
-    def: Vec<i16>,
-    rep: Vec<i16>,
 }
 
 impl FixedListColumn {
@@ -91,7 +102,14 @@ impl FixedListColumn {
         let props = Arc::new(parquet::file::properties::ReaderProperties::builder().build());
         let rgr =
             SerializedRowGroupReader::new(chunks, rg, None, props).map_err(|e| e.to_string())?;
-        let reader = match rgr.get_column_reader(leaf).map_err(|e| e.to_string())? {
+        let descr = rg.column(leaf).column_descr();
+        let pages = FlatPages {
+            inner: rgr
+                .get_column_page_reader(leaf)
+                .map_err(|e| e.to_string())?,
+            rows: RowCheck::new(width, descr.max_def_level()),
+        };
+        let reader = match get_column_reader(flat(descr)?, Box::new(pages)) {
             ColumnReader::FloatColumnReader(r) => Typed::F32(r),
             ColumnReader::DoubleColumnReader(r) => Typed::F64(r),
             ColumnReader::Int32ColumnReader(r) => Typed::I32(r),
@@ -102,8 +120,6 @@ impl FixedListColumn {
             field,
             width,
             reader,
-            def: Vec::new(),
-            rep: Vec::new(),
         })
     }
 
@@ -113,17 +129,19 @@ impl FixedListColumn {
         if rows == 0 {
             return Ok(());
         }
+        let n = rows * self.width;
         let skipped = match &mut self.reader {
-            Typed::F32(r) => r.skip_records(rows),
-            Typed::F64(r) => r.skip_records(rows),
-            Typed::I32(r) => r.skip_records(rows),
-            Typed::I64(r) => r.skip_records(rows),
+            Typed::F32(r) => r.skip_records(n),
+            Typed::F64(r) => r.skip_records(n),
+            Typed::I32(r) => r.skip_records(n),
+            Typed::I64(r) => r.skip_records(n),
         }
         .map_err(|e| e.to_string())?;
-        if skipped != rows {
+        if skipped != n {
             return Err(format!(
-                "column {}: passed over {skipped} rows of the {rows} asked for",
-                self.field.name()
+                "column {}: passed over {} rows of the {rows} asked for",
+                self.field.name(),
+                skipped / self.width
             ));
         }
         Ok(())
@@ -136,18 +154,10 @@ impl FixedListColumn {
             _ => return Err("not a fixed-size list".into()),
         };
         let values: ArrayRef = match &mut self.reader {
-            Typed::F32(r) => {
-                read_values::<_, Float32Type>(r, rows, self.width, &mut self.def, &mut self.rep)?
-            }
-            Typed::F64(r) => {
-                read_values::<_, Float64Type>(r, rows, self.width, &mut self.def, &mut self.rep)?
-            }
-            Typed::I32(r) => {
-                read_values::<_, Int32Type>(r, rows, self.width, &mut self.def, &mut self.rep)?
-            }
-            Typed::I64(r) => {
-                read_values::<_, Int64Type>(r, rows, self.width, &mut self.def, &mut self.rep)?
-            }
+            Typed::F32(r) => read_values::<_, Float32Type>(r, rows * self.width)?,
+            Typed::F64(r) => read_values::<_, Float64Type>(r, rows * self.width)?,
+            Typed::I32(r) => read_values::<_, Int32Type>(r, rows * self.width)?,
+            Typed::I64(r) => read_values::<_, Int64Type>(r, rows * self.width)?,
         };
         let arr = FixedSizeListArray::try_new(item, self.width as i32, values, None)
             .map_err(|e| format!("column {}: {e}", self.field.name()))?;
@@ -155,42 +165,380 @@ impl FixedListColumn {
     }
 }
 
-fn read_values<T, A>(
-    r: &mut ColumnReaderImpl<T>,
-    rows: usize,
-    width: usize,
-    def: &mut Vec<i16>,
-    rep: &mut Vec<i16>,
-) -> Result<ArrayRef, String>
+/// The next `n` values of the flat column (levels were checked and cut off by [`FlatPages`]).
+fn read_values<T, A>(r: &mut ColumnReaderImpl<T>, n: usize) -> Result<ArrayRef, String>
 where
     T: PqType,
     A: ArrowPrimitiveType<Native = T::T>,
     T::T: arrow_buffer::ArrowNativeType,
 {
-    let n = rows * width;
-    def.clear();
-    rep.clear();
     let mut values: Vec<T::T> = Vec::with_capacity(n);
-    let (records, got, levels) = r
-        .read_records(rows, Some(def), Some(rep), &mut values)
+    let (_, got, _) = r
+        .read_records(n, None, None, &mut values)
         .map_err(|e| e.to_string())?;
-    if records != rows || got != n || levels != n {
+    if got != n {
         return Err(format!(
-            "expected {rows} rows of {width} values without nulls, read {records} rows, \
-             {got} values, {levels} levels (the column statistics said no nulls)"
+            "expected {n} values without nulls, the column chunk ended after {got}"
         ));
-    }
-    // Exactly `width` values per row: a row starts (repetition level 0) at every multiple of
-    // `width` and nowhere else.
-    if rep.len() != n
-        || rep
-            .chunks_exact(width)
-            .any(|c| c[0] != 0 || c[1..].contains(&0))
-    {
-        return Err(format!("a row does not hold exactly {width} values"));
     }
     Ok(Arc::new(PrimitiveArray::<A>::new(
         arrow_buffer::ScalarBuffer::<T::T>::from(values),
         None,
     )))
+}
+
+/// The leaf `descr` as a required column at the top level: no levels in its pages.
+fn flat(descr: &ColumnDescriptor) -> Result<Arc<ColumnDescriptor>, String> {
+    let leaf = Type::primitive_type_builder(descr.name(), descr.physical_type())
+        .with_repetition(Repetition::REQUIRED)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(ColumnDescriptor::new(
+        Arc::new(leaf),
+        0,
+        0,
+        ColumnPath::new(vec![descr.name().to_string()]),
+    )))
+}
+
+/// A leaf's pages with their levels checked and cut off.
+struct FlatPages {
+    inner: Box<dyn PageReader>,
+    rows: RowCheck,
+}
+
+fn general(e: String) -> ParquetError {
+    ParquetError::General(e)
+}
+
+impl FlatPages {
+    fn flatten(&mut self, page: Page) -> Result<Page, String> {
+        match page {
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                ..
+            } => {
+                let rle = |e: Encoding| (e == Encoding::RLE).then_some(()).ok_or(e);
+                let n = num_values as usize;
+                let mut at = 0;
+                rle(rep_level_encoding)
+                    .map_err(|e| format!("repetition levels encoded {e}, not RLE"))?;
+                let rep = length_prefixed(&buf, &mut at)?;
+                self.rows.repetition(rep, n)?;
+                if self.rows.max_def > 0 {
+                    rle(def_level_encoding)
+                        .map_err(|e| format!("definition levels encoded {e}, not RLE"))?;
+                    let def = length_prefixed(&buf, &mut at)?;
+                    self.rows.definition(def, n)?;
+                }
+                Ok(Page::DataPage {
+                    buf: buf.slice(at..),
+                    num_values,
+                    encoding,
+                    def_level_encoding,
+                    rep_level_encoding,
+                    statistics: None,
+                })
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                ..
+            } => {
+                if num_nulls != 0 {
+                    return Err(format!("a page holds {num_nulls} nulls"));
+                }
+                let n = num_values as usize;
+                let (rep_len, def_len) =
+                    (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+                if rep_len + def_len > buf.len() {
+                    return Err(format!(
+                        "levels of {} bytes in a page of {}",
+                        rep_len + def_len,
+                        buf.len()
+                    ));
+                }
+                self.rows.repetition(&buf[..rep_len], n)?;
+                if self.rows.max_def > 0 {
+                    self.rows.definition(&buf[rep_len..rep_len + def_len], n)?;
+                }
+                Ok(Page::DataPageV2 {
+                    buf: buf.slice(rep_len + def_len..),
+                    num_values,
+                    encoding,
+                    num_nulls: 0,
+                    num_rows: num_values,
+                    def_levels_byte_len: 0,
+                    rep_levels_byte_len: 0,
+                    is_compressed,
+                    statistics: None,
+                })
+            }
+            dictionary @ Page::DictionaryPage { .. } => Ok(dictionary),
+        }
+    }
+}
+
+impl PageReader for FlatPages {
+    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
+        match self.inner.get_next_page()? {
+            Some(page) => self.flatten(page).map(Some).map_err(general),
+            None => self.rows.end().map(|()| None).map_err(general),
+        }
+    }
+
+    /// Only whether the next page is a dictionary: its row and level counts are the list's,
+    /// not the flat column's, and every data page must pass [`FlatPages::flatten`].
+    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        Ok(self.inner.peek_next_page()?.map(|m| PageMetadata {
+            num_rows: None,
+            num_levels: None,
+            is_dict: m.is_dict,
+        }))
+    }
+
+    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
+        Err(general(
+            "the pages of a fixed-size list are read, not skipped".into(),
+        ))
+    }
+}
+
+impl Iterator for FlatPages {
+    type Item = parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+/// The levels of a V1 data page at `at`: a 4-byte little-endian length, then that many bytes.
+fn length_prefixed<'a>(buf: &'a [u8], at: &mut usize) -> Result<&'a [u8], String> {
+    let len = buf
+        .get(*at..*at + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or("a page cut short in its levels")?;
+    let levels = buf
+        .get(*at + 4..*at + 4 + len)
+        .ok_or_else(|| format!("levels of {len} bytes past the end of a page"))?;
+    *at += 4 + len;
+    Ok(levels)
+}
+
+/// The rows the levels seen so far make: each exactly `width` values, every value present.
+struct RowCheck {
+    width: usize,
+    max_def: i16,
+    /// Values of the current row seen so far (`width`: the row is whole).
+    at: usize,
+}
+
+impl RowCheck {
+    fn new(width: usize, max_def: i16) -> Self {
+        Self {
+            width,
+            max_def,
+            at: 0,
+        }
+    }
+
+    /// `count` repetition levels of `level`: a 0 starts a row, a 1 continues it.
+    fn rep_run(&mut self, level: u32, count: usize) -> Result<(), String> {
+        let w = self.width;
+        match level {
+            0 if self.at != 0 && self.at != w => Err(format!(
+                "a row of {} values where the list holds {w}",
+                self.at
+            )),
+            0 if count > 1 && w != 1 => Err(format!("a row of 1 value where the list holds {w}")),
+            0 => {
+                self.at = 1;
+                Ok(())
+            }
+            1 if self.at == 0 || self.at + count > w => Err(format!(
+                "a row of more than {w} values where the list holds {w}"
+            )),
+            1 => {
+                self.at += count;
+                Ok(())
+            }
+            other => Err(format!("repetition level {other} in a list of numbers")),
+        }
+    }
+
+    /// Checks a page's `n` repetition levels.
+    fn repetition(&mut self, levels: &[u8], n: usize) -> Result<(), String> {
+        rle_runs(levels, 1, n, |level, count| self.rep_run(level, count))
+    }
+
+    /// Checks that a page's `n` definition levels are all the maximum (no nulls).
+    fn definition(&mut self, levels: &[u8], n: usize) -> Result<(), String> {
+        let max = self.max_def as u32;
+        let bits = 32 - max.leading_zeros() as u8;
+        rle_runs(levels, bits, n, |level, _| {
+            (level == max).then_some(()).ok_or_else(|| {
+                format!("a null (definition level {level} of {max}) where the statistics said none")
+            })
+        })
+    }
+
+    /// At the end of the column chunk: the last row is whole.
+    fn end(&self) -> Result<(), String> {
+        if self.at != 0 && self.at != self.width {
+            return Err(format!(
+                "the last row holds {} values where the list holds {}",
+                self.at, self.width
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Walks the first `n` levels of Parquet's RLE / bit-packed hybrid encoding (`bits` wide),
+/// calling `f(level, count)` for each run (each value of a bit-packed group on its own).
+fn rle_runs(
+    data: &[u8],
+    bits: u8,
+    n: usize,
+    mut f: impl FnMut(u32, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let bytes = usize::from(bits).div_ceil(8);
+    let (mut at, mut left) = (0, n);
+    while left > 0 {
+        let mut header: u64 = 0;
+        let mut shift = 0;
+        loop {
+            let b = *data.get(at).ok_or("levels cut short")?;
+            at += 1;
+            header |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err("a level run's header is not a varint".into());
+            }
+        }
+        let count = (header >> 1) as usize;
+        if header & 1 == 0 {
+            let value = data.get(at..at + bytes).ok_or("levels cut short")?;
+            at += bytes;
+            let level = value
+                .iter()
+                .rev()
+                .fold(0u32, |v, b| (v << 8) | u32::from(*b));
+            if count == 0 {
+                return Err("an empty level run".into());
+            }
+            let count = count.min(left);
+            f(level, count)?;
+            left -= count;
+        } else {
+            let values = count * 8;
+            let len = count * usize::from(bits);
+            let group = data.get(at..at + len).ok_or("levels cut short")?;
+            at += len;
+            if values == 0 {
+                return Err("an empty level run".into());
+            }
+            let mask = (1u32 << bits) - 1;
+            for i in 0..values.min(left) {
+                let bit = i * usize::from(bits);
+                let mut word = 0u32;
+                for (k, b) in group[bit / 8..group.len().min(bit / 8 + 4)]
+                    .iter()
+                    .enumerate()
+                {
+                    word |= u32::from(*b) << (8 * k);
+                }
+                f((word >> (bit % 8)) & mask, 1)?;
+            }
+            left -= values.min(left);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `0, 1, 1, 1` twice, as one bit-packed group of eight 1-bit levels.
+    const TWO_ROWS_PACKED: [u8; 2] = [0x03, 0xEE];
+
+    /// One run of a single 0, then a run of `ones` 1s.
+    fn row_as_runs(ones: u8) -> Vec<u8> {
+        vec![0x02, 0x00, ones << 1, 0x01]
+    }
+
+    #[test]
+    fn whole_rows_pass_in_runs_and_in_packed_groups() {
+        let mut rows = RowCheck::new(4, 1);
+        rows.repetition(&TWO_ROWS_PACKED, 8).unwrap();
+        rows.repetition(&row_as_runs(3), 4).unwrap();
+        rows.end().unwrap();
+        // A row cut by a page boundary continues in the next page.
+        let mut rows = RowCheck::new(4, 1);
+        rows.repetition(&[0x02, 0x00, 0x02, 0x01], 2).unwrap();
+        rows.repetition(&[0x04, 0x01], 2).unwrap();
+        rows.end().unwrap();
+    }
+
+    #[test]
+    fn rows_of_another_width_are_errors() {
+        let short = RowCheck::new(5, 1)
+            .repetition(&TWO_ROWS_PACKED, 8)
+            .unwrap_err();
+        assert!(
+            short.contains("a row of 4 values where the list holds 5"),
+            "{short}"
+        );
+        let long = RowCheck::new(3, 1)
+            .repetition(&row_as_runs(3), 4)
+            .unwrap_err();
+        assert!(long.contains("more than 3 values"), "{long}");
+        let mut rows = RowCheck::new(4, 1);
+        rows.repetition(&row_as_runs(2), 3).unwrap();
+        let end = rows.end().unwrap_err();
+        assert!(end.contains("the last row holds 3 values"), "{end}");
+        let first = RowCheck::new(4, 1)
+            .repetition(&[0x02, 0x01], 1)
+            .unwrap_err();
+        assert!(first.contains("more than 4"), "{first}");
+    }
+
+    #[test]
+    fn definition_levels_below_the_maximum_are_nulls() {
+        let mut rows = RowCheck::new(4, 2);
+        rows.definition(&[0x10, 0x02], 8).unwrap();
+        // Eight 2-bit levels, packed: 2, 2, 2, 2, 2, 1, 2, 2.
+        let err = rows.definition(&[0x03, 0xAA, 0xA6], 8).unwrap_err();
+        assert!(err.contains("definition level 1 of 2"), "{err}");
+        rows.definition(&[0x03, 0xAA, 0xAA], 8).unwrap();
+    }
+
+    #[test]
+    fn cut_levels_are_errors_not_panics() {
+        let mut rows = RowCheck::new(4, 1);
+        for cut in [&[][..], &[0x03], &[0x06], &[0x80, 0x80]] {
+            let err = rows.repetition(cut, 4).unwrap_err();
+            assert!(err.contains("cut short"), "{cut:?}: {err}");
+        }
+        let mut at = 0;
+        assert!(length_prefixed(&[9, 0, 0, 0, 1], &mut at)
+            .unwrap_err()
+            .contains("levels of 9 bytes past the end"));
+        assert!(length_prefixed(&[1, 0], &mut at).is_err());
+        assert_eq!(length_prefixed(&[1, 0, 0, 0, 7, 8], &mut at).unwrap(), &[7]);
+        assert_eq!(at, 5);
+    }
 }
