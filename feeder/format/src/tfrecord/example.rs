@@ -479,10 +479,13 @@ impl Values {
                     if s.len() % 4 != 0 {
                         return werr("packed float_list length not a multiple of 4");
                     }
-                    v.extend(
-                        s.chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    );
+                    // Sized first, then filled: a loop the compiler turns into a copy
+                    // (`extend` over the chunks went value by value).
+                    let start = v.len();
+                    v.resize(start + s.len() / 4, 0.0);
+                    for (d, c) in v[start..].iter_mut().zip(s.chunks_exact(4)) {
+                        *d = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
                 }
                 (Values::Float(v), 0x0d) => {
                     let s = body
