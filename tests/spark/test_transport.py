@@ -287,3 +287,169 @@ def test_trainer_loads_by_value_map_fun_without_importing_pyspark():
     r = subprocess.run([sys.executable, "-c", _LOADER_MODULE], input=pickle.dumps(blobs), capture_output=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     assert pickle.loads(r.stdout) == [True, True]
+
+
+def _image_batches(n_batches, rows_per_batch=32, width=784, start=0):
+    for b in range(start, start + n_batches):
+        ids = np.arange(b * rows_per_batch, (b + 1) * rows_per_batch)
+        img = np.repeat(ids.astype(np.float32)[:, None], width, axis=1)
+        yield rows.rows_to_batch(list(zip(ids.tolist(), img)))
+
+
+def _check_image_batch(rb):
+    ids = rb.column(0).to_numpy()
+    img = rb.column(1).values.to_numpy().reshape(len(ids), -1)
+    np.testing.assert_array_equal(img, np.repeat(ids.astype(np.float32)[:, None], img.shape[1], axis=1))
+    return ids.tolist()
+
+
+@pytest.fixture
+def small_region(monkeypatch):
+    """Regions of about 1 MiB: a few 100 KB batches fill one."""
+    from hydrofeed.spark import transport
+
+    monkeypatch.setattr(transport, "_REGION_MIN", 1 << 20)
+    monkeypatch.setattr(transport, "_REGION_MAX", 1 << 20)
+
+
+def _feed_counting(hub, batches, partition=0):
+    """Feeds one partition from this thread's helper thread; returns (thread, counts) where
+    counts says how many batches went through shared memory and how many over the socket."""
+    from hydrofeed.spark import transport
+
+    counts = {"shared": 0, "socket": 0}
+
+    def feeder():
+        ch = open_channel(hub.path, "train", partition)
+        send_shared = ch._send_shared
+
+        def counted(batch):
+            ok = send_shared(batch)
+            counts["shared" if ok else "socket"] += 1
+            return ok
+
+        ch._send_shared = counted
+        for rb in batches:
+            ch.send(rb)
+        counts["region"] = ch._slots.region.size if ch._slots else 0
+        ch.finish(30)
+        ch.close()
+
+    assert transport._SHM, "this Linux has memfd_create, sealing and descriptor passing"
+    t = threading.Thread(target=feeder)
+    t.start()
+    return t, counts
+
+
+def test_batches_go_through_shared_memory_and_their_slots_come_back(hub, small_region):
+    for partition in range(3):  # 3 x 40 batches of 100 KB through a 1 MiB region
+        t, counts = _feed_counting(hub, _image_batches(40, start=40 * partition), partition)
+        got = []
+        while len(got) < 40:
+            item = hub.get(10)
+            assert item is not None and item.kind == "batch"
+            got.append(_check_image_batch(item.batch))
+            hub.ack(item.conn_id, item.batch.num_rows)
+            del item  # the batch is released: its slot can be reused
+        t.join(10)
+        assert sum(got, []) == list(range(40 * 32 * partition, 40 * 32 * (partition + 1)))
+        # Nothing held: after the first partition every batch fits a reclaimed slot.
+        assert counts["shared"] >= 30 and counts["region"] == (1 << 20) + 4096, counts
+
+
+def test_held_batches_keep_their_slots_and_later_batches_take_the_socket(hub, small_region):
+    t, counts = _feed_counting(hub, _image_batches(30))
+    held = []
+    while len(held) < 30:
+        item = hub.get(10)
+        assert item is not None and item.kind == "batch"
+        held.append(item.batch)
+        hub.ack(item.conn_id, item.batch.num_rows)
+    t.join(10)
+    assert counts["shared"] >= 5 and counts["socket"] >= 15, counts
+    # Every held batch still holds its own rows: no slot was written over while held.
+    assert sum((_check_image_batch(rb) for rb in held), []) == list(range(30 * 32))
+
+
+def _raw_feeder(path):
+    import socket as so
+
+    from hydrofeed.spark import transport
+
+    s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    s.connect(path)
+    transport.send_frame(s, transport.HELLO, b'{"mode": "train", "partition": 0}')
+    kind, _ = transport.recv_frame(s)
+    assert kind == transport.WELCOME
+    return s, transport
+
+
+def _hub_says(s, transport):
+    s.settimeout(10)
+    kind, payload = transport.recv_frame(s)
+    assert kind == transport.ERROR
+    return bytes(payload).decode()
+
+
+def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
+    import socket as so
+
+    # Unsealed memory: the feeder could shrink it under the trainer's mapping.
+    s, transport = _raw_feeder(hub.path)
+    fd = os.memfd_create("x")
+    os.ftruncate(fd, 1 << 20)
+    so.send_fds(s, [transport._HDR.pack(transport.SHM, 19) + b'{"size": 1048576}  '], [fd])
+    os.close(fd)
+    assert "not sealed" in _hub_says(s, transport)
+    s.close()
+    # A batch outside the region.
+    s, transport = _raw_feeder(hub.path)
+    region, fd = transport._Region.create(1 << 16)
+    so.send_fds(s, [transport._HDR.pack(transport.SHM, 17) + b'{"size": 65536}  '], [fd])
+    os.close(fd)
+    transport.send_frame(s, transport.SLOT, transport._SLOT.pack(0, 60000, 10000))
+    assert "a batch at bytes 60000..70000 of a 65536-byte region" in _hub_says(s, transport)
+    s.close()
+    # Garbage where a batch should be.
+    s, transport = _raw_feeder(hub.path)
+    region, fd = transport._Region.create(1 << 16)
+    so.send_fds(s, [transport._HDR.pack(transport.SHM, 17) + b'{"size": 65536}  '], [fd])
+    os.close(fd)
+    region.view[4096:4196] = b"\xff" * 100
+    transport.send_frame(s, transport.SLOT, transport._SLOT.pack(0, 4096, 100))
+    assert "bad feed" in _hub_says(s, transport)
+    s.close()
+    # Descriptors with any other frame.
+    s, transport = _raw_feeder(hub.path)
+    so.send_fds(s, [transport._HDR.pack(transport.END, 0)], [os.open(os.devnull, os.O_RDONLY)])
+    assert "file descriptors sent with frame kind 5" in _hub_says(s, transport)
+    s.close()
+    assert hub.get(0.2) is None
+
+
+def test_a_batch_stays_readable_after_its_feeder_is_killed(hub, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    script = f"""
+import sys, time, numpy as np
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+from test_transport import _image_batches
+from hydrofeed.spark.transport import open_channel
+ch = open_channel({hub.path!r}, "train", 0)
+for rb in _image_batches(3):
+    ch.send(rb)
+print("sent", flush=True)
+time.sleep(600)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "sent"
+        held = [hub.get(10).batch for _ in range(3)]
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+        p.stdout.close()
+    # The trainer's mapping keeps the memory: the rows are as sent.
+    assert sum((_check_image_batch(rb) for rb in held), []) == list(range(3 * 32))

@@ -301,6 +301,80 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return best
 
 
+def _transport_feeder(path: str, rows: int, shared_memory: bool) -> None:
+    """``--transport-only``, the feeding side (its own process): MNIST-shaped rows converted and
+    sent as a feeding task does; prints its CPU seconds."""
+    import numpy as np
+    import pyspark.sql  # noqa: F401 - loaded in every Spark worker already: not part of the figure
+
+    from hydrofeed.spark import rows as _rows
+    from hydrofeed.spark.transport import open_channel, send_end_of_feed
+
+    img = np.random.default_rng(0).random(784, dtype=np.float32)
+    data = [(img, i % 10) for i in range(rows)]
+    c0 = time.process_time()
+    ch = open_channel(path, "train", 0, shared_memory=shared_memory)
+    for rb in _rows.batches_from_rows(iter(data), BATCH):
+        ch.send(rb)
+    ch.finish(60)
+    ch.close()
+    print(json.dumps({"feeder_cpu_s": time.process_time() - c0}), flush=True)
+    send_end_of_feed(path)
+
+
+def _transport_run(rows: int, shared_memory: bool) -> dict[str, Any]:
+    """One feeding process -> one hub here, the trainer taking ``input_mapping``-style numpy
+    columns: rows/s and CPU seconds from the first batch on."""
+    from hydrofeed.spark.feed import SparkDataFeed
+    from hydrofeed.spark.transport import Hub
+
+    d = tempfile.mkdtemp(prefix="hf-transport-")
+    hub = Hub(os.path.join(d, "rank0.sock"), 0)
+    hub.start()
+    code = f"from hydrofeed.spark.bench import _transport_feeder; _transport_feeder({hub.path!r}, {rows}, {shared_memory})"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        got, t0, c0 = 0, 0.0, 0.0
+        for b in SparkDataFeed(hub).batches(BATCH):
+            if not got:
+                t0, c0 = time.perf_counter(), time.process_time()
+            got += len(b["_1"])
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        out, _ = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        hub.close()
+        shutil.rmtree(d, ignore_errors=True)
+    if got != rows:
+        raise RuntimeError(f"transport bench: the trainer got {got} of {rows} rows")
+    feeder = json.loads(out.strip().splitlines()[-1])["feeder_cpu_s"]
+    return {"rows": got, "rows_per_s": got / wall, "trainer_cpu_s": cpu, "feeder_cpu_s": feeder}
+
+
+def _transport_only(rows: int, repeat: int) -> dict[str, Any]:
+    """Shared memory against the socket for the same rows, alternated; the best of each."""
+    runs: dict[str, list[dict[str, Any]]] = {"shared_memory": [], "socket": []}
+    for r in range(repeat):
+        for name in (["shared_memory", "socket"] if r % 2 == 0 else ["socket", "shared_memory"]):
+            runs[name].append(_transport_run(rows, name == "shared_memory"))
+    best = {k: max(v, key=lambda x: x["rows_per_s"]) for k, v in runs.items()}
+    cpu = {k: min(x["trainer_cpu_s"] + x["feeder_cpu_s"] for x in v) for k, v in runs.items()}
+    return {
+        "bench": "spark_transport",
+        "rows": rows,
+        "batch": BATCH,
+        "results": best,
+        "min_cpu_s": cpu,
+        "ratios": {
+            "transport_shm_vs_socket": best["shared_memory"]["rows_per_s"] / best["socket"]["rows_per_s"],
+            "transport_cpu_socket_vs_shm": cpu["socket"] / cpu["shared_memory"],
+        },
+        "notes": "one feeding process (rows -> Arrow -> Channel.send) into a Hub and SparkDataFeed.batches() "
+        "in this process, no Spark; rows_per_s and trainer CPU from the first batch on; min_cpu_s = "
+        "feeder + trainer CPU seconds, best run",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=20000)
@@ -312,7 +386,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fixed-runs", type=int, default=5, help="train_files() runs of one batch (fixed cost: their median)")
     p.add_argument("--fixed-only", action="store_true", help="only the fixed cost of train_files() (--fixed-runs runs)")
     p.add_argument("--ratio-suffix", default="", help="appended to every ratio's name (e.g. _20k_rows)")
+    p.add_argument(
+        "--transport-only",
+        action="store_true",
+        help="only the feeding transport, without Spark: shared memory against the socket (--rows, --repeat)",
+    )
     a = p.parse_args(argv)
+    if a.transport_only:
+        print(json.dumps(_transport_only(a.rows, a.repeat), indent=2))
+        return 0
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("TFOS_SERVER_HOST", os.environ["SPARK_LOCAL_IP"])

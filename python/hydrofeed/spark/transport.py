@@ -1,10 +1,16 @@
 """Feeding transport between Spark feeding tasks and the trainer on the same host.
 
-First transport: Arrow IPC messages over a Unix stream socket, one socket per trainer
-(``<run_dir>/rank<k>.sock``), served by a :class:`Hub` thread inside the trainer process.
+One Unix stream socket per trainer (``<run_dir>/rank<k>.sock``), served by a :class:`Hub`
+thread inside the trainer process. Batches travel as Arrow IPC, through shared memory where
+both sides can: the feeding task creates one sealed ``memfd`` per connection, hands it to the
+hub (SCM_RIGHTS, frame ``SHM``) and writes each batch into a slot of it as an IPC stream; the
+socket then carries only where the batch lies (frame ``SLOT``), and the trainer reads it in
+place. A slot comes back when the last Arrow buffer over it is released, so a batch the trainer
+keeps is never written over: while it holds too much of the region, batches go over the socket
+(frame ``BATCH``) instead. The memory goes with the last process mapping it (``kill -9``
+included); nothing is created in ``/dev/shm``.
 
-The rest of :mod:`hydrofeed.spark` only sees two small interfaces, so the shared-memory ring
-(crate ``ipc``) can replace this module without touching the cluster code:
+The rest of :mod:`hydrofeed.spark` only sees two small interfaces:
 
 - trainer side: ``Hub`` -- ``start()``, ``get(timeout) -> Item``, ``ack(conn_id, rows)``,
   ``send_results(conn_id, objs)``, ``terminate()``, ``end_of_feed()``, ``close()``;
@@ -12,8 +18,8 @@ The rest of :mod:`hydrofeed.spark` only sees two small interfaces, so the shared
   (returns the results of an inference partition), ``close()``.
 
 Wire format (both directions): ``[u8 kind][u32 length][payload]``. Payloads: JSON for control,
-``Schema.serialize()`` once per connection then ``RecordBatch.serialize()`` (Arrow IPC messages,
-read back zero-copy from the received buffer), pickled lists for inference results.
+``Schema.serialize()`` before a socket batch, then ``RecordBatch.serialize()`` (Arrow IPC
+messages, read back zero-copy from the received buffer), pickled lists for inference results.
 Rejected: pickling rows (what TFoS does through ``multiprocessing.Manager`` queues; 5-10x slower
 and unreadable by the Rust side) and one IPC *stream* per connection (we need control frames
 interleaved with the batches).
@@ -21,7 +27,10 @@ interleaved with the batches).
 
 from __future__ import annotations
 
+import collections
+import fcntl
 import json
+import mmap
 import os
 import pickle
 import queue
@@ -48,8 +57,16 @@ RESULTS = 7  # hub -> feeder: pickled list of inference results (in row order)
 ERROR = 8  # either way: JSON {"error": str}
 EOF = 9  # control -> hub: end of feed (no more partitions will come)
 FILES = 10  # control -> hub: JSON: attach to this feeder's ring (file mode, ``files.py``)
+SHM = 11  # feeder -> hub: JSON {"size": n} with a memfd attached: the connection's shared memory
+SLOT = 12  # feeder -> hub: struct (slot, offset, length): a batch in the shared memory (IPC stream)
 
 _HDR = struct.Struct("<BI")
+_SLOT = struct.Struct("<IQQ")
+_FLAGS = 4096  # slot flags at the start of a region (at most this many batches in flight)
+_ALIGN = 64  # slot offsets: Arrow's alignment
+_REGION_MIN = 16 << 20
+_REGION_MAX = 64 << 20
+_REGION_BATCHES = 48  # a region holds this many batches the size of the first one
 _MAX_FRAME = 1 << 31
 _POOL_MIN = 1 << 16  # frames at least this large are received into Arrow pool memory
 
@@ -76,16 +93,153 @@ def send_frame(sock: socket.socket, kind: int, payload: bytes | memoryview | pa.
         sock.sendall(payload)
 
 
-def recv_frame(sock: socket.socket) -> tuple[int, memoryview]:
-    """Reads one frame; raises :class:`TransportError` on EOF or a malformed header."""
-    kind, n = _HDR.unpack(_recv_exact(sock, _HDR.size))
-    if kind < HELLO or kind > FILES or n > _MAX_FRAME:
+def _recv_header(sock: socket.socket, fds: list[int]) -> bytes:
+    """A frame header, appending to ``fds`` the descriptors sent with it."""
+    got = b""
+    while len(got) < _HDR.size:
+        data, anc, _, _ = sock.recvmsg(_HDR.size - len(got), socket.CMSG_SPACE(4 * 4))
+        for level, typ, blob in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds.extend(struct.unpack(f"{len(blob) // 4}i", blob[: len(blob) - len(blob) % 4]))
+        if not data:
+            raise TransportError(f"peer closed the connection after {len(got)} of {_HDR.size} bytes")
+        got += data
+    return got
+
+
+def recv_frame(sock: socket.socket, fds: list[int] | None = None) -> tuple[int, memoryview]:
+    """Reads one frame; raises :class:`TransportError` on EOF or a malformed header. With
+    ``fds``, descriptors sent with the frame are appended to it (otherwise the kernel drops them)."""
+    header = _recv_header(sock, fds) if fds is not None else _recv_exact(sock, _HDR.size)
+    kind, n = _HDR.unpack(header)
+    if kind < HELLO or kind > SLOT or n > _MAX_FRAME:
         raise TransportError(f"malformed frame header (kind {kind}, length {n})")
     return kind, (_recv_exact(sock, n) if n else memoryview(b""))
 
 
 def _json(obj: Any) -> bytes:
     return json.dumps(obj).encode()
+
+
+# ----------------------------------------------------------------------------- shared memory
+
+# Linux: anonymous sealed memory files and descriptor passing.
+_SHM = hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and hasattr(socket, "send_fds")
+
+
+
+class _Region:
+    """A feeding connection's shared memory: batches written by the feeding task, read in place
+    by the trainer.
+
+    An anonymous ``memfd`` (nothing in ``/dev/shm`` to leave behind: the memory goes when the
+    last process mapping it does, ``kill -9`` included), sealed against shrinking and growing so
+    that a peer cannot truncate it under the other's mapping. Layout: ``_FLAGS`` one-byte slot
+    flags, then the data area. A batch is one contiguous slot of the data area, used as a ring:
+    the feeding task allocates at its head and reclaims from its tail, in order, the slots whose
+    flag the trainer set; the trainer sets a slot's flag when the last Arrow buffer over it is
+    released (a batch the trainer keeps keeps its slot).
+    """
+
+    def __init__(self, mm: mmap.mmap, size: int) -> None:
+        self.mm = mm
+        self.size = size
+        self.view = memoryview(mm)
+        self.flags = self.view[:_FLAGS]
+        self.base = pa.py_buffer(mm)
+
+    @classmethod
+    def create(cls, size: int) -> tuple[_Region, int]:
+        """A new region and its file descriptor (the caller sends it, then closes it)."""
+        fd = os.memfd_create("hydrofeed-feed", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            return cls(mmap.mmap(fd, size), size), fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    @classmethod
+    def attach(cls, fd: int, size: int) -> _Region:
+        """Maps a peer's region: only a sealed memfd of the size it says."""
+        try:
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            if seals & (fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW) != fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW:
+                raise TransportError("the feeding task's shared memory is not sealed against resizing")
+            if os.fstat(fd).st_size != size or size <= _FLAGS:
+                raise TransportError(f"the feeding task's shared memory is {os.fstat(fd).st_size} bytes, it said {size}")
+            return cls(mmap.mmap(fd, size), size)
+        except OSError as e:
+            raise TransportError(f"cannot map the feeding task's shared memory: {e}") from e
+        finally:
+            os.close(fd)
+
+    def slot(self, slot: int, offset: int, length: int) -> pa.Buffer:
+        """The trainer's view of a slot: its flag is set when the last buffer over it goes."""
+        if offset < _FLAGS or length <= 0 or offset + length > self.size or not 0 <= slot < _FLAGS:
+            raise TransportError(f"a batch at bytes {offset}..{offset + length} of a {self.size}-byte region (slot {slot})")
+        return pa.foreign_buffer(self.base.address + offset, length, base=_Release(self, slot))
+
+
+class _Release:
+    """Sets a slot's flag when the trainer's last buffer over the slot is released."""
+
+    __slots__ = ("region", "slot")
+
+    def __init__(self, region: _Region, slot: int) -> None:
+        self.region = region
+        self.slot = slot
+
+    def __del__(self) -> None:
+        self.region.flags[self.slot] = 1
+
+
+class _Slots:
+    """The feeding task's side of a region: allocation at the head, reclaim from the tail."""
+
+    def __init__(self, region: _Region) -> None:
+        self.region = region
+        self.head = _FLAGS  # next free byte of the data area
+        self.busy: collections.deque[tuple[int, int, int]] = collections.deque()  # (slot, offset, end)
+        self.next_slot = 0
+
+    def _reclaim(self) -> None:
+        flags = self.region.flags
+        while self.busy and flags[self.busy[0][0]]:
+            flags[self.busy[0][0]] = 0
+            self.busy.popleft()
+
+    def take(self, length: int) -> tuple[int, int] | None:
+        """(slot, offset) of ``length`` free bytes, or None while the trainer holds too much."""
+        self._reclaim()
+        if len(self.busy) == _FLAGS:
+            return None
+        length = -(-length // _ALIGN) * _ALIGN
+        size = self.region.size
+        if not self.busy:
+            offset = _FLAGS
+        else:
+            first, last = self.busy[0][1], self.busy[-1][1]
+            if last >= first:  # in use: [first, head); free: [head, size) and [_FLAGS, first)
+                offset = self.head if self.head + length <= size else _FLAGS
+                if offset == _FLAGS and offset + length > first:
+                    return None
+            else:  # wrapped: free only [head, first)
+                offset = self.head
+                if offset + length > first:
+                    return None
+        if offset + length > size:
+            return None
+        slot = self.next_slot
+        self.next_slot = (slot + 1) % _FLAGS
+        self.busy.append((slot, offset, offset + length))
+        self.head = offset + length
+        return slot, offset
+
+    def release(self, slot: int) -> None:
+        """Frees a slot whose batch was sent some other way after all."""
+        self.region.flags[slot] = 1
 
 
 # ----------------------------------------------------------------------------- trainer side
@@ -286,21 +440,36 @@ class Hub:
             if self._terminating.is_set() and mode == "infer":
                 raise TransportError("its map_fun called terminate() or returned: it cannot answer inference rows")
             state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
-            send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state}))
+            send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state, "shm": _SHM}))
             with self._lock:
                 conn_id = self._next_id
                 self._next_id += 1
                 c = _Conn(sock, mode, int(hello.get("partition", -1)))
                 self._conns[conn_id] = c
             schema: pa.Schema | None = None
+            region: _Region | None = None
+            fds: list[int] = []
             while not self._closed.is_set():
-                kind, payload = recv_frame(sock)
+                kind, payload = recv_frame(sock, fds)
+                if kind == SHM and len(fds) == 1 and region is None:
+                    region = _Region.attach(fds.pop(), int(json.loads(bytes(payload))["size"]))
+                    continue
+                for fd in fds:  # descriptors nobody asked for
+                    os.close(fd)
+                if fds:
+                    fds.clear()
+                    raise TransportError(f"file descriptors sent with frame kind {kind}")
                 if kind == SCHEMA:
                     schema = pa.ipc.read_schema(pa.py_buffer(payload))
-                elif kind == BATCH:
-                    if schema is None:
+                elif kind in (BATCH, SLOT):
+                    if kind == SLOT:
+                        if region is None:
+                            raise TransportError("a shared-memory batch before the shared memory")
+                        rb = pa.ipc.open_stream(region.slot(*_SLOT.unpack(payload))).read_next_batch()
+                    elif schema is None:
                         raise TransportError("record batch before schema")
-                    rb = pa.ipc.read_record_batch(pa.py_buffer(payload), schema)
+                    else:
+                        rb = pa.ipc.read_record_batch(pa.py_buffer(payload), schema)
                     with c.lock:
                         c.received += rb.num_rows
                     if self._terminating.is_set() and mode == "train":
@@ -337,7 +506,9 @@ class Hub:
 class Channel:
     """A feeding task's connection to one trainer's hub."""
 
-    def __init__(self, path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str, mode: str, partition: int, connect_timeout: float = 30.0, shared_memory: bool = True
+    ) -> None:
         self.path = path
         self.mode = mode
         deadline = time.monotonic() + connect_timeout
@@ -366,18 +537,55 @@ class Channel:
         self.rank: int = info["rank"]
         self.terminating: bool = info["state"] == "terminating"
         self._schema: pa.Schema | None = None
+        # Batches go through shared memory where both sides can (else, or while the trainer
+        # holds the whole region, over the socket).
+        self._shm: bool = shared_memory and bool(info.get("shm")) and _SHM
+        self._slots: _Slots | None = None
 
     def send(self, batch: pa.RecordBatch, ipc: pa.Buffer | None = None) -> None:
-        """Sends one record batch (and the schema before the first one). ``ipc``: the batch's
-        Arrow IPC message if the caller has it already (Spark-encoded DataFrame batches): sent
-        as it is instead of serializing the batch again."""
+        """Sends one record batch: into the shared memory where it fits, else over the socket
+        (the schema before the first one). ``ipc``: the batch's Arrow IPC message if the caller
+        has it already (Spark-encoded DataFrame batches): over the socket it is sent as it is
+        instead of serializing the batch again."""
         try:
+            if self._shm and self._send_shared(batch):
+                return
             if self._schema is None or not batch.schema.equals(self._schema):
                 self._schema = batch.schema
                 send_frame(self.sock, SCHEMA, batch.schema.serialize())
             send_frame(self.sock, BATCH, ipc if ipc is not None else batch.serialize())
         except OSError as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away while feeding: {e}")) from e
+
+    def _send_shared(self, batch: pa.RecordBatch) -> bool:
+        """Writes the batch into the shared memory as an IPC stream and sends where it lies;
+        False where it does not fit now (the caller sends it over the socket)."""
+        need = len(batch.schema.serialize()) + pa.ipc.get_record_batch_size(batch) + 8 + _ALIGN
+        if self._slots is None:
+            size = min(max(_REGION_MIN, _REGION_BATCHES * need), _REGION_MAX)
+            try:
+                region, fd = _Region.create(_FLAGS + size)
+            except OSError:
+                self._shm = False
+                return False
+            try:
+                socket.send_fds(self.sock, [_HDR.pack(SHM, len(p := _json({"size": region.size}))) + p], [fd])
+            finally:
+                os.close(fd)
+            self._slots = _Slots(region)
+        got = self._slots.take(need)
+        if got is None:
+            return False
+        slot, offset = got
+        sink = pa.FixedSizeBufferWriter(pa.py_buffer(self._slots.region.view[offset : offset + need]))
+        try:
+            with pa.ipc.new_stream(sink, batch.schema) as w:
+                w.write_batch(batch)
+        except (pa.ArrowInvalid, OSError):  # larger than its size said: over the socket instead
+            self._slots.release(slot)
+            return False
+        send_frame(self.sock, SLOT, _SLOT.pack(slot, offset, sink.tell()))
+        return True
 
     def _peer_error(self, default: str) -> str:
         # The hub may have said why before closing.
@@ -427,9 +635,12 @@ class Channel:
         self.sock.close()
 
 
-def open_channel(path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> Channel:
-    """Connects a feeding task to the hub listening on ``path``."""
-    return Channel(path, mode, partition, connect_timeout)
+def open_channel(
+    path: str, mode: str, partition: int, connect_timeout: float = 30.0, shared_memory: bool = True
+) -> Channel:
+    """Connects a feeding task to the hub listening on ``path``; ``shared_memory=False`` sends
+    every batch over the socket."""
+    return Channel(path, mode, partition, connect_timeout, shared_memory)
 
 
 def _control(path: str, kind: int, payload: bytes, timeout: float) -> None:
