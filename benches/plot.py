@@ -61,7 +61,7 @@ def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
     # The top level, the order runs, the peers side by side and the GPU run on an H200 node
     # (the other folders hold before/after pairs of one change, or earlier runs).
-    extra = ["order/feed_shuffle.json", "peers/peers.json", "gpu/bench_gpu_h200.json"]
+    extra = ["order/feed_shuffle.json", "peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.

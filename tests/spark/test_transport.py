@@ -419,6 +419,13 @@ def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
     transport.send_frame(s, transport.SLOT, transport._SLOT.pack(0, 4096, 100))
     assert "bad feed" in _hub_says(s, transport)
     s.close()
+    # A size that is not one.
+    s, transport = _raw_feeder(hub.path)
+    region, fd = transport._Region.create(1 << 16)
+    so.send_fds(s, [transport._HDR.pack(transport.SHM, 13) + b'{"size": "x"}'], [fd])
+    os.close(fd)
+    assert "shared memory of size 'x'" in _hub_says(s, transport)
+    s.close()
     # Descriptors with any other frame.
     s, transport = _raw_feeder(hub.path)
     so.send_fds(s, [transport._HDR.pack(transport.END, 0)], [os.open(os.devnull, os.O_RDONLY)])

@@ -420,6 +420,7 @@ class Hub:
 
     def _serve(self, sock: socket.socket) -> None:
         conn_id = -1
+        fds: list[int] = []
         try:
             kind, payload = recv_frame(sock)
             if kind != HELLO:
@@ -448,16 +449,15 @@ class Hub:
                 self._conns[conn_id] = c
             schema: pa.Schema | None = None
             region: _Region | None = None
-            fds: list[int] = []
             while not self._closed.is_set():
                 kind, payload = recv_frame(sock, fds)
                 if kind == SHM and len(fds) == 1 and region is None:
-                    region = _Region.attach(fds.pop(), int(json.loads(bytes(payload))["size"]))
+                    size = json.loads(bytes(payload)).get("size")
+                    if not isinstance(size, int):
+                        raise TransportError(f"shared memory of size {size!r}")
+                    region = _Region.attach(fds.pop(), size)
                     continue
-                for fd in fds:  # descriptors nobody asked for
-                    os.close(fd)
-                if fds:
-                    fds.clear()
+                if fds:  # descriptors nobody asked for (closed below)
                     raise TransportError(f"file descriptors sent with frame kind {kind}")
                 if kind == SCHEMA:
                     schema = pa.ipc.read_schema(pa.py_buffer(payload))
@@ -490,7 +490,7 @@ class Hub:
                     return
                 else:
                     raise TransportError(f"unexpected frame kind {kind} from a feeding task")
-        except (TransportError, OSError, ValueError, pa.ArrowInvalid) as e:
+        except (TransportError, OSError, ValueError, AttributeError, pa.ArrowInvalid) as e:
             with self._lock:
                 self._conns.pop(conn_id, None)
             try:
@@ -498,6 +498,9 @@ class Hub:
             except OSError:
                 pass
             sock.close()
+        finally:
+            for fd in fds:  # sent with a frame that failed
+                os.close(fd)
 
 
 # ----------------------------------------------------------------------------- feeding side
