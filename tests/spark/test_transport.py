@@ -391,46 +391,51 @@ def _hub_says(s, transport):
     return bytes(payload).decode()
 
 
-def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
+def _hand_over(path, fd, header=None):
+    """A raw feeder that sends ``fd`` with an SHM frame (``header``: its JSON, the fd's size by
+    default) and closes its own copy; returns the socket and the transport module."""
     import socket as so
 
+    s, transport = _raw_feeder(path)
+    payload = header if header is not None else b'{"size": %d}' % os.fstat(fd).st_size
+    so.send_fds(s, [transport._HDR.pack(transport.SHM, len(payload)) + payload], [fd])
+    os.close(fd)
+    return s, transport
+
+
+def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
+    from hydrofeed.spark.transport import _Region
+
+    def says(s, transport, *frame):
+        if frame:
+            transport.send_frame(s, *frame)
+        told = _hub_says(s, transport)
+        s.close()
+        return told
+
     # Unsealed memory: the feeder could shrink it under the trainer's mapping.
-    s, transport = _raw_feeder(hub.path)
     fd = os.memfd_create("x")
     os.ftruncate(fd, 1 << 20)
-    so.send_fds(s, [transport._HDR.pack(transport.SHM, 19) + b'{"size": 1048576}  '], [fd])
-    os.close(fd)
-    assert "not sealed" in _hub_says(s, transport)
-    s.close()
+    assert "not sealed" in says(*_hand_over(hub.path, fd))
     # A batch outside the region.
-    s, transport = _raw_feeder(hub.path)
-    region, fd = transport._Region.create(1 << 16)
-    so.send_fds(s, [transport._HDR.pack(transport.SHM, 17) + b'{"size": 65536}  '], [fd])
-    os.close(fd)
-    transport.send_frame(s, transport.SLOT, transport._SLOT.pack(0, 60000, 10000))
-    assert "a batch at bytes 60000..70000 of a 65536-byte region" in _hub_says(s, transport)
-    s.close()
+    region, fd = _Region.create(1 << 16)
+    s, transport = _hand_over(hub.path, fd)
+    told = says(s, transport, transport.SLOT, transport._SLOT.pack(0, 60000, 10000))
+    assert "a batch at bytes 60000..70000 of a 65536-byte region" in told
     # Garbage where a batch should be.
-    s, transport = _raw_feeder(hub.path)
-    region, fd = transport._Region.create(1 << 16)
-    so.send_fds(s, [transport._HDR.pack(transport.SHM, 17) + b'{"size": 65536}  '], [fd])
-    os.close(fd)
+    region, fd = _Region.create(1 << 16)
+    s, transport = _hand_over(hub.path, fd)
     region.view[4096:4196] = b"\xff" * 100
-    transport.send_frame(s, transport.SLOT, transport._SLOT.pack(0, 4096, 100))
-    assert "bad feed" in _hub_says(s, transport)
-    s.close()
+    assert "bad feed" in says(s, transport, transport.SLOT, transport._SLOT.pack(0, 4096, 100))
     # A size that is not one.
-    s, transport = _raw_feeder(hub.path)
-    region, fd = transport._Region.create(1 << 16)
-    so.send_fds(s, [transport._HDR.pack(transport.SHM, 13) + b'{"size": "x"}'], [fd])
-    os.close(fd)
-    assert "shared memory of size 'x'" in _hub_says(s, transport)
-    s.close()
+    region, fd = _Region.create(1 << 16)
+    assert "shared memory of size 'x'" in says(*_hand_over(hub.path, fd, b'{"size": "x"}'))
     # Descriptors with any other frame.
+    import socket as so
+
     s, transport = _raw_feeder(hub.path)
     so.send_fds(s, [transport._HDR.pack(transport.END, 0)], [os.open(os.devnull, os.O_RDONLY)])
-    assert "file descriptors sent with frame kind 5" in _hub_says(s, transport)
-    s.close()
+    assert "file descriptors sent with frame kind 5" in says(s, transport)
     assert hub.get(0.2) is None
 
 
