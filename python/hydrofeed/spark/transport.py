@@ -127,7 +127,6 @@ def _json(obj: Any) -> bytes:
 _SHM = hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and hasattr(socket, "send_fds")
 
 
-
 class _Region:
     """A feeding connection's shared memory: batches written by the feeding task, read in place
     by the trainer.
