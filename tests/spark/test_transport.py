@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import threading
 
 import numpy as np
@@ -67,6 +68,41 @@ def test_train_partition_acked_only_when_consumed_and_end_of_feed(hub):
     t.join(10)
     assert done == {"ok": True}
     assert [r[0] for r in got] == list(range(1000))
+
+
+def test_the_trainer_says_where_its_time_went_at_the_end_of_the_feed(hub, capfd, monkeypatch):
+    def feed_partition(partition):
+        ch = open_channel(hub.path, "train", partition)
+        for rb in rows.batches_from_rows(((i, np.zeros(784, np.float32)) for i in range(1000)), 64):
+            ch.send(rb)
+        ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+
+    t = threading.Thread(target=feed_partition, args=(0,))
+    t.start()
+    feed = SparkDataFeed(hub)
+    while not feed.should_stop():
+        feed.next_batch(100)
+    t.join(10)
+    err = capfd.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("hydrofeed rank 0:")]
+    assert len(said) == 1, err
+    assert re.match(
+        r"hydrofeed rank 0: 1000 rows, 10 steps from Spark's tasks; first batch after [0-9.]+ s, "
+        r"then [0-9.]+ s: [0-9,]+ rows/s; waited for input \d+% of the time; 3\.1 MB fed$",
+        said[0],
+    ), said[0]
+    # HYDROFEED_SUMMARY=0 silences it, as under `hydrofeed launch`.
+    monkeypatch.setenv("HYDROFEED_SUMMARY", "0")
+    hub.eof_received.clear()
+    t = threading.Thread(target=feed_partition, args=(1,))
+    t.start()
+    feed = SparkDataFeed(hub)
+    while not feed.should_stop():
+        feed.next_batch(100)
+    t.join(10)
+    assert "hydrofeed rank" not in capfd.readouterr().err
 
 
 def test_inference_results_flow_back_in_order(hub):

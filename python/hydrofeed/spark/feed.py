@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
@@ -26,6 +30,32 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _POLL_S = 0.1
+
+
+@dataclass
+class _Fed:
+    """Where a trainer's time went on the rows Spark's tasks fed it (``train(rdd|df)``): the
+    figures of the summary line at the end of the feed (file mode's ring feed prints its own)."""
+
+    start: float | None = None  # the first ask for rows
+    first: float | None = None  # the first batch
+    waited: float = 0.0  # in the hub's queue, after the first batch
+    rows: int = 0
+    steps: int = 0
+    bytes: int = 0
+    said: bool = False
+
+    def line(self, rank: int) -> str:
+        now = time.monotonic()
+        first = self.first if self.first is not None else now
+        elapsed = now - first
+        return (
+            f"hydrofeed rank {rank}: {self.rows} rows, {self.steps} steps from Spark's tasks; first batch after "
+            f"{first - (self.start or first):.2f} s, then {elapsed:.2f} s: "
+            f"{self.rows / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
+            f"{min(100.0, 100 * self.waited / elapsed) if elapsed > 0 else 0:.0f}% of the time; "
+            f"{self.bytes / 1e6:,.1f} MB fed"
+        )
 
 
 class SparkDataFeed:
@@ -61,6 +91,7 @@ class SparkDataFeed:
         self._np_cols: list[Any] = []
         self._ring: DataFeed | None = None  # this node's feeder (file mode)
         self._last_ring: DataFeed | None = None
+        self._fed = _Fed()
 
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
@@ -185,10 +216,19 @@ class SparkDataFeed:
         self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
         return None
 
+    def _summary(self) -> None:
+        """One line on stderr at the end of the feed, as ``hydrofeed launch`` and file mode
+        print (``HYDROFEED_SUMMARY=0`` silences it); only where Spark's tasks fed rows."""
+        if self._fed.said or not self._fed.rows or os.environ.get("HYDROFEED_SUMMARY") == "0":
+            return
+        self._fed.said = True
+        print(self._fed.line(getattr(self._hub, "rank", 0)), file=sys.stderr, flush=True)
+
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
         self._src.clear()
         slices: list[pa.RecordBatch] = []
         count = 0
+        fed = self._fed.rows
         while count < batch_size and not self.done_feeding:
             if self._cur is None and self._ring is not None:
                 b = self._ring.next()
@@ -198,12 +238,17 @@ class SparkDataFeed:
                     continue
                 self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
             if self._cur is None:
+                t = time.monotonic()
+                self._fed.start = self._fed.start or t
                 item = self._hub.get(_POLL_S)
+                if self._fed.first is not None:
+                    self._fed.waited += time.monotonic() - t
                 if item is None:
                     continue
                 if item.kind == "end_of_feed":
                     logger.info("next_batch() got end of feed")
                     self.done_feeding = True
+                    self._summary()
                     break
                 if item.kind == "end_partition":
                     if count > 0:
@@ -218,6 +263,9 @@ class SparkDataFeed:
                     continue
                 self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
                 self._cur_infer = item.infer
+                if item.batch is not None:
+                    self._fed.first = self._fed.first or time.monotonic()
+                    self._fed.bytes += item.batch.nbytes
             rb = self._cur
             k = min(batch_size - count, rb.num_rows - self._cur_off)
             piece = rb.slice(self._cur_off, k)
@@ -227,6 +275,7 @@ class SparkDataFeed:
             self._cur_off += k
             # Whether a row needs a result depends on how it was fed (train() or inference()),
             # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
+            self._fed.rows += k if self._cur_conn >= 0 else 0
             if self._cur_conn < 0:
                 pass  # ring batches: the ring DataFeed acks them to the feeder
             elif not self._cur_infer:
@@ -239,6 +288,7 @@ class SparkDataFeed:
             if self._cur_off >= rb.num_rows:
                 self._cur = None
         self.rows_delivered += count
+        self._fed.steps += self._fed.rows > fed
         return slices
 
 
