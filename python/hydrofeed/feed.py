@@ -24,6 +24,31 @@ __all__ = ["SOCKET_ENV", "REJOIN_ENV", "DataFeed"]
 REJOIN_ENV = "HYDROFEED_REJOIN_TIMEOUT"
 
 
+
+def summary_line(
+    rank: int,
+    rows: int,
+    steps: int,
+    clocks: tuple[float | None, float | None],
+    streamed: int,
+    waited: float,
+    through: str,
+) -> str:
+    """The line a rank prints at the end of its feed (under ``hydrofeed launch`` and Spark):
+    ``clocks`` is (the first ask for a batch, the first batch), ``streamed`` the rows after the
+    first batch, ``waited`` the seconds spent waiting for input after it, ``through`` what the
+    data came through."""
+    now = time.monotonic()
+    start, first = clocks
+    first = first if first is not None else now
+    elapsed = now - first
+    return (
+        f"hydrofeed rank {rank}: {rows} rows, {steps} steps; first batch after "
+        f"{first - (start or first):.2f} s, then {elapsed:.2f} s: "
+        f"{streamed / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
+        f"{min(100.0, 100 * waited / elapsed) if elapsed > 0 else 0:.0f}% of the time; {through}"
+    )
+
 class DataFeed:
     """Batches from this node's feeder.
 
@@ -209,19 +234,16 @@ class DataFeed:
         if os.environ.get("HYDROFEED_SUMMARY") == "0":
             return
         m = self.metrics()
-        now = time.monotonic()
-        t_first = self._t_first if self._t_first is not None else now
-        elapsed = now - t_first
-        rows, steps = int(m.get("rows", 0)), int(m.get("batches", 0))
+        rows = int(m.get("rows", 0))
         gpu = m.get("gpu")
-        wait = self._waited(m)
-        streamed = max(rows - self._rows0, 0)
-        line = (
-            f"hydrofeed rank {m['rank']}: {rows} rows, {steps} steps; first batch after "
-            f"{t_first - (self._t_start or t_first):.2f} s, then {elapsed:.2f} s: "
-            f"{streamed / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
-            f"{min(100.0, 100 * wait / elapsed) if elapsed > 0 else 0:.0f}% of the time; "
-            f"{int(m.get('bytes', 0)) / 1e6:,.1f} MB through the ring"
+        line = summary_line(
+            m["rank"],
+            rows,
+            int(m.get("batches", 0)),
+            (self._t_start, self._t_first),
+            max(rows - self._rows0, 0),
+            self._waited(m),
+            f"{int(m.get('bytes', 0)) / 1e6:,.1f} MB through the ring",
         )
         if gpu:
             util = gpu.get("utilization")

@@ -89,8 +89,8 @@ def test_the_trainer_says_where_its_time_went_at_the_end_of_the_feed(hub, capfd,
     said = [line for line in err.splitlines() if line.startswith("hydrofeed rank 0:")]
     assert len(said) == 1, err
     assert re.match(
-        r"hydrofeed rank 0: 1000 rows, 10 steps from Spark's tasks; first batch after [0-9.]+ s, "
-        r"then [0-9.]+ s: [0-9,]+ rows/s; waited for input \d+% of the time; 3\.1 MB fed$",
+        r"hydrofeed rank 0: 1000 rows, 10 steps; first batch after [0-9.]+ s, then [0-9.]+ s: "
+        r"[0-9,]+ rows/s; waited for input \d+% of the time; 3\.1 MB fed by Spark's tasks$",
         said[0],
     ), said[0]
     # HYDROFEED_SUMMARY=0 silences it, as under `hydrofeed launch`.

@@ -39,23 +39,12 @@ class _Fed:
 
     start: float | None = None  # the first ask for rows
     first: float | None = None  # the first batch
+    first_rows: int = 0  # rows of the first batch
     waited: float = 0.0  # in the hub's queue, after the first batch
     rows: int = 0
     steps: int = 0
     bytes: int = 0
     said: bool = False
-
-    def line(self, rank: int) -> str:
-        now = time.monotonic()
-        first = self.first if self.first is not None else now
-        elapsed = now - first
-        return (
-            f"hydrofeed rank {rank}: {self.rows} rows, {self.steps} steps from Spark's tasks; first batch after "
-            f"{first - (self.start or first):.2f} s, then {elapsed:.2f} s: "
-            f"{self.rows / elapsed if elapsed > 0 else 0:,.0f} rows/s; waited for input "
-            f"{min(100.0, 100 * self.waited / elapsed) if elapsed > 0 else 0:.0f}% of the time; "
-            f"{self.bytes / 1e6:,.1f} MB fed"
-        )
 
 
 class SparkDataFeed:
@@ -221,8 +210,20 @@ class SparkDataFeed:
         print (``HYDROFEED_SUMMARY=0`` silences it); only where Spark's tasks fed rows."""
         if self._fed.said or not self._fed.rows or os.environ.get("HYDROFEED_SUMMARY") == "0":
             return
-        self._fed.said = True
-        print(self._fed.line(getattr(self._hub, "rank", 0)), file=sys.stderr, flush=True)
+        from hydrofeed.feed import summary_line
+
+        f = self._fed
+        f.said = True
+        line = summary_line(
+            getattr(self._hub, "rank", 0),
+            f.rows,
+            f.steps,
+            (f.start, f.first),
+            f.rows - f.first_rows,
+            f.waited,
+            f"{f.bytes / 1e6:,.1f} MB fed by Spark's tasks",
+        )
+        print(line, file=sys.stderr, flush=True)
 
     def _take(self, batch_size: int) -> list[pa.RecordBatch]:
         self._src.clear()
@@ -264,7 +265,8 @@ class SparkDataFeed:
                 self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
                 self._cur_infer = item.infer
                 if item.batch is not None:
-                    self._fed.first = self._fed.first or time.monotonic()
+                    if self._fed.first is None:
+                        self._fed.first, self._fed.first_rows = time.monotonic(), item.batch.num_rows
                     self._fed.bytes += item.batch.nbytes
             rb = self._cur
             k = min(batch_size - count, rb.num_rows - self._cur_off)
