@@ -71,21 +71,27 @@ def test_train_partition_acked_only_when_consumed_and_end_of_feed(hub):
 
 
 def test_the_trainer_says_where_its_time_went_at_the_end_of_the_feed(hub, capfd, monkeypatch):
-    def feed_partition(partition):
-        ch = open_channel(hub.path, "train", partition)
-        for rb in rows.batches_from_rows(((i, np.zeros(784, np.float32)) for i in range(1000)), 64):
-            ch.send(rb)
-        ch.finish(30)
-        ch.close()
-        send_end_of_feed(hub.path)
+    def feed_one_partition(partition):
+        """A feeding task sends 1000 rows, the trainer takes them 100 at a time to the end."""
 
-    t = threading.Thread(target=feed_partition, args=(0,))
-    t.start()
-    feed = SparkDataFeed(hub)
-    while not feed.should_stop():
-        feed.next_batch(100)
-    t.join(10)
-    err = capfd.readouterr().err
+        def feeder():
+            ch = open_channel(hub.path, "train", partition)
+            for rb in rows.batches_from_rows(((i, np.zeros(784, np.float32)) for i in range(1000)), 64):
+                ch.send(rb)
+            ch.finish(30)
+            ch.close()
+            send_end_of_feed(hub.path)
+
+        hub.eof_received.clear()
+        t = threading.Thread(target=feeder)
+        t.start()
+        feed = SparkDataFeed(hub)
+        while not feed.should_stop():
+            feed.next_batch(100)
+        t.join(10)
+        return capfd.readouterr().err
+
+    err = feed_one_partition(0)
     said = [line for line in err.splitlines() if line.startswith("hydrofeed rank 0:")]
     assert len(said) == 1, err
     assert re.match(
@@ -95,14 +101,7 @@ def test_the_trainer_says_where_its_time_went_at_the_end_of_the_feed(hub, capfd,
     ), said[0]
     # HYDROFEED_SUMMARY=0 silences it, as under `hydrofeed launch`.
     monkeypatch.setenv("HYDROFEED_SUMMARY", "0")
-    hub.eof_received.clear()
-    t = threading.Thread(target=feed_partition, args=(1,))
-    t.start()
-    feed = SparkDataFeed(hub)
-    while not feed.should_stop():
-        feed.next_batch(100)
-    t.join(10)
-    assert "hydrofeed rank" not in capfd.readouterr().err
+    assert "hydrofeed rank" not in feed_one_partition(1)
 
 
 def test_inference_results_flow_back_in_order(hub):
