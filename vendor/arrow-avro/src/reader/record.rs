@@ -1289,8 +1289,12 @@ impl Decoder {
                 let total_items = match encoding.as_mut() {
                     // Floats and doubles are stored as they lie in memory: a block of them is
                     // copied at once instead of decoded item by item.
-                    Self::Float32(values) => read_fixed_width_blocks(buf, values, f32::from_le_bytes)?,
-                    Self::Float64(values) => read_fixed_width_blocks(buf, values, f64::from_le_bytes)?,
+                    Self::Float32(values) => {
+                        read_fixed_width_blocks(buf, values, f32::from_le_bytes)?
+                    }
+                    Self::Float64(values) => {
+                        read_fixed_width_blocks(buf, values, f64::from_le_bytes)?
+                    }
                     item => read_blocks(buf, |cursor| item.decode(cursor))?,
                 };
                 off.push_length(total_items);
@@ -2277,31 +2281,14 @@ fn read_blocks(
 }
 
 /// The items of an array of a fixed-width type (`N` bytes each, little-endian), block by block:
-/// each block's items are taken from the buffer in one piece. Same checks as [`read_blocks`].
+/// each block's items are taken from the buffer in one piece. Same blocks and checks as
+/// [`read_blocks`] ([`for_each_block`]).
 fn read_fixed_width_blocks<T: Default + Copy, const N: usize>(
     buf: &mut AvroCursor,
     values: &mut Vec<T>,
     from_le: fn([u8; N]) -> T,
 ) -> Result<usize, AvroError> {
-    let mut total = 0usize;
-    loop {
-        let block_count = buf.get_long()?;
-        let count = match block_count.cmp(&0) {
-            Ordering::Equal => break,
-            Ordering::Less => {
-                let raw_size = buf.get_long()?;
-                usize::try_from(raw_size).map_err(|_| {
-                    AvroError::ParseError(format!("Block size cannot be negative, got {raw_size}"))
-                })?;
-                block_count.unsigned_abs() as usize
-            }
-            Ordering::Greater => block_count as usize,
-        };
-        let Some(new_total) = total.checked_add(count).filter(|&t| t <= i32::MAX as usize) else {
-            return Err(AvroError::ParseError(
-                "Capacity overflow when decoding array/map item blocks".to_string(),
-            ));
-        };
+    for_each_block(buf, NegativeBlockBehavior::ProcessItems, |buf, count| {
         let bytes = count
             .checked_mul(N)
             .ok_or_else(|| AvroError::ParseError("array block too large".to_string()))?;
@@ -2312,9 +2299,8 @@ fn read_fixed_width_blocks<T: Default + Copy, const N: usize>(
         for (v, b) in values[start..].iter_mut().zip(block.chunks_exact(N)) {
             *v = from_le(b.try_into().expect("chunks of N bytes"));
         }
-        total = new_total;
-    }
-    Ok(total)
+        Ok(())
+    })
 }
 
 #[inline]
@@ -2323,6 +2309,28 @@ fn process_blockwise(
     mut on_item: impl FnMut(&mut AvroCursor) -> Result<(), AvroError>,
     negative_behavior: NegativeBlockBehavior,
 ) -> Result<usize, AvroError> {
+    for_each_block(buf, negative_behavior, |buf, count| {
+        for _ in 0..count {
+            on_item(buf)?;
+        }
+        Ok(())
+    })
+}
+
+/// Walks the blocks of an array or map, handing each block's item count to `on_block`, which
+/// takes the items (under `SkipBySize` a block with a negative count is passed over by its
+/// byte size instead). Returns the number of items.
+///
+/// Before a block's items are taken the running total is capped at `i32::MAX` (the largest
+/// index an Arrow list/map offset holds). Otherwise a crafted `i64::MAX` count of a zero-byte
+/// item like `null` spins the loop forever (#10235); byte-consuming items self-terminate
+/// on cursor exhaustion, so valid blocks (including `array<null>`) are unaffected.
+#[inline]
+fn for_each_block(
+    buf: &mut AvroCursor,
+    negative_behavior: NegativeBlockBehavior,
+    mut on_block: impl FnMut(&mut AvroCursor, usize) -> Result<(), AvroError>,
+) -> Result<usize, AvroError> {
     let mut total = 0usize;
     loop {
         // Read the block count
@@ -2330,7 +2338,7 @@ fn process_blockwise(
         //  negative = that many items + read block size
         //  See: https://avro.apache.org/docs/1.11.1/specification/#maps
         let block_count = buf.get_long()?;
-        match block_count.cmp(&0) {
+        let count = match block_count.cmp(&0) {
             Ordering::Equal => break,
             Ordering::Less => {
                 // `unsigned_abs` avoids overflowing `-block_count` for `i64::MIN` (#10235)
@@ -2340,47 +2348,25 @@ fn process_blockwise(
                 let size_in_bytes = usize::try_from(raw_size).map_err(|_| {
                     AvroError::ParseError(format!("Block size cannot be negative, got {raw_size}"))
                 })?;
-                match negative_behavior {
-                    NegativeBlockBehavior::ProcessItems => {
-                        // Process items one-by-one after reading size
-                        total = process_block_items(buf, count, total, &mut on_item)?;
-                    }
-                    NegativeBlockBehavior::SkipBySize => {
-                        // Skip the entire block payload at once
-                        let _ = buf.get_fixed(size_in_bytes)?;
-                        total = total.saturating_add(count);
-                    }
+                if let NegativeBlockBehavior::SkipBySize = negative_behavior {
+                    // Skip the entire block payload at once
+                    let _ = buf.get_fixed(size_in_bytes)?;
+                    total = total.saturating_add(count);
+                    continue;
                 }
+                count
             }
-            Ordering::Greater => {
-                let count = block_count as usize;
-                total = process_block_items(buf, count, total, &mut on_item)?;
-            }
-        }
+            Ordering::Greater => block_count as usize,
+        };
+        let Some(new_total) = total.checked_add(count).filter(|&t| t <= i32::MAX as usize) else {
+            return Err(AvroError::ParseError(
+                "Capacity overflow when decoding array/map item blocks".to_string(),
+            ));
+        };
+        on_block(buf, count)?;
+        total = new_total;
     }
     Ok(total)
-}
-
-/// Decode `count` items, capping the running total at `i32::MAX` (the largest index
-/// an Arrow list/map offset holds). Otherwise a crafted `i64::MAX` count of a zero-byte
-/// item like `null` spins the loop forever (#10235); byte-consuming items self-terminate
-/// on cursor exhaustion, so valid blocks (including `array<null>`) are unaffected.
-#[inline]
-fn process_block_items(
-    buf: &mut AvroCursor,
-    count: usize,
-    total: usize,
-    on_item: &mut impl FnMut(&mut AvroCursor) -> Result<(), AvroError>,
-) -> Result<usize, AvroError> {
-    let Some(new_total) = total.checked_add(count).filter(|&t| t <= i32::MAX as usize) else {
-        return Err(AvroError::ParseError(
-            "Capacity overflow when decoding array/map item blocks".to_string(),
-        ));
-    };
-    for _ in 0..count {
-        on_item(buf)?;
-    }
-    Ok(new_total)
 }
 
 #[inline]
@@ -3533,7 +3519,10 @@ mod tests {
         decoder.decode(&mut AvroCursor::new(&data)).unwrap();
         let array = decoder.flush(None).unwrap();
         let list = array.as_any().downcast_ref::<ListArray>().unwrap();
-        assert_eq!(list.values().as_primitive::<Float64Type>().values(), &[std::f64::consts::PI]);
+        assert_eq!(
+            list.values().as_primitive::<Float64Type>().values(),
+            &[std::f64::consts::PI]
+        );
 
         // A block that claims more items than the row holds, and one too large to exist.
         let mut decoder = Decoder::try_new(&floats).unwrap();
