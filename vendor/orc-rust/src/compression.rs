@@ -411,9 +411,36 @@ pub trait ReadBytes: Read {
         }
         Ok(out.into())
     }
+
+    /// Passes over the next `len` bytes; fails with `UnexpectedEof` if the stream ends first.
+    fn skip_bytes(&mut self, len: usize) -> std::io::Result<()> {
+        let skipped = std::io::copy(&mut self.take(len as u64), &mut std::io::sink())?;
+        if skipped < len as u64 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
 }
 
 impl<T: AsRef<[u8]>> ReadBytes for std::io::Cursor<T> {}
+
+impl Decompressor {
+    /// Hands the next `len` bytes to `take`, block by block.
+    fn consume(&mut self, len: usize, mut take: impl FnMut(&[u8])) -> std::io::Result<()> {
+        let mut left = len;
+        while left > 0 {
+            let current = self.block()?;
+            if current.is_empty() {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let n = current.len().min(left);
+            take(&current[..n]);
+            self.offset += n;
+            left -= n;
+        }
+        Ok(())
+    }
+}
 
 impl ReadBytes for Decompressor {
     /// A slice of the stream itself where the bytes lie in one stored (uncompressed) block;
@@ -428,16 +455,13 @@ impl ReadBytes for Decompressor {
             }
         }
         let mut out = Vec::with_capacity(len);
-        while out.len() < len {
-            let current = self.block()?;
-            if current.is_empty() {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            let n = current.len().min(len - out.len());
-            out.extend_from_slice(&current[..n]);
-            self.offset += n;
-        }
+        self.consume(len, |b| out.extend_from_slice(b))?;
         Ok(out.into())
+    }
+
+    /// Moves past the bytes without copying them.
+    fn skip_bytes(&mut self, len: usize) -> std::io::Result<()> {
+        self.consume(len, |_| {})
     }
 }
 
@@ -613,6 +637,12 @@ mod tests {
         d.read_exact(&mut rest).unwrap();
         assert_eq!(&rest, b"g");
         let err = d.read_bytes(2).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+        // Skipping crosses blocks the same way.
+        let mut d = Decompressor::new(stream, snappy(), vec![]);
+        d.skip_bytes(5).unwrap();
+        assert_eq!(&d.read_bytes(2).unwrap()[..], b"fg");
+        let err = d.skip_bytes(2).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 

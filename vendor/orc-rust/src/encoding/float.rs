@@ -55,9 +55,8 @@ impl<F: Float, R: std::io::Read> FloatDecoder<F, R> {
 impl<F: Float, R: ReadBytes> PrimitiveValueDecoder<F> for FloatDecoder<F, R> {
     fn skip(&mut self, n: usize) -> Result<()> {
         self.reader
-            .read_bytes(n * std::mem::size_of::<F>())
-            .context(IoSnafu)?;
-        Ok(())
+            .skip_bytes(n * std::mem::size_of::<F>())
+            .context(IoSnafu)
     }
 
     fn decode(&mut self, out: &mut [F]) -> Result<()> {
