@@ -222,16 +222,13 @@ impl FlatPages {
                 rep_level_encoding,
                 ..
             } => {
-                let rle = |e: Encoding| (e == Encoding::RLE).then_some(()).ok_or(e);
                 let n = num_values as usize;
                 let mut at = 0;
-                rle(rep_level_encoding)
-                    .map_err(|e| format!("repetition levels encoded {e}, not RLE"))?;
+                rle("repetition", rep_level_encoding)?;
                 let rep = length_prefixed(&buf, &mut at)?;
                 self.rows.repetition(rep, n)?;
                 if self.rows.max_def > 0 {
-                    rle(def_level_encoding)
-                        .map_err(|e| format!("definition levels encoded {e}, not RLE"))?;
+                    rle("definition", def_level_encoding)?;
                     let def = length_prefixed(&buf, &mut at)?;
                     self.rows.definition(def, n)?;
                 }
@@ -319,6 +316,14 @@ impl Iterator for FlatPages {
     fn next(&mut self) -> Option<Self::Item> {
         self.get_next_page().transpose()
     }
+}
+
+/// Levels (`what`: repetition or definition) of a V1 data page must be RLE-encoded.
+fn rle(what: &str, encoding: Encoding) -> Result<(), String> {
+    if encoding != Encoding::RLE {
+        return Err(format!("{what} levels encoded {encoding}, not RLE"));
+    }
+    Ok(())
 }
 
 /// The levels of a V1 data page at `at`: a 4-byte little-endian length, then that many bytes.

@@ -141,9 +141,8 @@ class _Region:
     """
 
     def __init__(self, mm: mmap.mmap, size: int) -> None:
-        self.mm = mm
         self.size = size
-        self.view = memoryview(mm)
+        self.view = memoryview(mm)  # it and `base` keep the mapping alive
         self.flags = self.view[:_FLAGS]
         self.base = pa.py_buffer(mm)
 
