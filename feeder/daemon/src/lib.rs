@@ -5,8 +5,10 @@
 //! - [`daemon`]: the coordinated feeder of a node: leases row ranges from the coordinator
 //!   ([`hydrofeed_coord`]), one ring per local rank, acks what the trainers consumed.
 //! - [`stream`]: reads a segment of the fixed order (lanes in parallel, windows permuted).
+//! - [`pipeline`]: what both are made of: a source of work, one epoch writer, one budget.
 
 pub mod daemon;
+pub mod pipeline;
 pub mod serve;
 pub mod stream;
 mod writer;

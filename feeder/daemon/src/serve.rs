@@ -22,17 +22,16 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use arrow_array::RecordBatch;
-use crossbeam_channel::{bounded, Receiver, Sender};
+use crossbeam_channel::Sender;
 use hydrofeed_ipc::RingConfig;
-use hydrofeed_tfbridge::FrameKind;
 
+use crate::pipeline::{decode_pool, Budget, EpochWriter, Event, PlanOrder, Rows, Tag};
 use crate::stream::{read_segment, StreamCtx};
-use crate::writer::{accept, bind, encoder, hello, Writer, TICK};
+use crate::writer::{accept, bind, encoder, hello, Writer};
 use crate::{Error, Result};
 use hydrofeed_coord::order::{chunk_range, OrderSpec, Segment};
 use hydrofeed_coord::OrderLease;
-use hydrofeed_format::{self as format, Plan, ReadOptions, Rebatcher};
+use hydrofeed_format::{self as format, Plan, ReadOptions};
 use hydrofeed_storage::{self as storage, Storage};
 
 /// What `serve` does.
@@ -103,242 +102,55 @@ pub struct ServeReport {
     pub batch_size: usize,
 }
 
-/// What the reader thread sends.
-enum Event {
-    Batch(u32, RecordBatch),
-    SplitEnd(u32, u64),
-    Failed(Error),
-}
-
-/// Reads epoch `epoch` in the fixed order of one rank: its chunk, then the rest (fewer than one
-/// batch of rows), so that every row is read once per epoch.
+/// Reads epoch `epoch` in the fixed order of one rank into `tx`: its chunk, then the rest
+/// (fewer than one batch of rows), so that every row is read once per epoch.
 fn read_epoch_ordered(
-    storage: Arc<dyn Storage>,
-    plan: Arc<Plan>,
-    opts: ReadOptions,
+    ctx: &StreamCtx<'_>,
     order: ServeOrder,
-    pool: &rayon::ThreadPool,
     epoch: u32,
-    tx: Sender<Event>,
+    batch_size: usize,
+    tx: &Sender<Event>,
 ) {
-    let r = (|| -> Result<()> {
-        let total: u64 = plan.splits.iter().map(|s| s.rows).sum();
-        let b = opts.batch_rows as u64;
-        let ctx = StreamCtx {
-            storage: &storage,
-            plan: &plan,
-            read: &opts,
-            pool,
-            memory: usize::MAX,
-            on_skipped: None,
+    let total: u64 = ctx.plan.splits.iter().map(|s| s.rows).sum();
+    let b = batch_size as u64;
+    let tag = Tag {
+        lease: 0,
+        split: u32::MAX,
+    };
+    for chunk in 0..=1 {
+        let (from, to) = chunk_range(total, 1, b, chunk);
+        let o = OrderLease {
+            segment: Segment {
+                data_epoch: epoch,
+                workers: 1,
+                chunk,
+                from: 0,
+                to: to - from,
+            },
+            seed: order.seed,
+            shuffle: true,
+            batch_size: b,
+            spec: order.spec,
         };
-        for chunk in 0..=1 {
-            let (from, to) = chunk_range(total, 1, b, chunk);
-            let o = OrderLease {
-                segment: Segment {
-                    data_epoch: epoch,
-                    workers: 1,
-                    chunk,
-                    from: 0,
-                    to: to - from,
-                },
-                seed: order.seed,
-                shuffle: true,
-                batch_size: b,
-                spec: order.spec,
-            };
-            let mut open = true;
-            read_segment(&ctx, &o, opts.batch_rows, |batch| {
-                open = tx.send(Event::Batch(u32::MAX, batch)).is_ok();
-                open
-            })?;
-            if !open {
-                break;
-            }
+        let mut open = true;
+        let r = read_segment(ctx, &o, batch_size, |batch, permit| {
+            let permit = Some(permit);
+            open = tx.send(Event::Rows(Rows { tag, batch, permit })).is_ok();
+            open
+        });
+        if let Err(e) = r {
+            let _ = tx.send(Event::Failed(e));
+            return;
         }
-        Ok(())
-    })();
-    if let Err(e) = r {
-        let _ = tx.send(Event::Failed(e));
+        if !open {
+            return;
+        }
     }
 }
 
 /// The largest split `serve` plans (compressed bytes): small enough that the decode threads
 /// share a file's row groups, stripes or blocks, large enough that opening a split is rare.
 const SPLIT_BYTES: u64 = 16 << 20;
-
-/// Batches the split being forwarded may hold queued when the read-ahead budget is spent
-/// (it never waits on the budget itself, so the forwarder always has something to take).
-const FRONT_QUEUE: usize = 2;
-
-/// The read-ahead of the plan order: decoded bytes held by the splits in flight, and which
-/// split the forwarder is taking from. A split behind the front waits for room in the budget;
-/// the front waits only while it has `FRONT_QUEUE` batches queued.
-struct ReadAhead {
-    budget: usize,
-    state: std::sync::Mutex<AheadState>,
-    changed: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct AheadState {
-    front: usize,
-    bytes: usize,
-    front_queued: usize,
-    closed: bool,
-}
-
-impl ReadAhead {
-    fn new(budget: usize) -> Self {
-        Self {
-            budget,
-            state: Default::default(),
-            changed: Default::default(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Waits until split `i` may queue a batch of `bytes`; false once the forwarder is gone.
-    fn reserve(&self, i: usize, bytes: usize) -> bool {
-        let mut st = self.lock();
-        loop {
-            if st.closed {
-                return false;
-            }
-            let fits = st.bytes + bytes <= self.budget;
-            if (i == st.front && (fits || st.front_queued < FRONT_QUEUE)) || (i > st.front && fits)
-            {
-                st.bytes += bytes;
-                if i == st.front {
-                    st.front_queued += 1;
-                }
-                return true;
-            }
-            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    /// The forwarder took a batch of `bytes` from the front.
-    fn release(&self, bytes: usize) {
-        let mut st = self.lock();
-        st.bytes = st.bytes.saturating_sub(bytes);
-        st.front_queued = st.front_queued.saturating_sub(1);
-        self.changed.notify_all();
-    }
-
-    /// The forwarder moves on to split `front`, whose batches already queued count as the
-    /// front's.
-    fn advance(&self, front: usize, queued: usize) {
-        let mut st = self.lock();
-        st.front = front;
-        st.front_queued = queued;
-        self.changed.notify_all();
-    }
-
-    fn close(&self) {
-        self.lock().closed = true;
-        self.changed.notify_all();
-    }
-}
-
-/// A decoded batch's bytes as the read-ahead counts them.
-fn batch_bytes(ev: &Event) -> usize {
-    match ev {
-        Event::Batch(_, b) => b.get_array_memory_size(),
-        _ => 0,
-    }
-}
-
-/// Reads epoch `epoch` in plan order with up to one split per decode thread in flight: each
-/// split's batches go into a channel of their own, and the forwarder hands them on split by
-/// split, so the trainer sees the plan's order. The splits ahead of the one being forwarded
-/// hold at most `read_ahead` decoded bytes between them (`ReadAhead`). Every split in flight
-/// has a thread of its own (at most `threads` are spawned), so none waits behind another.
-fn read_epoch(
-    storage: Arc<dyn Storage>,
-    plan: Arc<Plan>,
-    opts: ReadOptions,
-    pool: &rayon::ThreadPool,
-    read_ahead: usize,
-    tx: Sender<Event>,
-) {
-    let threads = pool.current_num_threads().max(1);
-    let ahead = Arc::new(ReadAhead::new(read_ahead));
-    let mut queue: std::collections::VecDeque<Receiver<Event>> = Default::default();
-    let mut next = 0usize;
-    'splits: for front in 0.. {
-        while queue.len() < threads && next < plan.splits.len() {
-            let (stx, srx) = crossbeam_channel::unbounded();
-            let (s, p, o, a, i) = (
-                storage.clone(),
-                plan.clone(),
-                opts.clone(),
-                ahead.clone(),
-                next,
-            );
-            pool.spawn(move || read_split(&s, &p, &o, i, &a, &stx));
-            queue.push_back(srx);
-            next += 1;
-        }
-        let Some(srx) = queue.pop_front() else {
-            break; // every split forwarded
-        };
-        ahead.advance(front, srx.len());
-        // The split's channel closes after its `SplitEnd` or `Failed`.
-        for ev in srx.iter() {
-            if let Event::Batch(..) = ev {
-                ahead.release(batch_bytes(&ev));
-            }
-            let failed = matches!(ev, Event::Failed(_));
-            if tx.send(ev).is_err() || failed {
-                break 'splits; // the writer is gone, or the first error ends the epoch
-            }
-        }
-    }
-    // Splits still in flight (an error, or the trainer left) stop at their next batch.
-    ahead.close();
-}
-
-/// Reads split `i` of the plan into `tx`: its batches, then `SplitEnd`, or `Failed`. Stops
-/// early when the forwarder has gone (an error in an earlier split, or the trainer left).
-fn read_split(
-    storage: &Arc<dyn Storage>,
-    plan: &Plan,
-    opts: &ReadOptions,
-    i: usize,
-    ahead: &ReadAhead,
-    tx: &Sender<Event>,
-) {
-    let split = &plan.splits[i];
-    let reader = match format::open_split(storage, plan, split, opts) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = tx.send(Event::Failed(e));
-            return;
-        }
-    };
-    let mut rows = 0u64;
-    for b in reader {
-        match b {
-            Ok(b) if b.num_rows() == 0 => {}
-            Ok(b) => {
-                rows += b.num_rows() as u64;
-                let ev = Event::Batch(split.id, b);
-                if !ahead.reserve(i, batch_bytes(&ev)) || tx.send(ev).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(Event::Failed(e));
-                return;
-            }
-        }
-    }
-    let _ = tx.send(Event::SplitEnd(split.id, rows));
-}
 
 /// Runs a feed: plan, accept one trainer, stream `epochs` passes, end-of-feed.
 pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
@@ -357,8 +169,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     let mut producer = accept(&listener, opts.accept_timeout)?;
     let asked = hello(&mut producer, opts.accept_timeout)?;
     let batch_size = asked.unwrap_or(opts.batch_size);
-    let enc = encoder(&plan)?;
-    let mut w = Writer::builder(producer, enc)
+    let mut w = Writer::builder(producer, encoder(&plan)?)
         .stall_timeout(opts.stall_timeout)
         .batch_size(batch_size)
         .build();
@@ -369,120 +180,76 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
     }
     let mut read = opts.read.clone();
     read.batch_rows = batch_size;
-    let result = feed(&mut w, &storage, &plan, &read, opts);
-    match &result {
-        Ok(()) => w.close(),
-        Err(Error::PeerLost(_)) => {}
-        Err(e) => {
-            w.error(e);
-            w.close();
-        }
-    }
-    // Wait (bounded) for the trainer to drain and detach, so its last frames are not lost to
-    // an early exit of ours (the ring outlives us anyway: the trainer holds the memfd).
+    let mut ew = EpochWriter::new(w, batch_size);
+    let result = feed(&mut ew, &storage, &plan, &read, opts);
+    let mut w = ew.into_writer();
+    w.finish(&result);
     drop(listener);
     result.map(|()| w.into_report())
 }
 
+/// Writes the schema, `opts.epochs` epochs and the end of the feed.
 fn feed(
-    w: &mut Writer,
+    ew: &mut EpochWriter,
     storage: &Arc<dyn Storage>,
     plan: &Arc<Plan>,
     read: &ReadOptions,
     opts: &ServeOptions,
 ) -> Result<()> {
-    let (epochs, order) = (opts.epochs, opts.order);
-    w.put_schema()?;
-    let bs = read.batch_rows;
+    ew.writer().put_schema()?;
     // One decode pool for every epoch: the lanes of the fixed order, the splits in flight of
     // the plan order.
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.decode_threads)
-            .thread_name(|i| format!("hf-decode{i}"))
-            .build()
-            .map_err(|e| Error::external("starting the decode pool", e))?,
-    );
-    for epoch in 0..epochs {
-        let (tx, rx): (Sender<Event>, Receiver<Event>) = bounded(4);
-        let (s, p, o) = (storage.clone(), plan.clone(), read.clone());
-        let (pool, read_ahead) = (pool.clone(), opts.read_ahead);
-        let reader = thread::Builder::new()
-            .name(format!("hf-read-e{epoch}"))
-            .spawn(move || match order {
-                Some(ord) => read_epoch_ordered(s, p, o, ord, &pool, epoch, tx),
-                None => read_epoch(s, p, o, &pool, read_ahead, tx),
-            })
-            .map_err(|e| Error::external("spawning the reader thread", e))?;
-        let r = write_epoch(w, &rx, epoch, bs);
-        drop(rx); // unblocks the reader if we stop early
-        let _ = reader.join();
-        r?;
-        let rows = w.report().rows;
-        w.marker(FrameKind::EndOfEpoch, epoch, u32::MAX, rows)?;
-        if w.poll_control()? {
+    let pool = decode_pool(opts.decode_threads)?;
+    let units = pool.current_num_threads().max(1);
+    for epoch in 0..opts.epochs {
+        ew.begin_epoch(epoch)?;
+        // One budget per epoch: an epoch that ended closed its own.
+        let budget = Budget::new(opts.read_ahead, units);
+        match opts.order {
+            None => {
+                let mut src = PlanOrder::new(
+                    storage.clone(),
+                    plan.clone(),
+                    read.clone(),
+                    pool.clone(),
+                    budget,
+                );
+                ew.run(&mut src)?;
+            }
+            Some(order) => {
+                let (tx, mut rx) = crossbeam_channel::unbounded();
+                let ctx = StreamCtx {
+                    storage,
+                    plan,
+                    read,
+                    pool: &pool,
+                    budget: &budget,
+                    on_skipped: None,
+                };
+                let r = thread::scope(|s| {
+                    let ctx = &ctx;
+                    let reader = s.spawn(move || {
+                        read_epoch_ordered(ctx, order, epoch, read.batch_rows, &tx);
+                        // `tx` drops here: the writer's source is exhausted.
+                    });
+                    let r = ew.run(&mut rx);
+                    // Stops the reader if the writer stopped first.
+                    budget.close();
+                    drop(rx);
+                    let _ = reader.join();
+                    r
+                });
+                r?;
+            }
+        }
+        ew.end_epoch()?;
+        if ew.writer().poll_control()? {
             tracing::info!("trainer said bye after epoch {epoch}");
             break;
         }
     }
-    w.marker(
-        FrameKind::EndOfFeed,
-        epochs.saturating_sub(1),
-        u32::MAX,
-        w.report().rows,
-    )
-}
-
-fn write_epoch(w: &mut Writer, rx: &Receiver<Event>, epoch: u32, bs: usize) -> Result<()> {
-    // Rows of the next batch, and split ends waiting for the batch holding their last row.
-    let mut pending = Rebatcher::default();
-    let mut pending_ends: Vec<(u32, u64)> = Vec::new();
-    let mut last_split = u32::MAX;
-    let flush = |w: &mut Writer,
-                 pending: &mut Rebatcher,
-                 ends: &mut Vec<(u32, u64)>,
-                 split: u32|
-     -> Result<()> {
-        if let Some(b) = pending.take(bs)? {
-            w.batch(epoch, split, &b, &[])?;
-        }
-        for (s, rows) in ends.drain(..) {
-            w.marker(FrameKind::EndOfSplit, epoch, s, rows)?;
-        }
-        Ok(())
-    };
-    loop {
-        let ev = match rx.recv_timeout(TICK) {
-            Ok(ev) => ev,
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                // Reading is slow: still notice a trainer that went away.
-                w.check_peer()?;
-                continue;
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
-        };
-        match ev {
-            Event::Batch(split, b) => {
-                last_split = split;
-                pending.push(b);
-                while pending.rows() >= bs {
-                    flush(w, &mut pending, &mut pending_ends, split)?;
-                }
-            }
-            Event::SplitEnd(split, rows) => {
-                pending_ends.push((split, rows));
-                if pending.is_empty() {
-                    flush(w, &mut pending, &mut pending_ends, split)?;
-                }
-            }
-            Event::Failed(e) => {
-                // Rows read before the error still reach the trainer, then the error.
-                flush(w, &mut pending, &mut pending_ends, last_split)?;
-                return Err(e);
-            }
-        }
-    }
-    flush(w, &mut pending, &mut pending_ends, last_split)
+    let rows = ew.report().rows;
+    ew.end_feed(rows)
 }
 
 /// Whether `p` is an existing socket left by a dead server (tests, launchers).

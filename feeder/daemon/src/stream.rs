@@ -1,9 +1,13 @@
 //! Reading a segment of the fixed order (`hydrofeed_coord::order`): the lanes of each window
 //! are read in parallel on the decode pool, each lane sequentially (its reader stays open from
 //! one window to the next, so a lane costs one open and at most one seek per epoch), and the
-//! window's rows go out in the window's permutation. One window is read while the previous one
-//! is sent: at most two windows are held (one being read, one being sent; the channel between
-//! them is a rendezvous).
+//! window's rows go out in the window's permutation.
+//!
+//! Memory: the stream's [`Budget`] (the feed's one bound) holds its windows: each window read
+//! takes a unit and a permit for its bytes, given back once the window was sent. One window is
+//! read while the previous one is sent, so a stream holds two windows (`check_memory` refuses a
+//! shuffle buffer whose two windows do not fit the budget), plus the rows it handed out and
+//! the writer did not take yet (their own permits, at the budget's front).
 
 use std::sync::Arc;
 use std::thread;
@@ -18,6 +22,7 @@ use hydrofeed_format::{Plan, ReadOptions, SplitReader};
 use hydrofeed_storage::Storage;
 use rayon::prelude::*;
 
+use crate::pipeline::{batch_bytes, Budget, Permit, Place};
 use crate::{Error, Result};
 
 /// Rows a lane's reader decodes at a time, at most and at least: about its part of one window,
@@ -35,8 +40,9 @@ pub struct StreamCtx<'a> {
     pub read: &'a ReadOptions,
     /// The decode pool the lanes run on.
     pub pool: &'a rayon::ThreadPool,
-    /// Bytes the windows of this stream may hold (two at a time).
-    pub memory: usize,
+    /// The bound of the feed: the windows, and the rows handed out, hold its bytes; a window
+    /// in flight holds one of its units.
+    pub budget: &'a Arc<Budget>,
     /// Told `(split, records)` when a lane leaves a split's reader: the corrupt records it
     /// skipped (`--skip-errors`) after the rows it passed over to reach its first row.
     pub on_skipped: Option<&'a (dyn Fn(u32, u64) + Sync)>,
@@ -163,12 +169,13 @@ pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Er
 }
 
 /// Reads the stream positions of `o`'s segment and hands them to `emit` in order, in batches
-/// of at most `out_rows` rows; stops early (`Ok`) when `emit` returns `false`.
+/// of at most `batch_size` rows, each with the permit of its bytes (the caller drops it once
+/// the rows are taken); stops early (`Ok`) when `emit` returns `false` or the budget closed.
 pub fn read_segment(
     ctx: &StreamCtx<'_>,
     o: &OrderLease,
-    out_rows: usize,
-    mut emit: impl FnMut(RecordBatch) -> bool,
+    batch_size: usize,
+    emit: impl FnMut(RecordBatch, Permit) -> bool,
 ) -> Result<()> {
     let seg = o.segment;
     if seg.is_empty() {
@@ -198,12 +205,18 @@ pub fn read_segment(
     let mut lanes: Vec<Lane> = Vec::new();
     let lane_rows = (cs.len() / cs.windows() / u64::from(o.spec.cycle.max(1))) as usize;
     let lane_rows = lane_rows.clamp(LANE_BATCH_ROWS.0, LANE_BATCH_ROWS.1);
-    let out_rows = out_rows.max(1);
+    let mut out = Out {
+        budget: ctx.budget,
+        batch_size: batch_size.max(1),
+        emit,
+    };
     thread::scope(|s| {
-        let (wtx, wrx) = bounded::<Result<(Window, Vec<RecordBatch>)>>(0);
+        let (wtx, wrx) = bounded::<Result<Held>>(0);
         let (cs, seq) = (&cs, &seq);
         s.spawn(move || {
             for k in k0..=k1 {
+                // Waits while the window before is still being sent and this one would not fit.
+                let Some(unit) = ctx.budget.unit() else { break };
                 let w = cs.window(seq, k);
                 lanes.resize_with(w.lanes.len(), || Lane {
                     batch_rows: lane_rows,
@@ -219,9 +232,13 @@ pub fn read_segment(
                         })
                         .collect::<Result<Vec<_>>>()
                 });
-                let parts = parts.map(|p| p.into_iter().flatten().collect::<Vec<_>>());
-                let failed = parts.is_err();
-                if wtx.send(parts.map(|p| (w, p))).is_err() || failed {
+                let held = parts.map(|p| {
+                    let batches: Vec<RecordBatch> = p.into_iter().flatten().collect();
+                    let bytes = batches.iter().map(batch_bytes).sum();
+                    (w, batches, ctx.budget.permit(bytes, Place::Any), unit)
+                });
+                let failed = !matches!(held, Ok((_, _, Some(_), _)));
+                if wtx.send(held).is_err() || failed {
                     break;
                 }
             }
@@ -231,14 +248,17 @@ pub fn read_segment(
         });
         let mut checked = false;
         for msg in wrx {
-            let (w, batches) = msg?;
+            let (w, batches, permit, _unit) = msg?;
+            if permit.is_none() {
+                return Ok(()); // the budget closed: the feed is over
+            }
             if !checked {
                 checked = true;
-                check_memory(&batches, w.rows, o, ctx.memory)?;
+                check_memory(&batches, w.rows, o, ctx.budget.bytes())?;
             }
             let lo = seg.from.saturating_sub(w.start) as usize;
             let hi = (seg.to - w.start).min(w.rows) as usize;
-            if !send_window(cs, &w, &batches, lo, hi, out_rows, &mut emit)? {
+            if !send_window(cs, &w, &batches, lo, hi, &mut out)? {
                 return Ok(());
             }
         }
@@ -246,15 +266,39 @@ pub fn read_segment(
     })
 }
 
+/// A window read and held: its rows, the permit of their bytes, its unit.
+type Held = (
+    Window,
+    Vec<RecordBatch>,
+    Option<Permit>,
+    crate::pipeline::budget::Unit,
+);
+
+/// Where a stream's rows go: batches of at most `batch_size` rows, each with its permit.
+struct Out<'a, F> {
+    budget: &'a Arc<Budget>,
+    batch_size: usize,
+    emit: F,
+}
+
+impl<F: FnMut(RecordBatch, Permit) -> bool> Out<'_, F> {
+    /// Hands `b` on; `false` when the receiver stopped or the budget closed.
+    fn send(&mut self, b: RecordBatch) -> bool {
+        match self.budget.permit(batch_bytes(&b), Place::Front) {
+            Some(p) => (self.emit)(b, p),
+            None => false,
+        }
+    }
+}
+
 /// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped.
-fn send_window(
+fn send_window<F: FnMut(RecordBatch, Permit) -> bool>(
     cs: &ChunkStream,
     w: &Window,
     batches: &[RecordBatch],
     lo: usize,
     hi: usize,
-    out_rows: usize,
-    emit: &mut impl FnMut(RecordBatch) -> bool,
+    out: &mut Out<'_, F>,
 ) -> Result<bool> {
     if !cs.permutes() {
         // No shuffle buffer: the lanes' batches as they are, cut to [lo, hi).
@@ -262,7 +306,7 @@ fn send_window(
         for b in batches {
             let n = b.num_rows();
             let (a, z) = (lo.max(at), hi.min(at + n));
-            if a < z && !emit(b.slice(a - at, z - a)) {
+            if a < z && !out.send(b.slice(a - at, z - a)) {
                 return Ok(false);
             }
             at += n;
@@ -277,11 +321,11 @@ fn send_window(
         index.extend((0..b.num_rows()).map(|r| (i, r)));
     }
     let refs: Vec<&RecordBatch> = batches.iter().collect();
-    for chunk in perm[lo..hi].chunks(out_rows) {
+    for chunk in perm[lo..hi].chunks(out.batch_size) {
         let idx: Vec<(usize, usize)> = chunk.iter().map(|&j| index[j as usize]).collect();
         let b = arrow_select::interleave::interleave_record_batch(&refs, &idx)
             .map_err(|e| Error::external("gathering a window's rows", e))?;
-        if !emit(b) {
+        if !out.send(b) {
             return Ok(false);
         }
     }
@@ -309,7 +353,8 @@ fn check_memory(batches: &[RecordBatch], rows: u64, o: &OrderLease, memory: usiz
         return Err(Error::InvalidArgument(format!(
             "the shuffle buffer does not fit: a window of {rows} rows (--shuffle-buffer {}) holds \
              {} MiB, and a rank holds two (one read, one sent) = {} MiB, over its \
-             {} MiB of the memory budget; lower --shuffle-buffer or raise --memory-mb",
+             {} MiB of the memory budget; lower --shuffle-buffer or raise the budget \
+             (--memory-mb; serve: --read-ahead-mb)",
             o.spec.buffer,
             bytes >> 20,
             bytes.saturating_mul(2) >> 20,

@@ -195,6 +195,19 @@ impl Writer {
         self.producer.close();
     }
 
+    /// Ends the feed after `r`: the trainer reads what is in the ring, then the end, preceded
+    /// by an error frame when the feed failed (not when the trainer itself is gone).
+    pub(crate) fn finish<T>(&mut self, r: &Result<T>) {
+        match r {
+            Ok(_) => self.close(),
+            Err(Error::PeerLost(_)) => {}
+            Err(e) => {
+                self.error(e);
+                self.close();
+            }
+        }
+    }
+
     /// The schema frame, written once before the batches.
     pub(crate) fn put_schema(&mut self) -> Result<()> {
         let f = self

@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use hydrofeed_coord::order::{chunk_range, expand, quality, OrderSpec, Quality, Segment};
 use hydrofeed_coord::{mix64, split_order, OrderLease};
+use hydrofeed_feeder::pipeline::Budget;
 use hydrofeed_feeder::stream::{read_segment, StreamCtx};
 use hydrofeed_format::Plan;
 
@@ -228,17 +229,19 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
             batch_size: b,
             spec,
         };
+        // Unbounded memory: the bench measures the order's reads, not the budget's waits.
+        let budget = Budget::new(usize::MAX, 2);
         let ctx = StreamCtx {
             storage: &storage,
             plan: &plan,
             read: &read,
             pool: &pool,
-            memory: usize::MAX,
+            budget: &budget,
             on_skipped: None,
         };
         let t0 = Instant::now();
         let mut n = 0u64;
-        read_segment(&ctx, &o, b as usize, |batch| {
+        read_segment(&ctx, &o, b as usize, |batch, _permit| {
             n += batch.num_rows() as u64;
             true
         })?;

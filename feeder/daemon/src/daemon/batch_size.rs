@@ -1,15 +1,23 @@
 //! `--batch-size-from-trainers`: the batch size each rank's trainer asked for, agreed with
 //! `hydrofeed launch` through files in the private socket directory.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::stop_requested;
+use crate::{Error, Result};
+
+/// How often a rank looks for the agreed size.
+const POLL: Duration = Duration::from_millis(20);
 
 /// File in the socket directory where rank `r` writes the batch size its trainer asked for.
-pub fn asked_path(dir: &std::path::Path, rank: u32) -> PathBuf {
+pub fn asked_path(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank}.batch-size"))
 }
 
 /// File in the socket directory where `launch` writes the job's batch size.
-pub fn agreed_path(dir: &std::path::Path) -> PathBuf {
+pub fn agreed_path(dir: &Path) -> PathBuf {
     dir.join("batch-size")
 }
 
@@ -18,12 +26,12 @@ pub fn agreed_path(dir: &std::path::Path) -> PathBuf {
 /// attached. Files, not a protocol message: `launch` and this feeder share the private
 /// socket directory, and the coordinator's protocol stays as it is.
 pub(super) fn agree_batch_size(
-    dir: &std::path::Path,
+    dir: &Path,
     rank: u32,
     asked: Option<usize>,
     timeout: Duration,
 ) -> Result<usize> {
-    let io = |path: &std::path::Path, e: std::io::Error| Error::Io {
+    let io = |path: &Path, e: std::io::Error| Error::Io {
         loc: hydrofeed_error::Location {
             path: path.display().to_string(),
             ..Default::default()

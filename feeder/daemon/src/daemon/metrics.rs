@@ -1,6 +1,15 @@
 //! The feeder's Prometheus text endpoint (per-rank counters and stage).
 
-use super::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::figures;
+use super::stats::{RankStats, STAGES};
+use crate::{Error, Result};
 
 /// Prometheus text of the feeder's counters, and of the trainers' figures that came with their
 /// acks (`hydrofeed_feed_*`: only for ranks whose trainer reported).

@@ -2,74 +2,66 @@
 //! ranges handed out by the coordinator.
 //!
 //! One ring per local trainer; each trainer is one rank. Per rank, three threads:
-//! - the **reader** asks the coordinator for work (`RequestWork`) and reads each lease on the
-//!   feeder's rayon decode pool (two leases per rank in flight): it opens the lease's split,
-//!   passes the whole units before the lease's first row over unread
-//!   ([`hydrofeed_format::SplitReader::skip_rows`]), decodes and drops the rest of the head, and
-//!   sends the lease's rows on a bounded crossbeam channel (`read.rs`);
-//! - the **writer** (the rank's own thread) cuts them into batches of exactly the coordinator's
-//!   batch size (a batch may hold rows of several leases), writes frames into the ring with the
-//!   code `serve` uses (`writer.rs`), writes `EndOfEpoch` when the first lease of
-//!   the next epoch arrives (so after the coordinator's epoch barrier: the same step on every
-//!   rank) and `EndOfFeed` on end-of-feed, and forwards the trainer's acks: the trainer sends
-//!   `Control::Ack{seq}` for the frames it consumed, the writer maps each batch frame to its
-//!   pieces `(lease, split, rows)` and sends cumulative per-lease acks to the coordinator;
+//! - the **reader** ([`work`]: `Reader`) asks the coordinator for work (`RequestWork`) and
+//!   reads each lease on the feeder's decode pool (two leases per rank in flight: the units of
+//!   the rank's budget): it opens the lease's split, passes the whole units before the lease's
+//!   first row over unread ([`hydrofeed_format::SplitReader::skip_rows`]), decodes and drops
+//!   the rest of the head, and sends the lease's rows to the writer; a segment of the fixed
+//!   order is read as one stream ([`crate::stream`]);
+//! - the **writer** (the rank's own thread, [`rank`]) writes them through the pipeline's
+//!   `EpochWriter` (the code `serve` uses): batches of exactly the coordinator's batch size (a
+//!   batch may hold rows of several leases, each frame carrying its lineage), `EndOfEpoch` when
+//!   the first lease of the next epoch arrives (so after the coordinator's epoch barrier: the
+//!   same step on every rank) and `EndOfFeed` on end-of-feed; it forwards the trainer's acks:
+//!   the trainer sends `Control::Ack{seq}` for the frames it consumed, the [`acks`] book maps
+//!   each batch frame to its pieces `(lease, split, rows)` and sends cumulative per-lease acks
+//!   to the coordinator;
 //! - the **heartbeat** thread reports the rank's stage (reading, decoding, waiting for ring
-//!   space, trainer not consuming, waiting for work, done) and counters.
+//!   space, trainer not consuming, waiting for work, done) and counters ([`stats`]).
 //!
 //! The stage is also published in the ring's header for the trainer (a trainer whose wait
 //! times out says what its feeder is doing), and the trainer's own figures (steps, rows, wait
 //! for input) arrive with its acks: the Prometheus endpoint serves both (`metrics.rs`,
 //! `figures.rs`).
 //!
-//! Memory: each rank holds at most its ring (`memory_budget / 2 / trainers`) plus the channel
-//! (`CHANNEL_BATCHES` decoded batches of at most one batch size each).
+//! Memory: each rank holds at most its ring (`memory_budget / 2 / trainers`, 8 to 64 MiB) and
+//! its pipeline's budget (`memory_budget / 2 / trainers` of decoded batches and fixed-order
+//! windows, plus the two batches the front may queue over it: [`crate::pipeline::budget`]).
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::ops::ControlFlow;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use hydrofeed_ipc::{Listener, Producer, RingConfig, StatusWord};
-use hydrofeed_tfbridge::{Control, FeedReport, FrameKind, Piece};
-
-use crate::writer::{self, Writer};
-use crate::{Error, Result};
 use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::cluster::{Registration, Role};
 use hydrofeed_coord::tls::ClientTls;
 use hydrofeed_coord::token::Token;
-use hydrofeed_coord::{Lease, Stage, Work, WorkerCounters};
-use hydrofeed_format::{Plan, ReadOptions, Rebatcher, SplitReader};
+use hydrofeed_coord::{Stage, WorkerCounters};
+use hydrofeed_format::{Plan, ReadOptions};
 use hydrofeed_storage::{self as storage, Storage};
 
+use crate::pipeline::decode_pool;
+use crate::{Error, Result};
+
+mod acks;
+mod attach;
 mod batch_size;
 mod figures;
 mod metrics;
-mod read;
-mod write;
+mod rank;
+mod stats;
+mod work;
 
-use batch_size::*;
+use attach::attach;
 pub use batch_size::{agreed_path, asked_path};
-use figures::TrainerFigures;
-use metrics::*;
+use metrics::spawn_metrics;
 pub use metrics::{own_usage, render_metrics};
-use read::*;
-use write::*;
-
-/// Decoded batches a rank's readers may hold ahead of its writer.
-const CHANNEL_BATCHES: usize = 4;
-/// Leases of one rank read at the same time (prefetch depth).
-const LEASES_IN_FLIGHT: usize = 2;
-/// How often the writer looks at the control channel while it has nothing to write.
-const POLL: Duration = Duration::from_millis(20);
+use rank::{feed_rank, Fed};
+use stats::report_skipped;
+pub use stats::{RankStats, SKIPPED_LINE};
 
 /// Set by [`request_stop`]: every rank ends its feed (see there).
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -133,169 +125,6 @@ pub struct FeederOptions {
     pub rejoin: bool,
 }
 
-/// Counters of one rank, shared with the heartbeat and metrics threads.
-#[derive(Debug, Default)]
-pub struct RankStats {
-    /// Rank.
-    pub rank: AtomicU64,
-    /// Current stage (`Stage as u8`).
-    pub stage: AtomicU8,
-    /// Rows read (after skipping to the lease start).
-    pub rows_read: AtomicU64,
-    /// Rows decoded and dropped to reach lease starts (the head of a unit).
-    pub rows_skipped: AtomicU64,
-    /// Rows passed over without reading or decoding them to reach lease starts (whole row
-    /// groups, stripes, blocks, records).
-    pub rows_passed: AtomicU64,
-    /// Batches written into the ring.
-    pub batches: AtomicU64,
-    /// Bytes written into the ring.
-    pub bytes: AtomicU64,
-    /// Rows acked by the trainer.
-    pub rows_acked: AtomicU64,
-    /// Batches acked by the trainer.
-    pub batches_acked: AtomicU64,
-    /// Seconds (ms) spent waiting for ring space.
-    pub ring_wait_ms: AtomicU64,
-    /// Seconds (ms) waiting for work at the epoch barrier.
-    pub work_wait_ms: AtomicU64,
-    /// Corrupt records skipped under `--skip-errors` inside the leases' row ranges.
-    pub skipped_records: AtomicU64,
-    /// Files those records were in.
-    pub skipped_files: Mutex<std::collections::BTreeSet<String>>,
-    /// Fixed order: the most records any reader of a split skipped past its first row (a split
-    /// is read by several lane runs, each epoch: a record is counted once).
-    pub skipped_by_split: Mutex<HashMap<u32, u64>>,
-    /// Bytes the readers got from storage (what the decoders asked for).
-    pub storage_bytes: AtomicU64,
-    /// Microseconds reader threads spent blocked in storage reads (summed over threads).
-    pub storage_us: AtomicU64,
-    /// Reader threads in a storage read now: the stage is `reading` while any is.
-    in_storage: AtomicU32,
-    /// What the readers are doing (`Stage as u8` index): the stage unless the writer waits
-    /// for ring space (then the trainer is the bottleneck, whatever the readers do).
-    reader_stage: AtomicU8,
-    /// The writer waits for ring space.
-    ring_waiting: AtomicBool,
-    /// The ring's status word, once the trainer attached: the stage, for the trainer.
-    ring_status: OnceLock<StatusWord>,
-    /// What the trainer reported with its acks.
-    trainer: Mutex<TrainerFigures>,
-}
-
-/// Prefix of the line `hydrofeed feeder` prints at exit when records were skipped
-/// (`launch` puts it in its summary).
-pub const SKIPPED_LINE: &str = "hydrofeed feeder: skipped ";
-
-/// Prints [`SKIPPED_LINE`] with the count and the files, if any record was skipped.
-fn report_skipped(stats: &[Arc<RankStats>]) {
-    let n: u64 = stats
-        .iter()
-        .map(|s| s.skipped_records.load(Ordering::Relaxed))
-        .sum();
-    if n == 0 {
-        return;
-    }
-    let mut files = std::collections::BTreeSet::new();
-    for s in stats {
-        if let Ok(f) = s.skipped_files.lock() {
-            files.extend(f.iter().cloned());
-        }
-    }
-    let files: Vec<String> = files.into_iter().collect();
-    eprintln!("{SKIPPED_LINE}{n} corrupt records in {}", files.join(", "));
-}
-
-const STAGES: [Stage; 7] = [
-    Stage::Starting,
-    Stage::Reading,
-    Stage::Decoding,
-    Stage::WaitingRing,
-    Stage::TrainerIdle,
-    Stage::WaitingWork,
-    Stage::Done,
-];
-
-impl RankStats {
-    /// Counts the records a fixed-order lane skipped in `split` (the most any run saw).
-    fn skipped_in(&self, plan: &Plan, split: u32, n: u64) {
-        let Ok(mut m) = self.skipped_by_split.lock() else {
-            return;
-        };
-        let seen = m.entry(split).or_insert(0);
-        if n > *seen {
-            self.skipped_records.fetch_add(n - *seen, Ordering::Relaxed);
-            *seen = n;
-            if let (Ok(mut f), Some(s)) =
-                (self.skipped_files.lock(), plan.splits.get(split as usize))
-            {
-                f.insert(s.path.clone());
-            }
-        }
-    }
-
-    fn set(&self, s: Stage) {
-        let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
-        self.stage.store(i as u8, Ordering::Relaxed);
-        if let Some(w) = self.ring_status.get() {
-            w.set(u32::from(s.code()));
-        }
-    }
-
-    /// What the readers do now: the stage, unless the writer waits for ring space.
-    fn set_reader(&self, s: Stage) {
-        let i = STAGES.iter().position(|x| *x == s).unwrap_or(0);
-        self.reader_stage.store(i as u8, Ordering::Relaxed);
-        if !self.ring_waiting.load(Ordering::Relaxed) {
-            self.set(s);
-        }
-    }
-
-    /// The writer waits for ring space (`Some`: in this stage) or got it (`None`: the stage
-    /// is the readers' again).
-    fn ring_wait(&self, s: Option<Stage>) {
-        match s {
-            Some(s) => {
-                self.ring_waiting.store(true, Ordering::Relaxed);
-                self.set(s);
-            }
-            None => {
-                if self.ring_waiting.swap(false, Ordering::Relaxed) {
-                    let i = self.reader_stage.load(Ordering::Relaxed) as usize;
-                    self.set(STAGES[i.min(STAGES.len() - 1)]);
-                }
-            }
-        }
-    }
-
-    /// A storage read starts: the stage is `reading` until the last one in flight ends.
-    fn storage_started(&self) {
-        self.in_storage.fetch_add(1, Ordering::Relaxed);
-        self.set_reader(Stage::Reading);
-    }
-
-    /// A storage read of `bytes` that took `took` ended: back to `decoding` when it was the
-    /// last in flight.
-    fn storage_ended(&self, bytes: u64, took: Duration) {
-        self.storage_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.storage_us
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-        if self.in_storage.fetch_sub(1, Ordering::Relaxed) == 1 {
-            self.set_reader(Stage::Decoding);
-        }
-    }
-
-    /// The trainer's lock of figures (a poisoned one still holds valid figures).
-    fn trainer(&self) -> std::sync::MutexGuard<'_, TrainerFigures> {
-        self.trainer.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The current stage.
-    pub fn stage(&self) -> Stage {
-        STAGES[(self.stage.load(Ordering::Relaxed) as usize).min(STAGES.len() - 1)]
-    }
-}
-
 /// What one rank of a finished feeder did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RankReport {
@@ -318,6 +147,22 @@ pub struct RankReport {
 pub struct FeederReport {
     /// Each rank, by rank.
     pub ranks: Vec<RankReport>,
+}
+
+/// What every rank of a feeder shares: its options, the plan, the storage, the decode pool.
+pub(super) struct Feeder {
+    pub(super) opts: FeederOptions,
+    pub(super) plan: Arc<Plan>,
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) pool: Arc<rayon::ThreadPool>,
+}
+
+impl Feeder {
+    /// The bytes of decoded batches and windows one rank may hold: half the memory budget is
+    /// the rings', the other half the ranks' pipelines.
+    pub(super) fn rank_memory(&self) -> usize {
+        self.opts.memory_budget / 2 / self.opts.trainers as usize
+    }
 }
 
 /// Runs the daemon until every local trainer got end-of-feed (or one failed).
@@ -348,25 +193,18 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         Some(a) => Some(spawn_metrics(a, stats.clone(), started)?),
         None => None,
     };
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.decode_threads)
-            .thread_name(|i| format!("hf-decode{i}"))
-            .build()
-            .map_err(|e| Error::external("decode pool", e))?,
-    );
+    let feeder = Arc::new(Feeder {
+        opts: opts.clone(),
+        plan: plan.clone(),
+        storage,
+        pool: decode_pool(opts.decode_threads)?,
+    });
     let mut handles: Vec<(usize, thread::JoinHandle<Result<RankReport>>)> = Vec::new();
     for i in 0..opts.trainers {
-        let (o, p, s, st) = (
-            opts.clone(),
-            plan.clone(),
-            storage.clone(),
-            stats[i as usize].clone(),
-        );
-        let pool = pool.clone();
+        let (f, st) = (feeder.clone(), stats[i as usize].clone());
         let h = thread::Builder::new()
             .name(format!("hf-rank{i}"))
-            .spawn(move || run_rank(&o, i, &p, &s, &st, &pool))
+            .spawn(move || run_rank(&f, i, &st))
             .map_err(|e| Error::external("spawning a rank thread", e))?;
         handles.push((i as usize, h));
     }
@@ -423,14 +261,8 @@ fn connect(opts: &FeederOptions) -> Result<CoordClient> {
 }
 
 /// One rank: register, attach the trainer, feed until end-of-feed.
-fn run_rank(
-    opts: &FeederOptions,
-    i: u32,
-    plan: &Arc<Plan>,
-    storage: &Arc<dyn Storage>,
-    stats: &Arc<RankStats>,
-    pool: &Arc<rayon::ThreadPool>,
-) -> Result<RankReport> {
+fn run_rank(f: &Feeder, i: u32, stats: &Arc<RankStats>) -> Result<RankReport> {
+    let (opts, plan) = (&f.opts, &f.plan);
     let mut client = connect(opts)?;
     let want = opts.ranks.as_ref().and_then(|r| r.get(i as usize).copied());
     // A restarted feeder takes its trainer back first: the trainer says what it read after
@@ -481,7 +313,7 @@ fn run_rank(
             .spawn(move || heartbeat(&o, rank, inc, &st, &stop, every))
             .map_err(|e| Error::external("spawning a heartbeat thread", e))?
     };
-    let r = feed_rank(opts, &reg, plan, storage, stats, client, pool, attached);
+    let r = feed_rank(f, stats, &reg, client, attached);
     // A rank that failed keeps the stage it failed in: the last one its heartbeat reports.
     if r.is_ok() {
         stats.set(Stage::Done);
@@ -490,7 +322,7 @@ fn run_rank(
     // Its last heartbeat (the final stage) goes now, not after its pause.
     hb.thread().unpark();
     let _ = hb.join();
-    r.map(|(rows, batches, steps)| RankReport {
+    r.map(|(rows, batches, steps): Fed| RankReport {
         rank,
         rows,
         batches,

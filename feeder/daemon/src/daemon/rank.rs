@@ -1,0 +1,318 @@
+//! The writer side of a rank ([`feed_rank`]): takes the trainer, agrees the batch size,
+//! starts the rank's [`Reader`], and writes what it reads through the pipeline's
+//! [`EpochWriter`] (batches of the job's size with their lineage, the markers), booking every
+//! batch for the trainer's acks, which go on to the coordinator.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use hydrofeed_coord::client::{CoordClient, Registered};
+use hydrofeed_coord::Stage;
+
+use super::acks::AckBook;
+use super::attach::{attach, Attached, Rejoin};
+use super::batch_size::agree_batch_size;
+use super::stats::RankStats;
+use super::work::{metered, Asker, Reader, LEASES_IN_FLIGHT};
+use super::{connect, stop_requested, Feeder};
+use crate::pipeline::{Budget, Ended, EpochWriter, Event};
+use crate::writer::{self, Writer};
+use crate::{Error, Result};
+
+/// How often the writer looks for the trainer's last acks after the end of the feed.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What one rank wrote: rows, batches, and the steps of the feed.
+pub(super) type Fed = (u64, u64, u64);
+
+/// Feeds one registered rank until the end of the feed: its trainer (`attached` when a
+/// restarted feeder took it back before registering), its reader, its writer.
+pub(super) fn feed_rank(
+    f: &Feeder,
+    st: &Arc<RankStats>,
+    reg: &Registered,
+    client: CoordClient,
+    attached: Option<Attached>,
+) -> Result<Fed> {
+    let opts = &f.opts;
+    let (rank, inc) = (reg.rank, reg.incarnation);
+    let mut batch_size = reg.batch_size as usize;
+    let Attached {
+        listener,
+        producer,
+        asked,
+        rejoin,
+    } = match attached {
+        Some(a) => a,
+        None => attach(opts, rank, false)?,
+    };
+    let mut told = "`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed coordinator`";
+    if opts.batch_size_from_trainers && rejoin.is_none() {
+        batch_size = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
+        told = "what the other ranks' trainers asked for";
+    }
+    let book = Arc::new(Mutex::new(AckBook {
+        frames: Default::default(),
+        acked: Default::default(),
+        client,
+        rank,
+        inc,
+        st: st.clone(),
+    }));
+    // The trainer reads this rank's stage from its ring's header from now on.
+    let status = producer.status_word();
+    status.set(u32::from(st.stage().code()));
+    let _ = st.ring_status.set(status);
+    // The reader thread, woken by each forwarded ack: a reader told to wait for work (the end
+    // of the feed and the epoch barrier wait for acks) asks again at once.
+    let reader_thread: Arc<OnceLock<thread::Thread>> = Arc::new(OnceLock::new());
+    let pid = producer.peer_pid();
+    let mut w = Writer::builder(producer, writer::encoder(&f.plan)?)
+        .stall_timeout(opts.stall_timeout)
+        .batch_size(batch_size)
+        .trainer(format!("trainer rank {rank}"))
+        .on_ack(ack_sink(&book, &reader_thread, pid))
+        .on_wait(wait_hook(st))
+        .build();
+    if let Some(a) = asked {
+        if a != batch_size {
+            let e = Error::InvalidArgument(format!(
+                "rank {rank}: the trainer (pid {}) asked for batches of {a} rows, but the job's \
+                 batch size is {batch_size} ({}: every rank takes the same steps); ask for \
+                 {batch_size}, or leave the batch size unset",
+                w.trainer_pid(),
+                told.replace("{bs}", &batch_size.to_string())
+            ));
+            w.error(&e);
+            w.close();
+            // The trainer's mistake, and it was told: the rank ends as if its trainer left.
+            return Err(Error::PeerLost(e.to_string()));
+        }
+    }
+    let (tx, mut rx) = crossbeam_channel::unbounded();
+    let reader_stop = Arc::new(AtomicBool::new(false));
+    let mut read = opts.read.clone();
+    read.batch_rows = batch_size;
+    let budget = Budget::new(f.rank_memory(), LEASES_IN_FLIGHT);
+    let reader = Arc::new(Reader {
+        storage: metered(&f.storage, st),
+        plan: f.plan.clone(),
+        read,
+        st: st.clone(),
+        pool: f.pool.clone(),
+        budget: budget.clone(),
+    });
+    let ask = Asker {
+        client: connect(opts)?,
+        rank,
+        inc,
+        host: opts.host.clone(),
+    };
+    let reader = {
+        let stop = reader_stop.clone();
+        thread::Builder::new()
+            .name(format!("hf-read{rank}"))
+            .spawn(move || reader.run(ask, tx, stop))
+            .map_err(|e| Error::external("spawning a reader thread", e))?
+    };
+    let _ = reader_thread.set(reader.thread().clone());
+    let mut ew = EpochWriter::new(w, batch_size)
+        .with_acks(book_sink(&book, st))
+        .stop_when(stop_requested);
+    if let Some((e, r)) = rejoin.as_ref().and_then(|r| Some((resumed_epoch(r)?, r))) {
+        ew = ew.resume_in(e, r.epoch_rows);
+    }
+    let mut r = write_rank(&mut ew, &mut rx, &book, opts.stall_timeout);
+    // Readers waiting for room or a unit stop; the reader thread at its next ask.
+    budget.close();
+    reader_stop.store(true, Ordering::Relaxed);
+    drop(rx);
+    let mut w = ew.into_writer();
+    if r.is_err() && w.said_bye() {
+        // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
+        // coordinator's state; the rest goes to whoever resumes the job.
+        tracing::info!(
+            rank,
+            "the trainer said bye after {} batches",
+            w.report().batches
+        );
+        r = Ok(0);
+    }
+    let _ = reader.join();
+    w.finish(&r);
+    drop(listener);
+    r.map(|steps| (w.report().rows, w.report().batches, steps))
+}
+
+/// The epoch a re-attached trainer is in the middle of (its end-of-epoch frame still to come
+/// unless it read it).
+fn resumed_epoch(r: &Rejoin) -> Option<u32> {
+    r.epoch.filter(|_| !r.epoch_done)
+}
+
+fn lock(book: &Mutex<AckBook>) -> Result<MutexGuard<'_, AckBook>> {
+    book.lock()
+        .map_err(|_| Error::Internal("ack book poisoned".into()))
+}
+
+/// Where the trainer's acks go: the book (and on to the coordinator); each wakes the reader.
+fn ack_sink(
+    book: &Arc<Mutex<AckBook>>,
+    reader: &Arc<OnceLock<thread::Thread>>,
+    pid: u32,
+) -> writer::AckSink {
+    let (b, r) = (book.clone(), reader.clone());
+    Box::new(move |seq, feed| {
+        let mut b = lock(&b)?;
+        b.report(feed, pid);
+        b.ack(seq)?;
+        if let Some(t) = r.get() {
+            t.unpark();
+        }
+        Ok(())
+    })
+}
+
+/// Every batch written goes into the book, waiting for its ack; the counters follow.
+fn book_sink(book: &Arc<Mutex<AckBook>>, st: &Arc<RankStats>) -> crate::pipeline::BatchSink {
+    let (b, st) = (book.clone(), st.clone());
+    Box::new(move |last_seq, pieces, report| {
+        st.batches.store(report.batches, Ordering::Relaxed);
+        st.bytes.store(report.bytes, Ordering::Relaxed);
+        lock(&b)?.frames.push_back((last_seq, pieces));
+        Ok(())
+    })
+}
+
+/// The rank's stage while the writer waits for ring space.
+fn wait_hook(st: &Arc<RankStats>) -> writer::WaitHook {
+    let s = st.clone();
+    Box::new(move |waited| {
+        if waited.is_zero() {
+            s.ring_wait(None);
+            return;
+        }
+        let (since_ack, step) = {
+            let t = s.trainer();
+            (t.since_ack(Instant::now()), t.mean_step())
+        };
+        s.ring_wait(Some(ring_stage(waited, since_ack, step)));
+        s.ring_wait_ms.fetch_add(100, Ordering::Relaxed);
+    })
+}
+
+/// Writes the schema, then what the reader sends until the end of the feed (or a stop), then
+/// waits (at most `stall`) for the trainer's last acks; the steps of the feed.
+fn write_rank(
+    ew: &mut EpochWriter,
+    rx: &mut Receiver<Event>,
+    book: &Mutex<AckBook>,
+    stall: Duration,
+) -> Result<u64> {
+    ew.writer().put_schema()?;
+    let (steps, stopped) = match ew.run(rx)? {
+        Ended::End(steps) => (steps, stop_requested()),
+        // Stopped early: the batches written so far are this rank's steps.
+        Ended::Stopped => (ew.report().batches, true),
+        Ended::Exhausted => {
+            return Err(Error::Internal(
+                "the reader thread stopped without end-of-feed".into(),
+            ))
+        }
+    };
+    if stopped {
+        // Rows of a partial batch are not sent: un-acked, they go to whoever resumes.
+        ew.discard();
+    } else if ew.in_epoch() {
+        ew.end_epoch()?;
+    }
+    ew.end_feed(steps)?;
+    await_last_acks(ew.writer(), book, stall)?;
+    Ok(steps)
+}
+
+/// The trainer's last acks come after it read end-of-feed: forward them before leaving, so the
+/// coordinator's final state holds every consumed row.
+fn await_last_acks(w: &mut Writer, book: &Mutex<AckBook>, stall: Duration) -> Result<()> {
+    let t0 = Instant::now();
+    while !lock(book)?.frames.is_empty() {
+        match w.poll_control() {
+            // Bye: the trainer stopped reading; what it did not ack was not consumed.
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(_) => break, // gone: its last acks were sent or are lost with it
+        }
+        if w.check_peer().is_err() || t0.elapsed() > stall {
+            break;
+        }
+        thread::sleep(POLL);
+    }
+    Ok(())
+}
+
+/// The stage of a writer that has waited `waited` for ring space: `waiting for ring space` (the
+/// trainer is slower than the feeder) or `trainer not consuming`. `since_ack`: how long ago the
+/// trainer last acked a batch; `step`: its mean time per step (both from its acks, when it
+/// sends them).
+///
+/// A slow trainer frees ring space about once per step, so a writer waits about one of its
+/// steps for each frame: that is `waiting for ring space`, however long the step. Only a
+/// trainer that took nothing (acked nothing) for four of its steps, and at least a second, is
+/// `not consuming`. A trainer that sends no figures is judged by the wait alone (a second).
+pub(super) fn ring_stage(
+    waited: Duration,
+    since_ack: Option<Duration>,
+    step: Option<Duration>,
+) -> Stage {
+    let patience = step.map_or(IDLE_AFTER, |s| s.saturating_mul(4).max(IDLE_AFTER));
+    let quiet = since_ack.map_or(waited, |a| a.min(waited));
+    if quiet > patience {
+        Stage::TrainerIdle
+    } else {
+        Stage::WaitingRing
+    }
+}
+
+/// The least time without a batch taken before a trainer counts as not consuming.
+const IDLE_AFTER: Duration = Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A trainer that takes a batch every 2 s while the ring stays full is slow, not idle; one
+    /// that took nothing for four of its steps (at least 1 s) is not consuming.
+    #[test]
+    fn a_slow_trainer_is_waited_for_and_a_stopped_one_is_named() {
+        // Slow: each put waits about one of its steps, and it acks every step.
+        assert_eq!(
+            ring_stage(2500 * MS, Some(100 * MS), Some(2000 * MS)),
+            Stage::WaitingRing
+        );
+        assert_eq!(
+            ring_stage(5000 * MS, Some(5000 * MS), Some(2000 * MS)),
+            Stage::WaitingRing
+        );
+        // Stopped: nothing acked for four steps, and at least a second.
+        assert_eq!(
+            ring_stage(9000 * MS, Some(9000 * MS), Some(2000 * MS)),
+            Stage::TrainerIdle
+        );
+        assert_eq!(
+            ring_stage(1500 * MS, Some(1500 * MS), Some(10 * MS)),
+            Stage::TrainerIdle
+        );
+        assert_eq!(
+            ring_stage(500 * MS, Some(500 * MS), Some(10 * MS)),
+            Stage::WaitingRing
+        );
+        // A trainer that sends no figures: the wait alone.
+        assert_eq!(ring_stage(500 * MS, None, None), Stage::WaitingRing);
+        assert_eq!(ring_stage(1500 * MS, None, None), Stage::TrainerIdle);
+    }
+}
