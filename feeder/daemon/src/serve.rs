@@ -2,10 +2,12 @@
 //! readers and feeds one trainer through a ring.
 //!
 //! Flow: plan the input; bind the socket; accept one trainer; read its `Hello` control message
-//! (the batch size it wants); then for each epoch, decode the splits on the decode pool (one
-//! split per thread at a time, forwarded in plan order) and write frames (schema once, then batches of exactly the asked size, the last of an
-//! epoch possibly shorter; `EndOfSplit` after the batch holding a split's last row,
-//! `EndOfEpoch`, finally `EndOfFeed`) into the ring.
+//! (the batch size it wants); then for each epoch, read through the [`crate::pipeline`]: the
+//! splits in plan order ([`PlanOrder`]: one split per decode thread at a time, within the
+//! read-ahead budget) or the fixed order of one rank ([`crate::stream`], `--shuffle-buffer`),
+//! into the one [`EpochWriter`]: schema once, then batches of exactly the asked size (the last
+//! of an epoch possibly shorter), `EndOfSplit` after the batch holding a split's last row,
+//! `EndOfEpoch`, finally `EndOfFeed`.
 //!
 //! Copies: readers are asked for batches of the trainer's batch size, so a batch goes to the
 //! ring as it came out of the decoder (one copy, into the ring slot). Only a batch that
@@ -200,7 +202,12 @@ fn feed(
     // One decode pool for every epoch: the lanes of the fixed order, the splits in flight of
     // the plan order.
     let pool = decode_pool(opts.decode_threads)?;
-    let units = pool.current_num_threads().max(1);
+    // Units: a split per decode thread in the plan order; two windows (one read, one sent) in
+    // the fixed order.
+    let units = match opts.order {
+        None => pool.current_num_threads(),
+        Some(_) => 2,
+    };
     for epoch in 0..opts.epochs {
         ew.begin_epoch(epoch)?;
         // One budget per epoch: an epoch that ended closed its own.
