@@ -106,8 +106,8 @@ impl WriterBuilder {
     }
 
     /// The batch size the feed writes (reported back in [`ServeReport::batch_size`]).
-    pub(crate) fn batch_size(mut self, bs: usize) -> Self {
-        self.batch_size = bs;
+    pub(crate) fn batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size;
         self
     }
 

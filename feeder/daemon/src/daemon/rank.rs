@@ -49,10 +49,11 @@ pub(super) fn feed_rank(
         Some(a) => a,
         None => attach(opts, rank, false)?,
     };
-    let mut told = "`--batch-size {bs}` of `hydrofeed launch` or `hydrofeed coordinator`";
+    let mut told =
+        format!("`--batch-size {batch_size}` of `hydrofeed launch` or `hydrofeed coordinator`");
     if opts.batch_size_from_trainers && rejoin.is_none() {
         batch_size = agree_batch_size(&opts.socket_dir, rank, asked, opts.accept_timeout)?;
-        told = "what the other ranks' trainers asked for";
+        told = "what the other ranks' trainers asked for".into();
     }
     let book = Arc::new(Mutex::new(AckBook {
         frames: Default::default(),
@@ -84,7 +85,7 @@ pub(super) fn feed_rank(
                  batch size is {batch_size} ({}: every rank takes the same steps); ask for \
                  {batch_size}, or leave the batch size unset",
                 w.trainer_pid(),
-                told.replace("{bs}", &batch_size.to_string())
+                told
             ));
             w.error(&e);
             w.close();

@@ -152,3 +152,79 @@ impl SplitRead {
         let _ = tx.send(Event::SplitEnd(split.id, rows));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use hydrofeed_format::gen::{write_dataset, GenOptions};
+    use hydrofeed_format::split::Format;
+
+    use super::*;
+    use crate::pipeline::budget::FRONT_QUEUE;
+    use crate::pipeline::decode_pool;
+
+    fn plan(dir: &Path) -> (Arc<dyn Storage>, Arc<Plan>, ReadOptions) {
+        let opts = GenOptions {
+            format: Format::Tfrecord,
+            rows: 4000,
+            files: 8,
+            ..Default::default()
+        };
+        write_dataset(dir, &opts).unwrap();
+        let storage = hydrofeed_storage::open_storage("/").unwrap();
+        let read = ReadOptions {
+            batch_rows: 100,
+            ..Default::default()
+        };
+        let plan = format::plan(&storage, &dir.display().to_string(), &read).unwrap();
+        (storage, Arc::new(plan), read)
+    }
+
+    /// A writer slower than its readers: the splits ahead of the front never hold more than the
+    /// budget, the front never more than its queue over it, and the rows come in plan order.
+    #[test]
+    fn readers_ahead_hold_the_budget_and_rows_keep_the_plan_order() {
+        let d = tempfile::tempdir().unwrap();
+        let (storage, plan, read) = plan(d.path());
+        let pool = decode_pool(4).unwrap();
+        let one_batch = 100 * (784 * 4 + 8);
+        for budget_bytes in [1, 3 * one_batch] {
+            let budget = Budget::new(budget_bytes, 4);
+            let mut src = PlanOrder::new(
+                storage.clone(),
+                plan.clone(),
+                read.clone(),
+                pool.clone(),
+                budget.clone(),
+            );
+            let (mut ids, mut ends, mut most) = (Vec::new(), 0, 0);
+            loop {
+                // Give the readers time to run ahead as far as the budget lets them.
+                std::thread::sleep(Duration::from_millis(2));
+                most = most.max(budget.held());
+                match src.pull(Duration::from_secs(10)) {
+                    Pull::Event(Event::Rows(r)) => {
+                        let col = r.batch.column_by_name("id").unwrap();
+                        ids.extend(col.as_primitive::<Int64Type>().values().iter().copied());
+                    }
+                    Pull::Event(Event::SplitEnd(..)) => ends += 1,
+                    Pull::Event(Event::Failed(e)) => panic!("{e}"),
+                    Pull::Event(_) => panic!("a plan order sends rows and split ends only"),
+                    Pull::Idle => panic!("no event within 10 s"),
+                    Pull::Done => break,
+                }
+            }
+            assert_eq!(ids, (0..4000).collect::<Vec<i64>>(), "plan order");
+            assert_eq!(ends, plan.splits.len());
+            // Each batch's bytes as Arrow counts them, with some slack for its buffers.
+            let bound = budget_bytes + (FRONT_QUEUE + 1) * one_batch * 2;
+            assert!(most <= bound, "{most} bytes held, budget {budget_bytes}");
+            assert!(most > 0, "the readers queued nothing ahead");
+            drop(src);
+            assert_eq!(budget.held(), 0, "every permit came back");
+        }
+    }
+}
