@@ -353,8 +353,8 @@ fn check_memory(batches: &[RecordBatch], rows: u64, o: &OrderLease, memory: usiz
         return Err(Error::InvalidArgument(format!(
             "the shuffle buffer does not fit: a window of {rows} rows (--shuffle-buffer {}) holds \
              {} MiB, and a rank holds two (one read, one sent) = {} MiB, over its \
-             {} MiB of the memory budget; lower --shuffle-buffer or raise the budget \
-             (--memory-mb; serve: --read-ahead-mb)",
+             {} MiB of the memory budget; lower --shuffle-buffer or raise --memory-mb \
+             (serve: --read-ahead-mb)",
             o.spec.buffer,
             bytes >> 20,
             bytes.saturating_mul(2) >> 20,
