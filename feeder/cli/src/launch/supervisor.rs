@@ -144,6 +144,7 @@ impl<'a> Supervisor<'a> {
     pub(super) fn run(&mut self) -> anyhow::Result<Ended> {
         let tf_configs = self.wait_cluster_spec()?;
         self.start_trainers(&tf_configs)?;
+        // Time and rates count from the trainers' start.
         self.progress = Progress::new(self.job.svc);
         loop {
             if let Some(ended) = self.tick()? {
