@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::read_args::ReadArgs;
 use hydrofeed_coord::service::{self, ServiceOptions};
 use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Config, Machine, Remainder, SplitInfo, Stage, State};
@@ -38,13 +39,9 @@ pub struct Args {
     /// order) instead of shuffling them by (seed, epoch) (from the state when resuming).
     #[arg(long)]
     pub no_shuffle: bool,
-    /// Input format (when file names do not tell); the feeders must be given the same.
-    #[arg(long, value_enum)]
-    pub format: Option<super::serve::ServeFormat>,
-    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
-    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
-    #[arg(long)]
-    pub schema: Option<std::path::PathBuf>,
+    /// Columns, format, corrupt records, schema: the feeders must be given the same.
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Rows that do not fill a step on every worker: drop, pad or wrap.
     #[arg(long, value_enum)]
     pub remainder: Option<Remainder>,
@@ -118,8 +115,7 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         .as_deref()
         .expect("clap requires input or splits");
     let storage = hydrofeed_storage::open_storage(input)?;
-    let opts = super::serve::read_options(None, args.format, false, args.schema.as_deref())?;
-    let plan = hydrofeed_format::plan(&storage, input, &opts)?;
+    let plan = hydrofeed_format::plan(&storage, input, &args.read.options()?)?;
     Ok(crate::split_infos(&plan))
 }
 

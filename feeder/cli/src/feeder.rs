@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::serve::{read_options, ServeFormat};
+use crate::read_args::ReadArgs;
 use hydrofeed_coord::token::Token;
 use hydrofeed_feeder::daemon::{own_usage, run_feeder, FeederOptions};
 
@@ -43,19 +43,9 @@ pub struct Args {
     /// This host's name or address (locality, cluster spec).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// Columns to read, comma-separated (default: all).
-    #[arg(long, value_delimiter = ',')]
-    pub columns: Option<Vec<String>>,
-    /// Input format (when file names do not tell).
-    #[arg(long, value_enum)]
-    pub format: Option<ServeFormat>,
-    /// Skip corrupt records/blocks instead of failing.
-    #[arg(long)]
-    pub skip_errors: bool,
-    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
-    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
-    #[arg(long)]
-    pub schema: Option<PathBuf>,
+    /// Columns, format, corrupt records, schema: those the coordinator planned with.
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Memory budget in MiB: half for the rings, the rest for decoded batches in flight.
     #[arg(long, default_value_t = 512)]
     pub memory_mb: usize,
@@ -139,12 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ranks: args.ranks,
         trainer_ports: args.trainer_ports.unwrap_or_default(),
         host: args.host,
-        read: read_options(
-            args.columns,
-            args.format,
-            args.skip_errors,
-            args.schema.as_deref(),
-        )?,
+        read: args.read.options()?,
         memory_budget: args.memory_mb.max(16) << 20,
         accept_timeout: super::secs("--accept-timeout", args.accept_timeout)?
             .max(Duration::from_millis(100)),

@@ -7,8 +7,8 @@ use std::io::Write;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::serve::ServeFormat;
-use hydrofeed_format::split::{Format, SplitUnit};
+use crate::read_args::ReadArgs;
+use hydrofeed_format::split::SplitUnit;
 use hydrofeed_format::{self as format, Plan, ReadOptions};
 use hydrofeed_storage::open_storage;
 
@@ -17,16 +17,9 @@ use hydrofeed_storage::open_storage;
 pub struct Args {
     /// A file, a directory (Spark/Hive layout) or a glob; local path, file://, hdfs://.
     pub path: String,
-    /// Format, when the file names do not tell it.
-    #[arg(long, value_enum)]
-    pub format: Option<ServeFormat>,
-    /// Columns to project, comma-separated (partition columns included).
-    #[arg(long, value_delimiter = ',')]
-    pub columns: Option<Vec<String>>,
-    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
-    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
-    #[arg(long)]
-    pub schema: Option<std::path::PathBuf>,
+    /// Columns, format, corrupt records, schema.
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Target bytes per split (row groups / stripes are grouped up to it; Avro and TFRecord
     /// byte ranges are cut near it).
     #[arg(long, default_value_t = 64 << 20)]
@@ -174,20 +167,8 @@ fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<
 pub fn run(args: Args) -> anyhow::Result<()> {
     let storage = open_storage(&args.path)?;
     let opts = ReadOptions {
-        columns: args.columns.clone(),
-        format: args.format.map(|g| match g {
-            ServeFormat::Parquet => Format::Parquet,
-            ServeFormat::Orc => Format::Orc,
-            ServeFormat::Avro => Format::Avro,
-            ServeFormat::Tfrecord => Format::Tfrecord,
-        }),
         split_bytes: args.split_bytes.max(1),
-        schema: args
-            .schema
-            .as_deref()
-            .map(super::serve::schema_file)
-            .transpose()?,
-        ..Default::default()
+        ..args.read.options()?
     };
     let plan = format::plan(&storage, &args.path, &opts)
         .with_context(|| format!("inspecting {}", args.path))?;

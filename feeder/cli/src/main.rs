@@ -12,6 +12,7 @@ pub mod gen;
 pub mod inspect;
 pub mod launch;
 pub mod order;
+pub mod read_args;
 pub mod serve;
 pub mod tls;
 

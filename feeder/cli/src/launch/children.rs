@@ -1,12 +1,12 @@
-//! The job's child processes: [`Job`] holds them (the feeder first, then the trainers) and
-//! kills and reaps them on every exit path; [`spawn`] starts one in its own process group,
-//! dying with `launch`, its output prefixed and its last lines kept for the error that names
-//! it. Also the private socket directory and the trainers' TF server ports.
+//! The job's child processes: a [`ChildProc`] (the feeder, or a trainer) is started in its own
+//! process group, dies with `launch`, has its output prefixed and its last lines kept for the
+//! error that names it; [`kill_all`] kills and reaps them on every exit path. Also the private
+//! socket directory ([`RunDir`], removed on every exit) and the trainers' TF server ports.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -33,41 +33,81 @@ fn die_with_parent(cmd: &mut Command) {
 const TAIL_LINES: usize = 20;
 
 /// The last lines a child wrote (stdout and stderr together).
-pub(super) type Tail = Arc<Mutex<VecDeque<String>>>;
+type Tail = Arc<Mutex<VecDeque<String>>>;
 
-/// Everything to clean up, on every exit path.
-pub(super) struct Job {
-    pub(super) dir: PathBuf,
-    /// `(name, child, its output tail)`; the feeder first, then rank 0, 1, ...
-    pub(super) children: Vec<(String, Child, Tail)>,
-    /// Threads copying the children's output, with the index of their child.
-    pub(super) outs: Vec<(usize, thread::JoinHandle<()>)>,
+/// One child of the job: its name in messages (`the feeder`, `trainer rank 2`), the process,
+/// its last lines and the threads copying its output.
+pub(super) struct ChildProc {
+    name: String,
+    child: Child,
+    tail: Tail,
+    outs: Vec<thread::JoinHandle<()>>,
 }
 
-impl Job {
-    /// Lets the output threads of child `i` (all children: `None`) print what it wrote last
-    /// (at most 2 s: a grandchild may hold the pipe open).
-    pub(super) fn drain_output(&mut self, i: Option<usize>) {
-        let t = Instant::now();
-        while self
-            .outs
-            .iter()
-            .any(|(k, h)| i.is_none_or(|i| i == *k) && !h.is_finished())
-            && t.elapsed() < Duration::from_secs(2)
-        {
-            thread::sleep(Duration::from_millis(10));
+impl ChildProc {
+    /// Starts `cmd` with its output prefixed with `prefix` and kept; it leads its own process
+    /// group (so a terminal's Ctrl-C reaches `launch` alone, which stops the children in order)
+    /// and dies with `launch`.
+    pub(super) fn spawn(
+        name: String,
+        prefix: &str,
+        mut cmd: Command,
+        pb: &ProgressBar,
+    ) -> std::io::Result<Self> {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        die_with_parent(&mut cmd);
+        let mut child = cmd.spawn()?;
+        let tail = Tail::default();
+        let mut outs = Vec::new();
+        if let Some(o) = child.stdout.take() {
+            outs.extend(pipe_lines(&tail, o, prefix.to_string(), false, pb.clone()));
+        }
+        if let Some(e) = child.stderr.take() {
+            outs.extend(pipe_lines(&tail, e, prefix.to_string(), true, pb.clone()));
+        }
+        Ok(Self {
+            name,
+            child,
+            tail,
+            outs,
+        })
+    }
+
+    /// Its process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its exit status once it exited (the same status again after that).
+    pub(super) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
+    /// Sends `sig` if it was not reaped yet.
+    pub(super) fn signal(&mut self, sig: libc::c_int) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: plain syscall on the pid of our own child, which is not reaped yet, so
+            // the pid cannot have been reused.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
         }
     }
 
-    /// The last lines child `i` wrote, indented, for an error message.
-    pub(super) fn tail(&mut self, i: usize) -> String {
-        self.drain_output(Some(i));
-        let (name, _, tail) = &self.children[i];
-        let lines = tail.lock().map(|t| t.clone()).unwrap_or_default();
+    /// Lets its output threads print what it wrote last (at most 2 s).
+    pub(super) fn drain_output(&self) {
+        drain_output([self]);
+    }
+
+    /// Its last lines, indented, for an error message.
+    pub(super) fn tail(&self) -> String {
+        self.drain_output();
+        let lines = self.tail.lock().map(|t| t.clone()).unwrap_or_default();
         if lines.is_empty() {
-            return format!("; {name} wrote nothing");
+            return format!("; {} wrote nothing", self.name);
         }
-        let mut s = format!("; last lines of {name}:");
+        let mut s = format!("; last lines of {}:", self.name);
         for l in lines {
             s.push_str("\n    ");
             s.push_str(&l);
@@ -75,31 +115,60 @@ impl Job {
         s
     }
 
-    /// Sends `sig` to child `i` if it was not reaped yet.
-    pub(super) fn signal(&mut self, i: usize, sig: libc::c_int) {
-        let c = &mut self.children[i].1;
-        if matches!(c.try_wait(), Ok(None)) {
-            // SAFETY: plain syscall on the pid of our own child, which is not reaped yet, so
-            // the pid cannot have been reused.
-            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
-        }
+    /// The first of its last lines, newest first, that `f` picks something from.
+    pub(super) fn find_line<T>(&self, f: impl FnMut(&String) -> Option<T>) -> Option<T> {
+        self.tail
+            .lock()
+            .ok()
+            .and_then(|t| t.iter().rev().find_map(f))
     }
 }
 
-impl Drop for Job {
+/// Lets the output threads of `children` print what they wrote last (at most 2 s in all: a
+/// grandchild may hold a pipe open).
+pub(super) fn drain_output<'a>(children: impl IntoIterator<Item = &'a ChildProc>) {
+    let outs: Vec<&thread::JoinHandle<()>> =
+        children.into_iter().flat_map(|c| c.outs.iter()).collect();
+    let t = Instant::now();
+    while outs.iter().any(|h| !h.is_finished()) && t.elapsed() < Duration::from_secs(2) {
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Kills every child that is still running, with its process group, then reaps them all.
+pub(super) fn kill_all(children: &mut [&mut ChildProc]) {
+    for c in children.iter_mut() {
+        let c = &mut c.child;
+        if matches!(c.try_wait(), Ok(None)) {
+            // The child leads its own process group: take its children along.
+            // SAFETY: plain syscall; the group is our un-reaped child's.
+            unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
+        }
+        let _ = c.kill();
+    }
+    for c in children.iter_mut() {
+        let _ = c.child.wait();
+    }
+}
+
+/// The job's private directory ([`private_run_dir`]), removed on every exit.
+pub(super) struct RunDir(PathBuf);
+
+impl RunDir {
+    /// Creates a private directory named after `prefix`.
+    pub(super) fn create(prefix: &str) -> anyhow::Result<Self> {
+        private_run_dir(prefix).map(Self)
+    }
+
+    /// Where it is.
+    pub(super) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for RunDir {
     fn drop(&mut self) {
-        for (_, c, _) in &mut self.children {
-            if matches!(c.try_wait(), Ok(None)) {
-                // The child leads its own process group: take its children along.
-                // SAFETY: plain syscall; the group is our un-reaped child's.
-                unsafe { libc::kill(-(c.id() as libc::pid_t), libc::SIGKILL) };
-            }
-            let _ = c.kill();
-        }
-        for (_, c, _) in &mut self.children {
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -134,86 +203,37 @@ pub(super) fn describe(s: ExitStatus) -> String {
     }
 }
 
+/// A thread copying `r` line by line to stdout (or stderr: `err`) behind `prefix`, keeping the
+/// last lines in `tail`.
 fn pipe_lines(
-    job: &mut Job,
-    i: usize,
+    tail: &Tail,
     r: impl Read + Send + 'static,
     prefix: String,
     err: bool,
     pb: ProgressBar,
-) {
-    let tail = job.children[i].2.clone();
-    let h = thread::Builder::new().name("hf-out".into()).spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if let Ok(mut t) = tail.lock() {
-                if t.len() == TAIL_LINES {
-                    t.pop_front();
+) -> Option<thread::JoinHandle<()>> {
+    let tail = tail.clone();
+    thread::Builder::new()
+        .name("hf-out".into())
+        .spawn(move || {
+            for line in BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line.chars().take(500).collect());
                 }
-                t.push_back(line.chars().take(500).collect());
+                pb.suspend(|| {
+                    if err {
+                        eprintln!("{prefix} {line}");
+                    } else {
+                        println!("{prefix} {line}");
+                    }
+                });
             }
-            pb.suspend(|| {
-                if err {
-                    eprintln!("{prefix} {line}");
-                } else {
-                    println!("{prefix} {line}");
-                }
-            });
-        }
-    });
-    if let Ok(h) = h {
-        job.outs.push((i, h));
-    }
-}
-
-/// Starts a child of `job` with its output prefixed and kept; it leads its own process group
-/// (so a terminal's Ctrl-C reaches `launch` alone, which stops the children in order) and dies
-/// with `launch`.
-pub(super) fn spawn(
-    job: &mut Job,
-    name: String,
-    prefix: String,
-    cmd: Command,
-    pb: &ProgressBar,
-) -> std::io::Result<u32> {
-    spawn_at(job, None, name, prefix, cmd, pb)
-}
-
-/// [`spawn`] into child slot `slot` (replacing a child that was reaped), or a new slot.
-pub(super) fn spawn_at(
-    job: &mut Job,
-    slot: Option<usize>,
-    name: String,
-    prefix: String,
-    mut cmd: Command,
-    pb: &ProgressBar,
-) -> std::io::Result<u32> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    die_with_parent(&mut cmd);
-    let mut c = cmd.spawn()?;
-    let pid = c.id();
-    let (o, e) = (c.stdout.take(), c.stderr.take());
-    let entry = (name, c, Arc::new(Mutex::new(VecDeque::new())));
-    let i = match slot {
-        Some(i) => {
-            job.children[i] = entry;
-            i
-        }
-        None => {
-            job.children.push(entry);
-            job.children.len() - 1
-        }
-    };
-    if let Some(o) = o {
-        pipe_lines(job, i, o, prefix.clone(), false, pb.clone());
-    }
-    if let Some(e) = e {
-        pipe_lines(job, i, e, prefix, true, pb.clone());
-    }
-    Ok(pid)
+        })
+        .ok()
 }
 
 /// A private directory for the job's sockets: `hydrofeed-launch-<pid>-<random>` under

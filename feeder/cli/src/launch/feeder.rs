@@ -1,8 +1,7 @@
 //! The feeder child: its `hydrofeed feeder` command line (the first one, and the one that
-//! replaces a feeder that died), the restart notice and backoff, and the error that names a
-//! feeder that failed by itself.
+//! replaces a feeder that died), the restart notice and backoff, and the errors that name a
+//! feeder that failed by itself or the trainer that stalled it.
 
-use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::thread;
 use std::time::Duration;
@@ -11,31 +10,36 @@ use anyhow::Context;
 use indicatif::ProgressBar;
 
 use hydrofeed_coord::service;
-use hydrofeed_coord::token::{Token, TOKEN_ENV};
+use hydrofeed_coord::token::TOKEN_ENV;
 
-use super::certs::{self, JobTls};
-use super::children::{describe, Job};
-use super::Args;
+use super::certs;
+use super::children::{describe, ChildProc};
+use super::supervisor::{Job, Trainer};
 
-/// The `hydrofeed feeder` command of the job (`rejoin`: it replaces one that died).
-#[allow(clippy::too_many_arguments)]
+/// Which feeder of the job a command line starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FeederStart {
+    /// The job's first feeder: it takes the batch size from the trainers when the job has
+    /// none ([`Job::batch_size_from_trainers`]).
+    First,
+    /// A feeder replacing one that died (`--rejoin`): the batch size was agreed by then.
+    Rejoin,
+}
+
+/// The `hydrofeed feeder` command of `job`, serving one rank per TF server port in `ports`.
 pub(super) fn feeder_command(
-    args: &Args,
-    addr: &str,
-    token: &Token,
-    tls: Option<&JobTls>,
-    dir: &Path,
+    job: &Job<'_>,
     ports: &[u32],
-    from_trainers: bool,
-    rejoin: bool,
+    start: FeederStart,
 ) -> anyhow::Result<Command> {
+    let args = job.args;
     let exe = std::env::current_exe().context("finding the hydrofeed executable")?;
     let mut feeder = Command::new(exe);
     feeder
         .arg("feeder")
-        .args(["--input", &args.input, "--coordinator", addr])
+        .args(["--input", &args.input, "--coordinator", job.addr])
         .arg("--socket-dir")
-        .arg(dir)
+        .arg(job.dir)
         .args(["--trainers", &ports.len().to_string()])
         .arg("--ranks")
         .arg(
@@ -56,49 +60,33 @@ pub(super) fn feeder_command(
         .args(["--stall-timeout", &args.stall_timeout.to_string()])
         // A trainer that leaves ends only its rank: `launch` decides from its exit status.
         .arg("--keep-going")
-        .env(TOKEN_ENV, token.as_str());
+        .env(TOKEN_ENV, job.token.as_str());
     certs::clear_env(&mut feeder);
-    if let Some(t) = tls {
+    if let Some(t) = job.tls {
         t.feeder_args(&mut feeder);
     }
-    if let Some(c) = &args.columns {
-        feeder.arg("--columns").arg(c.join(","));
-    }
-    if let Some(f) = args.format {
-        let v = clap::ValueEnum::to_possible_value(&f).map(|v| v.get_name().to_string());
-        if let Some(v) = v {
-            feeder.args(["--format", &v]);
-        }
-    }
+    // The feeder plans with the same read flags: split ids and row counts must agree.
+    feeder.args(args.read.to_args());
     if let Some(a) = args.feeder_metrics {
         feeder.args(["--metrics", &a.to_string()]);
     }
-    if args.skip_errors {
-        feeder.arg("--skip-errors");
-    }
-    if let Some(s) = &args.schema {
-        feeder.arg("--schema").arg(s);
-    }
-    if from_trainers {
-        feeder.arg("--batch-size-from-trainers");
-    }
-    if rejoin {
-        feeder.arg("--rejoin");
+    match start {
+        FeederStart::First if job.batch_size_from_trainers() => {
+            feeder.arg("--batch-size-from-trainers");
+        }
+        FeederStart::First => {}
+        FeederStart::Rejoin => {
+            feeder.arg("--rejoin");
+        }
     }
     Ok(feeder)
 }
 
-/// Says that the feeder died and will be restarted (the `k`-th time of `of`), after a backoff
+/// Says that `feeder` died and will be restarted (the `k`-th time of `of`), after a backoff
 /// of 250 ms doubling with each restart (a feeder that crashes again at once is not hammered).
-pub(super) fn restart_feeder(
-    job: &mut Job,
-    s: ExitStatus,
-    k: u32,
-    of: u32,
-    pb: &ProgressBar,
-) -> anyhow::Result<()> {
-    let pid = job.children[0].1.id();
-    job.drain_output(Some(0));
+pub(super) fn restart_notice(feeder: &ChildProc, s: ExitStatus, k: u32, of: u32, pb: &ProgressBar) {
+    let pid = feeder.pid();
+    feeder.drain_output();
     pb.suspend(|| {
         eprintln!(
             "hydrofeed launch: the feeder (pid {pid}) was {}; restarting it ({k} of {of}): the \
@@ -108,7 +96,6 @@ pub(super) fn restart_feeder(
         )
     });
     thread::sleep(Duration::from_millis(250 << (k - 1).min(4)));
-    Ok(())
 }
 
 /// A feeder status that is its own failure, not "a trainer left" (the trainer's status tells)
@@ -122,16 +109,15 @@ pub(super) fn failed_by_itself(s: ExitStatus) -> bool {
 /// The error for a feeder that ended because a trainer took no batch for `--stall-timeout`:
 /// it names that trainer (from the feeder's last line: `trainer rank R (pid P) took no
 /// batch ...`) with its own last lines, not the feeder.
-pub(super) fn trainer_stalled(job: &mut Job, s: ExitStatus) -> anyhow::Error {
-    job.drain_output(Some(0));
-    let line = job.children[0].2.lock().ok().and_then(|t| {
-        t.iter()
-            .rev()
-            .find(|l| l.contains(" took no batch for "))
-            .cloned()
-    });
+pub(super) fn trainer_stalled(
+    feeder: &ChildProc,
+    trainers: &[Trainer],
+    s: ExitStatus,
+) -> anyhow::Error {
+    feeder.drain_output();
+    let line = feeder.find_line(|l| l.contains(" took no batch for ").then(|| l.clone()));
     let Some(line) = line else {
-        let tail = job.tail(0);
+        let tail = feeder.tail();
         return anyhow::anyhow!(
             "a trainer took no batch for --stall-timeout (the feeder {}); stopped every \
              trainer{tail}",
@@ -139,18 +125,19 @@ pub(super) fn trainer_stalled(job: &mut Job, s: ExitStatus) -> anyhow::Error {
         );
     };
     let what = line.trim_start_matches("Error: ").to_string();
-    let rank = what
+    let tail = what
         .strip_prefix("trainer rank ")
         .and_then(|r| r.split(' ').next())
         .and_then(|r| r.parse::<usize>().ok())
-        .filter(|r| r + 1 < job.children.len());
-    let tail = rank.map(|r| job.tail(r + 1)).unwrap_or_default();
+        .and_then(|r| trainers.get(r))
+        .map(|t| t.proc.tail())
+        .unwrap_or_default();
     anyhow::anyhow!("{what}; stopped every trainer and the feeder{tail}")
 }
 
 /// The error for a feeder that failed: its status, each rank's last stage, its last lines.
 pub(super) fn feeder_failed(
-    job: &mut Job,
+    feeder: &ChildProc,
     svc: &service::RunningService,
     s: ExitStatus,
 ) -> anyhow::Error {
@@ -162,8 +149,8 @@ pub(super) fn feeder_failed(
             .collect::<Vec<_>>()
             .join(", ")
     });
-    let pid = job.children[0].1.id();
-    let tail = job.tail(0);
+    let pid = feeder.pid();
+    let tail = feeder.tail();
     anyhow::anyhow!(
         "the feeder (pid {pid}) failed: {}; last stages reported: {stages}; stopped every \
          trainer{tail}",

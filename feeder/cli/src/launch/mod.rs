@@ -15,43 +15,38 @@
 //! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
 //! nothing is ever in /dev/shm.
 //!
-//! Parts: `children` (spawning the children, their output and tails, cleanup, the private
-//! socket directory), `feeder` (the feeder's command line, its restarts and failures),
-//! `batch_size` (the batch size the trainers agree on) and `certs` (`--tls`: the job's CA and
-//! certificates). This module holds the arguments, the signal handling and the supervision
-//! loop.
+//! Parts: `supervisor` (the [`Supervisor`]: starting the children and watching them to the
+//! end), `children` (one child process, its output and tail, cleanup, the private socket
+//! directory), `feeder` (the feeder's command line, its restarts and failures), `batch_size`
+//! (the batch size the trainers agree on) and `certs` (`--tls`: the job's CA and
+//! certificates). This module holds the arguments and the signal handling, and runs the
+//! coordinator around the supervisor.
 
 use std::io::IsTerminal;
-use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::serve::ServeFormat;
-use hydrofeed_coord::client::CoordClient;
+use crate::read_args::ReadArgs;
 use hydrofeed_coord::service::{self, ServiceOptions};
-use hydrofeed_coord::token::{Token, TOKEN_ENV};
+use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Config, Machine, Remainder};
-use hydrofeed_feeder::daemon::SKIPPED_LINE;
-use hydrofeed_tfbridge::SOCKET_ENV;
 
 mod batch_size;
 pub(crate) mod certs;
 mod children;
 mod feeder;
 mod gpus;
+mod supervisor;
 
-use batch_size::agree_batch_size;
 use certs::JobTls;
 pub use certs::TlsMode;
 pub use children::private_run_dir;
-use children::{describe, free_ports, spawn, spawn_at, Job};
-use feeder::{failed_by_itself, feeder_command, feeder_failed, restart_feeder, trainer_stalled};
+use children::RunDir;
+use supervisor::{Job, Supervisor};
 
 /// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
 pub const REJOIN_ENV: &str = "HYDROFEED_REJOIN_TIMEOUT";
@@ -100,19 +95,9 @@ pub struct Args {
     /// Write the coordinator's final state here (resumable if the job stopped early).
     #[arg(long)]
     pub state_out: Option<PathBuf>,
-    /// Columns to read, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub columns: Option<Vec<String>>,
-    /// Input format (when file names do not tell).
-    #[arg(long, value_enum)]
-    pub format: Option<ServeFormat>,
-    /// Skip corrupt records (counted, and named in the summary) instead of failing.
-    #[arg(long)]
-    pub skip_errors: bool,
-    /// The schema to read with (JSON as `hydrofeed inspect --json` prints it, or an Arrow IPC
-    /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
-    #[arg(long)]
-    pub schema: Option<PathBuf>,
+    /// Columns, format, corrupt records, schema: the feeder is given the same.
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Feeder memory budget in MiB.
     #[arg(long, default_value_t = 512)]
     pub memory_mb: usize,
@@ -180,6 +165,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// How the trainers ended.
+#[derive(Clone, Copy)]
 enum Ended {
     /// Every trainer exited 0 at the end of the feed.
     Done,
@@ -199,12 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     catch_signals();
     // The feeder plans with the same options: split ids and row counts must agree.
-    let read = super::serve::read_options(
-        args.columns.clone(),
-        args.format,
-        args.skip_errors,
-        args.schema.as_deref(),
-    )?;
+    let read = args.read.options()?;
     let storage = hydrofeed_storage::open_storage(&args.input)?;
     let plan = hydrofeed_format::plan(&storage, &args.input, &read)?;
     let splits = crate::split_infos(&plan);
@@ -250,15 +231,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let (epochs, total_rows) = (m.config().epochs, m.total_rows());
     let token = Token::generate()?;
-    // The directory first: it holds the TLS files the coordinator starts with, and `job`
-    // removes it on every exit.
-    let dir = private_run_dir("hydrofeed-launch")?;
-    let mut job = Job {
-        dir: dir.clone(),
-        children: Vec::new(),
-        outs: Vec::new(),
-    };
-    let tls = args.tls.map(|mode| JobTls::make(&dir, mode)).transpose()?;
+    // The directory first: it holds the TLS files the coordinator starts with, and it is
+    // removed on every exit.
+    let dir = RunDir::create("hydrofeed-launch")?;
+    let tls = args
+        .tls
+        .map(|mode| JobTls::make(dir.path(), mode))
+        .transpose()?;
     let svc = service::spawn(
         m,
         ServiceOptions {
@@ -289,20 +268,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} rows {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let result = supervise(
-        &args,
-        &gpus,
-        &addr,
-        &token,
-        tls.as_ref(),
-        &dir,
-        &mut job,
-        &svc,
-        &pb,
-    );
+    let job = Job {
+        args: &args,
+        gpus: &gpus,
+        addr: &addr,
+        token: &token,
+        tls: tls.as_ref(),
+        dir: dir.path(),
+        svc: &svc,
+        pb: &pb,
+    };
+    let mut supervisor = None;
+    let result = Supervisor::start(job).and_then(|s| supervisor.insert(s).run());
     pb.finish_and_clear();
     // Stop every child before the state is taken: no ack can arrive after it.
-    drop(job);
+    drop(supervisor);
+    drop(dir);
     let state = svc.shared.with_machine(|m| m.state());
     let acked = svc.shared.with_machine(|m| m.counters().rows_acked);
     let saved = match &args.state_out {
@@ -322,302 +303,5 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
         )
         .into()),
-    }
-}
-
-#[allow(clippy::too_many_lines, clippy::too_many_arguments)]
-fn supervise(
-    args: &Args,
-    gpus: &[gpus::RankGpu],
-    addr: &str,
-    token: &Token,
-    tls: Option<&JobTls>,
-    dir: &Path,
-    job: &mut Job,
-    svc: &service::RunningService,
-    pb: &ProgressBar,
-) -> anyhow::Result<Ended> {
-    let n = gpus.len() as u32;
-    let epochs = svc.shared.with_machine(|m| m.config().epochs);
-    let ports = free_ports(n)?;
-    // torch.distributed's store (rank 0) and JAX's coordinator service (process 0).
-    let rendezvous = free_ports(2)?;
-    let from_trainers = args.batch_size.is_none() && args.resume.is_none();
-    let feeder = feeder_command(args, addr, token, tls, dir, &ports, from_trainers, false)?;
-    spawn(job, "the feeder".into(), "[feeder]".into(), feeder, pb)
-        .context("starting the feeder")?;
-
-    // The feeder registers every rank; then each rank's TF_CONFIG is known.
-    let mut client =
-        CoordClient::connect_tls(addr, token, Duration::from_secs(10), tls.map(|t| &t.client))?;
-    let mut tf_configs = Vec::new();
-    for rank in 0..n {
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = job.children[0].1.try_wait()? {
-                return Err(feeder_failed(job, svc, s));
-            }
-            if INTERRUPTS.load(Ordering::SeqCst) > 0 {
-                bail!("interrupted before the trainers started");
-            }
-            match client.wait_cluster_spec(rank, Duration::from_millis(500)) {
-                Ok((_, tf)) => {
-                    tf_configs.push(tf);
-                    break;
-                }
-                Err(hydrofeed_error::Error::Timeout { .. })
-                    if t0.elapsed() < Duration::from_secs(120) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    for (rank, tf) in tf_configs.iter().enumerate() {
-        let mut c = Command::new(&args.command[0]);
-        c.args(&args.command[1..])
-            .env("TF_CONFIG", tf)
-            .env(SOCKET_ENV, dir.join(format!("rank-{rank}.sock")))
-            .env("HYDROFEED_RANK", rank.to_string())
-            .env("HYDROFEED_NUM_WORKERS", n.to_string())
-            .env("HYDROFEED_EPOCHS", epochs.to_string())
-            .env("HYDROFEED_COORDINATOR", addr)
-            .env(TOKEN_ENV, token.as_str())
-            .env("PYTHONUNBUFFERED", "1");
-        certs::clear_env(&mut c);
-        if let Some(t) = tls {
-            t.trainer_env(&mut c);
-        }
-        // As torchrun sets them (init_process_group(backend) then needs no arguments), and
-        // JAX's distributed coordinates (hydrofeed.jax.initialize() passes them on).
-        c.env("RANK", rank.to_string())
-            .env("LOCAL_RANK", rank.to_string())
-            .env("WORLD_SIZE", n.to_string())
-            .env("LOCAL_WORLD_SIZE", n.to_string())
-            .env("MASTER_ADDR", "127.0.0.1")
-            .env("MASTER_PORT", rendezvous[0].to_string())
-            .env(
-                "JAX_COORDINATOR_ADDRESS",
-                format!("127.0.0.1:{}", rendezvous[1]),
-            )
-            .env("JAX_NUM_PROCESSES", n.to_string())
-            .env("JAX_PROCESS_ID", rank.to_string());
-        if let Some(g) = &gpus[rank] {
-            gpus::place(&mut c, g);
-        }
-        if args.feeder_restarts > 0 {
-            // A killed feeder is restarted: the trainer waits for the new one.
-            c.env(REJOIN_ENV, REJOIN_TIMEOUT.as_secs().to_string());
-        }
-        // The chief alone writes the feed's TensorBoard scalars.
-        match &args.tensorboard {
-            Some(d) if rank == 0 => c.env(TENSORBOARD_ENV, d),
-            _ => c.env_remove(TENSORBOARD_ENV),
-        };
-        spawn(
-            job,
-            format!("trainer rank {rank}"),
-            format!("[rank {rank}]"),
-            c,
-            pb,
-        )
-        .with_context(|| format!("starting trainer rank {rank}: {:?}", args.command))?;
-    }
-
-    let t0 = Instant::now();
-    let mut status: Vec<Option<ExitStatus>> = vec![None; n as usize];
-    let mut feeder_status: Option<ExitStatus> = None;
-    let mut stop: Option<(Ended, Instant)> = None;
-    let mut killed: Vec<u32> = Vec::new();
-    let mut last_epoch = 0;
-    let mut last_line = Instant::now();
-    let mut agreed = !from_trainers;
-    let mut restarts = 0u32;
-    let plain = !std::io::stderr().is_terminal();
-    let total = svc
-        .shared
-        .with_machine(|m| m.total_rows() * u64::from(m.config().epochs));
-    loop {
-        let interrupts = INTERRUPTS.load(Ordering::SeqCst);
-        if interrupts >= 2 {
-            return Err(super::Exit::new(
-                130,
-                "interrupted twice: killed every trainer and the feeder",
-            )
-            .into());
-        }
-        if interrupts == 1 && !matches!(stop, Some((Ended::Interrupted, _))) {
-            pb.suspend(|| {
-                eprintln!(
-                    "hydrofeed launch: interrupted: stopping the trainers (SIGINT) and ending the \
-                     feed; Ctrl-C again to kill them"
-                )
-            });
-            for i in 1..=n as usize {
-                job.signal(i, libc::SIGINT);
-            }
-            job.signal(0, libc::SIGTERM);
-            stop = Some((Ended::Interrupted, Instant::now()));
-        }
-        let (epoch, acked, finished) = svc
-            .shared
-            .with_machine(|m| (m.epoch(), m.counters().rows_acked, m.finished()));
-        pb.set_position(acked);
-        pb.set_message(format!("epoch {epoch}"));
-        let secs = t0.elapsed().as_secs_f64();
-        if epoch != last_epoch {
-            pb.suspend(|| {
-                eprintln!(
-                    "hydrofeed launch: epoch {last_epoch} done: {acked} rows acked so far, {:.0} rows/s",
-                    acked as f64 / secs.max(1e-9)
-                )
-            });
-            last_epoch = epoch;
-            last_line = Instant::now();
-        } else if plain && last_line.elapsed() >= PROGRESS_EVERY {
-            eprintln!(
-                "hydrofeed launch: {:.0} s: epoch {epoch}, {acked}/{total} rows acked, {:.0} rows/s",
-                secs,
-                acked as f64 / secs.max(1e-9)
-            );
-            last_line = Instant::now();
-        }
-        if !agreed {
-            agreed = agree_batch_size(dir, n, svc, pb)?;
-        }
-        // The feeder first: a trainer that failed because its feeder failed names the feeder.
-        if feeder_status.is_none() {
-            feeder_status = job.children[0].1.try_wait()?;
-            if let Some(s) = feeder_status {
-                let restart = s.signal().is_some()
-                    && stop.is_none()
-                    && agreed
-                    && restarts < args.feeder_restarts
-                    && status.iter().any(Option::is_none);
-                if restart {
-                    restarts += 1;
-                    restart_feeder(job, s, restarts, args.feeder_restarts, pb)?;
-                    let cmd = feeder_command(args, addr, token, tls, dir, &ports, false, true)?;
-                    spawn_at(
-                        job,
-                        Some(0),
-                        "the feeder".into(),
-                        "[feeder]".into(),
-                        cmd,
-                        pb,
-                    )
-                    .context("restarting the feeder")?;
-                    feeder_status = None;
-                } else if s.code() == Some(crate::feeder::TRAINER_STALLED_EXIT) {
-                    return Err(trainer_stalled(job, s));
-                } else if failed_by_itself(s) && stop.is_none() {
-                    return Err(feeder_failed(job, svc, s));
-                }
-            }
-        }
-        #[allow(clippy::needless_range_loop)] // `job` is borrowed mutably inside
-        for i in 0..n as usize {
-            if status[i].is_some() {
-                continue;
-            }
-            let Some(s) = job.children[i + 1].1.try_wait()? else {
-                continue;
-            };
-            status[i] = Some(s);
-            let interrupted = matches!(stop, Some((Ended::Interrupted, _)));
-            if !s.success() && !interrupted && !killed.contains(&(i as u32)) {
-                if let Some(fs) = job.children[0].1.try_wait()? {
-                    if failed_by_itself(fs) {
-                        return Err(feeder_failed(job, svc, fs));
-                    }
-                }
-                let pid = job.children[i + 1].1.id();
-                let tail = job.tail(i + 1);
-                bail!(
-                    "trainer rank {i} (pid {pid}) failed: {}; stopped the other trainers and the \
-                     feeder{tail}",
-                    describe(s)
-                );
-            }
-            if s.success() && stop.is_none() && !finished {
-                pb.suspend(|| {
-                    eprintln!(
-                        "hydrofeed launch: trainer rank {i} exited 0 before the end of the feed: \
-                         ending the feed on the other ranks"
-                    )
-                });
-                job.signal(0, libc::SIGTERM);
-                stop = Some((Ended::Early(i as u32), Instant::now()));
-            }
-        }
-        if let Some((_, since)) = &stop {
-            if since.elapsed() > STOP_GRACE {
-                for (i, st) in status.iter().enumerate() {
-                    if st.is_none() && !killed.contains(&(i as u32)) {
-                        job.signal(i + 1, libc::SIGKILL);
-                        killed.push(i as u32);
-                    }
-                }
-            }
-        }
-        if status.iter().all(Option::is_some) {
-            // Give the feeder a moment to forward the last acks and leave.
-            let t = Instant::now();
-            while feeder_status.is_none() && t.elapsed() < Duration::from_secs(10) {
-                feeder_status = job.children[0].1.try_wait()?;
-                thread::sleep(Duration::from_millis(20));
-            }
-            job.drain_output(None);
-            let ended = stop.map_or(Ended::Done, |(e, _)| e);
-            if !killed.is_empty() && !matches!(ended, Ended::Interrupted) {
-                bail!(
-                    "rank(s) {killed:?} did not stop within {} s after the feed ended; killed them",
-                    STOP_GRACE.as_secs()
-                );
-            }
-            if matches!(ended, Ended::Interrupted) {
-                return Ok(ended);
-            }
-            if let Some(s) = feeder_status {
-                if failed_by_itself(s) {
-                    return Err(feeder_failed(job, svc, s));
-                }
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            let c = svc.shared.with_machine(|m| m.counters());
-            let (steps, finished) = svc.shared.with_machine(|m| (m.steps_done(), m.finished()));
-            let early = match ended {
-                Ended::Early(r) => format!(
-                    " (stopped before the end of the feed: trainer rank {r} exited 0 first)"
-                ),
-                _ if !finished => " (stopped before the end of the feed)".to_string(),
-                _ => String::new(),
-            };
-            let skipped = if args.skip_errors {
-                let line = job.children[0].2.lock().ok().and_then(|t| {
-                    t.iter()
-                        .rev()
-                        .find_map(|l| l.strip_prefix(SKIPPED_LINE).map(str::to_string))
-                });
-                format!(
-                    ", skipped {}",
-                    line.unwrap_or_else(|| "0 corrupt records".into())
-                )
-            } else {
-                String::new()
-            };
-            pb.suspend(|| {
-                eprintln!(
-                    "hydrofeed launch: {} workers, {} rows acked ({} dropped) in {:.1} s = {:.0} \
-                     rows/s, {} steps per worker{skipped}{early}",
-                    n,
-                    c.rows_acked,
-                    c.rows_dropped,
-                    secs,
-                    c.rows_acked as f64 / secs.max(1e-9),
-                    steps,
-                )
-            });
-            return Ok(ended);
-        }
-        thread::sleep(Duration::from_millis(50));
     }
 }
