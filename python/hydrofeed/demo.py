@@ -4,9 +4,14 @@ Generates a small MNIST-shaped Parquet dataset with ``hydrofeed gen``, then runs
 ``hydrofeed launch --workers 2 -- python -m hydrofeed.demo --worker``: an in-process
 coordinator, one feeder daemon, two trainer processes (ranks 0 and 1, each with its own
 ``TF_CONFIG`` and ring). Each trainer trains on the batches of its rank (numpy views of ring
-memory) and prints a per-epoch summary (steps, loss, accuracy, rows/s); ``launch`` prints the
-job's rows/s at the end. Every rank takes the same number of steps per epoch, and the two
-ranks' rows are disjoint and together cover the epoch (minus the remainder ``launch`` reports).
+memory). Every rank takes the same number of steps per epoch, and the two ranks' rows are
+disjoint and together cover the epoch (minus the remainder ``launch`` reports).
+
+The output leads with one headline per rank: the rows per second fed into its trainer once
+the first batch arrived, and the share of that time the trainer waited for input. The details
+follow: each rank's epochs (steps, loss, accuracy), the feeder's and ``launch``'s summaries.
+TensorFlow's start-up lines stay out. Imports TensorFlow (Keras) only: ``make demo`` installs
+what it needs and nothing more (no torch, no JAX, no Spark).
 
 How the model trains, and why: **plain per-worker Keras without a distribution strategy**
 (``model.train_on_batch`` on each rank's own batches; no gradient all-reduce). Keras 3's
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,6 +49,15 @@ _TF_NOISE = (
     "computation placer already registered",
     "Unable to register cu",
     "TF-TRT Warning",
+    "oneDNN custom operations are on",
+    "This TensorFlow binary is optimized",
+    "rebuild TensorFlow with the appropriate compiler flags",
+)
+
+# A rank's end-of-feed line (`hydrofeed.feed.summary_line`), as `launch` passes it on.
+_SUMMARY = re.compile(
+    r"hydrofeed rank (\d+): (\d+) rows, (\d+) steps; first batch after [0-9.]+ s, then "
+    r"([0-9.]+) s: ([0-9,]+) rows/s; waited for input (\d+)% of the time"
 )
 
 
@@ -118,9 +133,40 @@ def worker(epochs_hint: int) -> int:
         rows += batch.num_rows
     if epoch is not None:
         summary()
-    m = feed.metrics()
-    print(f"done: {m['batches']} batches, should_stop={feed.should_stop()}", flush=True)
     return 0
+
+
+def headlines(lines: list[str]) -> list[str]:
+    """One line per rank from the ranks' end-of-feed lines, by rank."""
+    out = []
+    for m in sorted((m for m in map(_SUMMARY.search, lines) if m), key=lambda m: int(m[1])):
+        rank, rows, steps, secs, rate, waited = m.groups()
+        out.append(
+            f"rank {rank}: {rate} rows/s into the trainer, waited for input {waited}% of the "
+            f"time ({rows} rows, {steps} steps; steady rate over the {secs} s after the first "
+            f"batch)"
+        )
+    return out
+
+
+def _run_quietly(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """Runs ``cmd`` with its output kept (TensorFlow's start-up lines dropped); on a terminal a
+    status line shows the last line meanwhile, erased at the end."""
+    live = sys.stderr.isatty()
+    kept: list[str] = []
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, bufsize=1) as p:
+        assert p.stdout is not None
+        for line in p.stdout:
+            line = line.rstrip("\n")
+            if any(n in line for n in _TF_NOISE):
+                continue
+            kept.append(line)
+            if live:
+                print(f"\r\033[K{line[:100]}", end="", file=sys.stderr, flush=True)
+    if live:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    return p.returncode, kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,16 +185,26 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hydrofeed-demo-") as d:
         data = Path(d) / "mnist"
         gen(data, "parquet", a.rows, files=3)
-        print(f"generated {a.rows} MNIST-shaped rows (Parquet, 3 files) in {data}", flush=True)
         t0 = time.perf_counter()
-        r = subprocess.run(
+        code, lines = _run_quietly(
             [hydrofeed_bin(), "launch", "--workers", str(a.workers), "--input", str(data),
              "--epochs", str(a.epochs), "--batch-size", str(a.batch_size),
              "--columns", "image,label", "--", sys.executable, "-m", "hydrofeed.demo", "--worker"],
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
         )
-        print(f"hydrofeed launch exited with {r.returncode} after {time.perf_counter() - t0:.1f}s")
-        return r.returncode
+        secs = time.perf_counter() - t0
+        heads = headlines(lines)
+        print(f"hydrofeed demo: {a.workers} Keras trainers fed through shared-memory rings "
+              f"by one feeder ({a.rows} MNIST-shaped rows, Parquet, {a.epochs} epochs)")
+        for h in heads:
+            print(f"  {h}")
+        if len(heads) < a.workers:
+            print(f"  ({a.workers - len(heads)} rank(s) did not reach the end of the feed)")
+        print("\ndetails:")
+        for line in lines:
+            print(f"  {line}")
+        print(f"\nhydrofeed launch exited with {code} after {secs:.1f} s")
+        return code
 
 
 if __name__ == "__main__":
