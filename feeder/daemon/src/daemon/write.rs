@@ -68,7 +68,7 @@ pub(super) struct Rejoin {
     pub(super) epoch: Option<u32>,
     pub(super) epoch_done: bool,
     pub(super) epoch_rows: u64,
-    pub(super) consumed: Vec<(u64, u32, u64)>,
+    pub(super) consumed: Vec<Piece>,
 }
 
 /// Binds `rank`'s socket, takes its trainer's attach and `Hello` (and with `rejoin`, its
