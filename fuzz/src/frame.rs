@@ -1,5 +1,5 @@
 //! The trainer's frame decoder ([`FrameDecoder::decode`], what `hydrofeed.DataFeed` runs on
-//! every ring lease) over hostile frames.
+//! every ring slot) over hostile frames.
 //!
 //! Every input becomes a frame with a valid [`FrameHeader`] (magic, version, a known kind, a
 //! payload length that matches), so decoding always gets past the header check and the Arrow
@@ -8,7 +8,7 @@
 //! encoded once by [`FrameEncoder`] from batches with int, string, list, fixed-size list and
 //! dictionary (also nested in a list) columns, edited and truncated as the input says.
 //!
-//! The frame sits in its own mapping next to an inaccessible guard page, as a lease at the end
+//! The frame sits in its own mapping next to an inaccessible guard page, as a slot at the end
 //! of the ring does: a read past its end (or, placed the other way, before its start) faults.
 //! Whatever decodes must be a valid batch (full Arrow validation), map to tensors without a
 //! panic, and leave the decoder able to take the next valid frame or fail cleanly on it.

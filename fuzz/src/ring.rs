@@ -6,27 +6,27 @@
 //! without the socket). The input is a program run against it: the hostile side pokes the
 //! header words (`head`, `tail`, the closed flags) and record headers and bytes through the
 //! producer's mapping, as another process holding the memfd can; the consumer takes frames
-//! (decoding some as the trainer does), holds and drops leases, detaches them; the producer
-//! reserves and commits. Every lease must lie inside the consumer's payload and every
-//! reservation inside the producer's; every leased byte is read; nothing may panic.
+//! (decoding some as the trainer does), holds and drops slots, detaches them; the producer
+//! reserves and commits. Every slot must lie inside the consumer's payload and every
+//! reservation inside the producer's; every byte of a held slot is read; nothing may panic.
 //!
 //! The mappings are found from the outside: the first reservation of a fresh ring starts one
 //! record header (64 bytes) into the payload, and the payload starts [`HEADER_SIZE`] bytes
-//! into the mapping (checked against the header's magic); the first lease likewise.
+//! into the mapping (checked against the header's magic); the first slot likewise.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hydrofeed_ipc::layout::{
-    FrameHeader, FRAME_HEADER_SIZE, HEADER_SIZE, KIND_DATA, KIND_PAD, MAGIC,
+    SlotHeader, SLOT_HEADER_SIZE, HEADER_SIZE, KIND_DATA, KIND_PAD, MAGIC,
 };
-use hydrofeed_ipc::{memfd_pair, Lease, RingConfig};
+use hydrofeed_ipc::{memfd_pair, Slot, RingConfig};
 use hydrofeed_tfbridge::{owned_buffer, FrameDecoder};
 
 /// Ring capacity: small, so that positions wrap often.
 pub const CAP: usize = 8192;
 /// Largest frame payload (the default: half the capacity minus a record header).
-const MAX_FRAME: usize = CAP / 2 - FRAME_HEADER_SIZE;
+const MAX_FRAME: usize = CAP / 2 - SLOT_HEADER_SIZE;
 /// Offsets of the header words a hostile producer rewrites (pinned in `ipc/src/layout.rs`).
 const OFF_HEAD: usize = 64;
 const OFF_TAIL: usize = 128;
@@ -69,22 +69,22 @@ fn position(inp: &mut Input<'_>, cur: u64) -> u64 {
     }
 }
 
-/// Something the consumer holds: a lease, or a lease inside a decoded frame's buffer.
+/// Something the consumer holds: a slot, or a slot inside a decoded frame's buffer.
 enum Held {
-    Lease(Lease),
+    Slot(Slot),
     Frame(arrow_buffer::Buffer),
 }
 
 impl Held {
     fn bytes(&self) -> &[u8] {
         match self {
-            Held::Lease(l) => l,
+            Held::Slot(l) => l,
             Held::Frame(b) => b.as_slice(),
         }
     }
 }
 
-/// Reads every byte (a lease that reaches past the mapping faults here).
+/// Reads every byte (a slot that reaches past the mapping faults here).
 fn touch(b: &[u8]) -> u64 {
     b.iter().fold(0u64, |a, &x| a.rotate_left(5) ^ x as u64)
 }
@@ -102,7 +102,7 @@ pub fn ring(data: &[u8]) {
     let p_payload = {
         let mut r = prod.reserve(8, zero).expect("a fresh ring has space");
         r.copy_from_slice(b"hydrofee");
-        let p = r.as_ptr() as usize - FRAME_HEADER_SIZE;
+        let p = r.as_ptr() as usize - SLOT_HEADER_SIZE;
         r.commit();
         p
     };
@@ -115,7 +115,7 @@ pub fn ring(data: &[u8]) {
     let c_payload = {
         let l = cons.next(zero).expect("first frame").expect("first frame");
         assert_eq!(&l[..], b"hydrofee");
-        l.as_ptr() as usize - FRAME_HEADER_SIZE
+        l.as_ptr() as usize - SLOT_HEADER_SIZE
     };
     let word64 = |off: usize| {
         // SAFETY: `off` is one of the 8-byte aligned header words, inside the header page.
@@ -164,7 +164,7 @@ pub fn ring(data: &[u8]) {
                 let len = match inp.u8() % 5 {
                     0 => inp.u16() as u64,
                     1 => (MAX_FRAME as u64).wrapping_add(inp.u8() as i8 as u64),
-                    2 => ((CAP - slot * 64 - FRAME_HEADER_SIZE) as u64)
+                    2 => ((CAP - slot * 64 - SLOT_HEADER_SIZE) as u64)
                         .wrapping_add(inp.u8() as i8 as u64),
                     3 => u64::MAX - inp.u8() as u64,
                     _ => inp.u64(),
@@ -180,7 +180,7 @@ pub fn ring(data: &[u8]) {
                 } else {
                     inp.u64()
                 };
-                let fh = FrameHeader {
+                let hdr = SlotHeader {
                     len,
                     kind,
                     reserved: 0,
@@ -188,7 +188,7 @@ pub fn ring(data: &[u8]) {
                 };
                 // SAFETY: a 64-byte aligned slot of the payload; the consumer reads record
                 // headers by value (volatile), as another process would race it.
-                unsafe { std::ptr::write_volatile(payload(slot * 64) as *mut FrameHeader, fh) };
+                unsafe { std::ptr::write_volatile(payload(slot * 64) as *mut SlotHeader, hdr) };
             }
             4 => {
                 // Frame bytes at a slot: a frame header of the tfbridge format often.
@@ -204,7 +204,7 @@ pub fn ring(data: &[u8]) {
                     let (p, n) = (l.as_ptr() as usize, l.len());
                     assert!(
                         p >= c_payload && p.saturating_add(n) <= c_payload + CAP,
-                        "lease of {n} bytes at payload offset {} outside the {CAP}-byte \
+                        "slot of {n} bytes at payload offset {} outside the {CAP}-byte \
                          payload",
                         p.wrapping_sub(c_payload) as isize
                     );
@@ -215,7 +215,7 @@ pub fn ring(data: &[u8]) {
                         let _ = dec.decode(&b);
                         held.push(Held::Frame(b));
                     } else {
-                        held.push(Held::Lease(l));
+                        held.push(Held::Slot(l));
                     }
                 }
             }
@@ -257,8 +257,8 @@ pub fn ring(data: &[u8]) {
                     // SAFETY: the whole payload of the producer's mapping.
                     unsafe { std::ptr::write_bytes(payload(0), 0xee, CAP) };
                     for (h, (p, b)) in held.iter().zip(&before) {
-                        assert_eq!(h.bytes().as_ptr() as usize, *p, "a detached lease moved");
-                        assert!(h.bytes() == &b[..], "a detached lease changed");
+                        assert_eq!(h.bytes().as_ptr() as usize, *p, "a detached slot moved");
+                        assert!(h.bytes() == &b[..], "a detached slot changed");
                     }
                 }
                 break;

@@ -10,7 +10,7 @@
 //! 5. Both open a pidfd of the peer. The socket stays open: consumer -> producer control
 //!    messages (`u32` little-endian length, then the bytes) and death detection.
 
-use crate::layout::{FRAME_HEADER_SIZE, LAYOUT_VERSION, MAX_CAPACITY, MIN_CAPACITY};
+use crate::layout::{LAYOUT_VERSION, MAX_CAPACITY, MIN_CAPACITY, SLOT_HEADER_SIZE};
 use crate::peer::Peer;
 use crate::ring::{RingConsumer, RingProducer, Shared};
 use crate::segment::{create_memfd, open_memfd};
@@ -108,9 +108,9 @@ pub(crate) fn geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> 
     }
     let cap = cfg.capacity.max(MIN_CAPACITY).next_power_of_two();
     let max_frame = match cfg.max_frame {
-        Some(m) if m + FRAME_HEADER_SIZE > cap => return Err(AttachError::InvalidConfig),
+        Some(m) if m + SLOT_HEADER_SIZE > cap => return Err(AttachError::InvalidConfig),
         Some(m) => m,
-        None => cap / 2 - FRAME_HEADER_SIZE,
+        None => cap / 2 - SLOT_HEADER_SIZE,
     };
     Ok((cap, max_frame))
 }

@@ -122,7 +122,7 @@ pub enum ReserveError {
     /// The frame is larger than [`Producer::max_frame`](crate::Producer::max_frame); it can never
     /// be reserved in this ring.
     TooLarge,
-    /// The ring stayed full for the whole timeout (the consumer is slow or holds its leases).
+    /// The ring stayed full for the whole timeout (the consumer is slow or holds its slots).
     /// Retryable.
     Timeout,
     /// The ring is closed: the consumer closed its end, or this producer was closed.
@@ -151,7 +151,7 @@ pub enum NextError {
     /// The producer process died (or dropped the connection) without closing the ring, and
     /// every frame it had committed was delivered.
     PeerLost,
-    /// The ring holds an invalid frame header (bad kind, length or sequence number); the ring
+    /// The ring holds an invalid slot header (bad kind, length or sequence number); the ring
     /// cannot be read further.
     Corrupt,
 }

@@ -2,7 +2,7 @@
 //! the other side returns an error or a valid record, never panics and never reads or writes
 //! outside the mapping.
 
-use crate::layout::{FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD};
+use crate::layout::{Header, SlotHeader, KIND_DATA, KIND_PAD, SLOT_HEADER_SIZE};
 use crate::ring::{Lost, RingConsumer, RingProducer, Shared};
 use crate::segment::{create_memfd, open_memfd, HeapSegment, Segment};
 use proptest::prelude::*;
@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const CAP: usize = 1 << 14;
-const MAX: usize = CAP / 2 - FRAME_HEADER_SIZE;
+const MAX: usize = CAP / 2 - SLOT_HEADER_SIZE;
 
 fn alive() -> Result<(), Lost> {
     Ok(())
@@ -91,7 +91,7 @@ fn position() -> impl Strategy<Value = u64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
-    /// Random positions and record headers: `next` returns an error, the end, or a lease
+    /// Random positions and record headers: `next` returns an error, the end, or a slot
     /// inside the payload.
     #[test]
     fn hostile_producer(
@@ -108,29 +108,29 @@ proptest! {
         h.prod.head.store(head, Ordering::Relaxed);
         h.producer.closed.store(closed as u32, Ordering::Relaxed);
         for &(slot, len, kind, seq) in &records {
-            let fh = FrameHeader { len, kind, reserved: 0, seq };
+            let hdr = SlotHeader { len, kind, reserved: 0, seq };
             // SAFETY: slot * 64 < CAP, 64-byte aligned, inside the payload.
-            unsafe { std::ptr::write(seg.payload().add(slot * 64) as *mut FrameHeader, fh) };
+            unsafe { std::ptr::write(seg.payload().add(slot * 64) as *mut SlotHeader, hdr) };
         }
         let hp: *const Header = h;
         let Some(mut c) = consumer_of(Box::new(seg)) else { return Ok(()) };
-        let mut leases = Vec::new();
+        let mut slots = Vec::new();
         let mut later = heads.into_iter();
         for _ in 0..16 {
             match c.next(Duration::ZERO, &mut alive) {
                 Ok(Some(l)) => {
                     let (p, n) = (l.as_ptr() as usize, l.len());
-                    prop_assert!(p >= payload && p + n <= payload + CAP, "lease outside the payload");
-                    leases.push(l);
+                    prop_assert!(p >= payload && p + n <= payload + CAP, "slot outside the payload");
+                    slots.push(l);
                 }
                 Ok(None) | Err(_) => break,
             }
             if let Some(next) = later.next() {
-                // SAFETY: the segment lives in `c` (and the leases); atomics only.
+                // SAFETY: the segment lives in `c` (and the slots); atomics only.
                 unsafe { (*hp).prod.head.store(next, Ordering::Relaxed) };
             }
-            if leases.len() > 2 {
-                leases.remove(0);
+            if slots.len() > 2 {
+                slots.remove(0);
             }
         }
     }
@@ -168,7 +168,7 @@ fn big_announced_ring_is_not_populated() {
     let cap: usize = 512 << 20;
     let fd = memfd_create("hostile", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
     rustix::fs::ftruncate(&fd, (crate::layout::HEADER_SIZE + cap) as u64).unwrap();
-    let h = Header::new(cap, cap / 2 - FRAME_HEADER_SIZE, std::process::id());
+    let h = Header::new(cap, cap / 2 - SLOT_HEADER_SIZE, std::process::id());
     // SAFETY: `Header` is plain integers and atomics, `repr(C)`, no padding with undefined
     // contents that matters here (the bytes go to a file).
     let bytes = unsafe {

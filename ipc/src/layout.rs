@@ -1,4 +1,4 @@
-//! The shared-memory layout: the segment [`Header`] and the per-frame [`FrameHeader`].
+//! The shared-memory layout: the segment [`Header`] and the per-slot [`SlotHeader`].
 //!
 //! Everything here is `#[repr(C)]`, holds no pointers, and is pinned by the tests at the bottom
 //! of this file (offsets and sizes). Any change to it bumps [`LAYOUT_VERSION`].
@@ -36,10 +36,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"HYDRORNG");
 pub const LAYOUT_VERSION: u32 = 2;
 /// Offset of the payload in the segment: one page, so the payload is page aligned.
 pub const HEADER_SIZE: usize = 4096;
-/// Alignment of every frame header and every frame payload in the ring.
+/// Alignment of every slot header and every frame payload in the ring.
 pub const FRAME_ALIGN: usize = 64;
-/// Size of the header in front of each frame's payload in the ring.
-pub const FRAME_HEADER_SIZE: usize = 64;
+/// Size of the [`SlotHeader`] in front of each slot's payload in the ring.
+pub const SLOT_HEADER_SIZE: usize = 64;
 /// Smallest ring capacity accepted.
 pub const MIN_CAPACITY: usize = 4096;
 /// Largest ring capacity accepted (1 TiB).
@@ -168,12 +168,13 @@ pub const KIND_DATA: u32 = 0x4652_4d31; // "FRM1"
 /// Kind of a ring record: padding up to the end of the ring (the frame after it starts at 0).
 pub const KIND_PAD: u32 = 0x5041_4431; // "PAD1"
 
-/// The 64 bytes in front of every record in the ring. Plain memory: written by the producer
-/// before the Release store of `head` that publishes it, read by the consumer after its Acquire
-/// load of `head`.
+/// The 64 bytes in front of every record (slot) in the ring. Plain memory: written by the
+/// producer before the Release store of `head` that publishes it, read by the consumer after
+/// its Acquire load of `head`. The ring's own header, not the frame's: a frame's
+/// `hydrofeed_tfbridge::FrameHeader` is the start of the payload behind it.
 #[repr(C, align(64))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameHeader {
+pub struct SlotHeader {
     /// Payload bytes of a data frame; for padding, the bytes after this header up to the end.
     pub len: u64,
     /// [`KIND_DATA`] or [`KIND_PAD`].
@@ -186,7 +187,7 @@ pub struct FrameHeader {
 
 /// Bytes a frame of `len` payload bytes takes in the ring (header + payload rounded up to 64).
 pub const fn record_size(len: usize) -> usize {
-    FRAME_HEADER_SIZE + len.div_ceil(FRAME_ALIGN) * FRAME_ALIGN
+    SLOT_HEADER_SIZE + len.div_ceil(FRAME_ALIGN) * FRAME_ALIGN
 }
 
 #[cfg(all(test, not(loom)))]
@@ -222,12 +223,12 @@ mod tests {
     }
 
     #[test]
-    fn frame_header_layout_is_pinned() {
-        assert_eq!(size_of::<FrameHeader>(), FRAME_HEADER_SIZE);
-        assert_eq!(align_of::<FrameHeader>(), FRAME_ALIGN);
-        assert_eq!(offset_of!(FrameHeader, len), 0);
-        assert_eq!(offset_of!(FrameHeader, kind), 8);
-        assert_eq!(offset_of!(FrameHeader, seq), 16);
+    fn slot_header_layout_is_pinned() {
+        assert_eq!(size_of::<SlotHeader>(), SLOT_HEADER_SIZE);
+        assert_eq!(align_of::<SlotHeader>(), FRAME_ALIGN);
+        assert_eq!(offset_of!(SlotHeader, len), 0);
+        assert_eq!(offset_of!(SlotHeader, kind), 8);
+        assert_eq!(offset_of!(SlotHeader, seq), 16);
     }
 
     #[test]

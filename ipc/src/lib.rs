@@ -5,7 +5,7 @@
 //!   consumer a fresh ring in a sealed memfd and returns a [`Producer`].
 //! * [`connect`] (consumer side) attaches and returns a [`Consumer`].
 //! * [`Producer::reserve`] -> write -> [`Reservation::commit`] publishes a frame;
-//!   [`Consumer::next`] returns a [`Lease`] whose bytes stay valid until it is dropped.
+//!   [`Consumer::next`] returns a [`Slot`] whose bytes stay valid until it is dropped.
 //! * Most users want exactly that; [`heap_pair`] and [`memfd_pair`] make an in-process pair
 //!   for tests.
 //!
@@ -22,8 +22,8 @@
 //!     let path = path.clone();
 //!     move || {
 //!         let mut consumer = connect(&path, Duration::from_secs(5)).unwrap();
-//!         let lease = consumer.next(Duration::from_secs(5)).unwrap().unwrap();
-//!         assert_eq!(&lease[..5], b"hello");
+//!         let slot = consumer.next(Duration::from_secs(5)).unwrap().unwrap();
+//!         assert_eq!(&slot[..5], b"hello");
 //!         consumer.send_control(b"ack").unwrap();
 //!     }
 //! });
@@ -53,7 +53,7 @@ pub use attach::{connect, wire, Listener};
 pub use error::{AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError};
 #[cfg(not(loom))]
 pub use peer::CONTROL_SEND_TIMEOUT;
-pub use ring::{Held, Lease, Reservation};
+pub use ring::{Held, Reservation, Slot};
 pub use segment::DetachError;
 
 use ring::{Lost, RingConsumer, RingProducer, Shared};
@@ -77,7 +77,7 @@ const PEER_CHECK_EVERY: Duration = Duration::from_millis(100);
 pub struct RingConfig {
     /// Payload bytes, rounded up to a power of two (at least 4096, at most 1 TiB).
     pub capacity: usize,
-    /// Largest frame payload; `None`: half the capacity minus the 64-byte frame header. At
+    /// Largest frame payload; `None`: half the capacity minus the 64-byte slot header. At
     /// most `capacity - 64`.
     pub max_frame: Option<usize>,
 }
@@ -223,7 +223,7 @@ fn peer_check(peer: &Option<Peer>) -> Result<(), Lost> {
 
 /// The consumer's end of a ring (trainer side). `Send`.
 ///
-/// Dropping it closes the ring; leases already handed out stay valid.
+/// Dropping it closes the ring; slots already handed out stay valid.
 pub struct Consumer {
     ring: RingConsumer,
     peer: Option<Peer>,
@@ -236,7 +236,7 @@ impl Consumer {
 
     /// The next frame, waiting up to `timeout`. `Ok(None)`: the producer closed the ring and
     /// every frame was delivered (or this consumer was closed).
-    pub fn next(&mut self, timeout: Duration) -> Result<Option<Lease>, NextError> {
+    pub fn next(&mut self, timeout: Duration) -> Result<Option<Slot>, NextError> {
         let peer = &self.peer;
         self.ring.next(timeout, &mut || peer_check(peer))
     }
@@ -262,15 +262,15 @@ impl Consumer {
         self.ring.close();
     }
 
-    /// How much of the ring the leases this consumer handed out still hold. The ring reclaims
-    /// in order, so one old lease kept alive pins everything after it (`pinned`).
+    /// How much of the ring the slots this consumer handed out still hold. The ring reclaims
+    /// in order, so one old slot kept alive pins everything after it (`pinned`).
     pub fn held(&self) -> Held {
         self.ring.held()
     }
 
-    /// Copies every outstanding lease out of the ring and frees its space at once: the leases'
+    /// Copies every outstanding slot out of the ring and frees its space at once: the slots'
     /// bytes keep their addresses and values (now in private read-only memory of this process,
-    /// freed when the lease drops), so views made from them stay valid. Costs one copy of the
+    /// freed when the slot drops), so views made from them stay valid. Costs one copy of the
     /// held bytes. For a trainer that keeps batches: without this, the ring fills with slots it
     /// holds and the producer waits forever. Fails with `Unsupported` on a heap ring.
     pub fn detach_held(&mut self) -> Result<Held, DetachError> {
@@ -392,8 +392,8 @@ fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
 #[cfg(loom)]
 fn attach_geometry(cfg: &RingConfig) -> Result<(usize, usize), AttachError> {
     let cap = cfg.capacity.max(layout::MIN_CAPACITY).next_power_of_two();
-    let max_frame = cfg.max_frame.unwrap_or(cap / 2 - layout::FRAME_HEADER_SIZE);
-    if max_frame + layout::FRAME_HEADER_SIZE > cap {
+    let max_frame = cfg.max_frame.unwrap_or(cap / 2 - layout::SLOT_HEADER_SIZE);
+    if max_frame + layout::SLOT_HEADER_SIZE > cap {
         return Err(AttachError::InvalidConfig);
     }
     Ok((cap, max_frame))
@@ -408,7 +408,7 @@ mod tests {
     fn thread_bounds() {
         send::<super::Producer>();
         send::<super::Consumer>();
-        send_sync_static::<super::Lease>();
+        send_sync_static::<super::Slot>();
         send::<super::Listener>();
     }
 }

@@ -4,13 +4,13 @@
 //! the offset in the payload is `pos & (capacity - 1)`. Invariants:
 //! `tail <= read <= head <= tail + capacity`, all multiples of 64.
 //!
-//! * Producer: writes the frame bytes and its [`FrameHeader`] at `head`, then publishes with a
+//! * Producer: writes the frame bytes and its [`SlotHeader`] at `head`, then publishes with a
 //!   Release store of `head` (SYNC: pairs with the consumer's Acquire load of `head` in
 //!   [`RingConsumer::next`]). A frame that does not fit before the end of the payload is
 //!   preceded by a padding record that runs to the end; the padding is published on its own
 //!   so a frame of up to `capacity - 64` bytes always fits eventually.
-//! * Consumer: reads the record at its read position, hands out a [`Lease`], and records the
-//!   lease's span in a release queue. Dropping a lease marks its span released; the released
+//! * Consumer: reads the record at its read position, hands out a [`Slot`], and records the
+//!   slot's span in a release queue. Dropping a slot marks its span released; the released
 //!   prefix of the queue is popped and `tail` advanced past it with a Release store (SYNC:
 //!   pairs with the producer's Acquire load of `tail` in `wait_space`, so the consumer's reads
 //!   of a frame happen before the producer overwrites it).
@@ -20,7 +20,7 @@
 //!   fence and reads the waiting flag (Dekker: at least one of the two sees the other), so a
 //!   wake-up is never lost; the slices bound the damage if a peer dies.
 
-use crate::layout::{record_size, FrameHeader, Header, FRAME_HEADER_SIZE, KIND_DATA, KIND_PAD};
+use crate::layout::{record_size, Header, SlotHeader, KIND_DATA, KIND_PAD, SLOT_HEADER_SIZE};
 use crate::segment::Segment;
 use crate::sync::{fence, futex_wait, futex_wake, lock, spin_hint, AtomicU32, Mutex, Ordering};
 use crate::{AttachError, NextError, ReserveError};
@@ -60,7 +60,7 @@ pub(crate) struct Shared {
     max_frame: usize,
     /// `head` when the ring was opened (validated in `new`).
     head0: u64,
-    /// Outstanding leases (consumer side only).
+    /// Outstanding slots (consumer side only).
     rel: Mutex<Releases>,
     /// The process that mapped the ring. In a `fork()` child the mapping is still shared, so
     /// drops there (interpreter exit runs them) must not touch the ring: they would release
@@ -68,32 +68,33 @@ pub(crate) struct Shared {
     owner: u32,
 }
 
-struct Span {
+/// A record in the release queue: a slot handed out, or padding met while slots were.
+struct Queued {
     start: u64,
     end: u64,
     released: bool,
 }
 
-/// The consumer's release queue: spans of leased frames in ring order.
+/// The consumer's release queue: the records of its slots in ring order.
 struct Releases {
-    spans: VecDeque<Span>,
+    queue: VecDeque<Queued>,
     /// The consumer's reclaim position (mirror of `header.cons.tail`).
     tail: u64,
-    /// Leases copied out of the ring by [`Shared::detach_outstanding`]: start -> region.
+    /// Slots copied out of the ring by [`Shared::detach_outstanding`]: start -> region.
     detached: std::collections::HashMap<u64, u64>,
 }
 
-/// How much of the ring the consumer's outstanding leases hold.
+/// How much of the ring the consumer's outstanding slots hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Held {
-    /// Leases handed out and not dropped yet that still live in the ring.
-    pub leases: usize,
+    /// Slots handed out and not dropped yet that still live in the ring.
+    pub slots: usize,
     /// Their bytes (frame records).
     pub bytes: u64,
-    /// Bytes from the oldest outstanding lease to the read position: space the producer
-    /// cannot reuse until that lease goes (the ring reclaims in order).
+    /// Bytes from the oldest outstanding slot to the read position: space the producer
+    /// cannot reuse until that slot goes (the ring reclaims in order).
     pub pinned: u64,
-    /// Leases copied out of the ring and still alive.
+    /// Slots copied out of the ring and still alive.
     pub detached: usize,
 }
 
@@ -107,7 +108,7 @@ impl Shared {
         // SYNC: Acquire, pairs with the Release stores of tail and head by the other side.
         let tail = h.cons.tail.load(Ordering::Acquire);
         let head = h.prod.head.load(Ordering::Acquire);
-        let align = FRAME_HEADER_SIZE as u64 - 1;
+        let align = SLOT_HEADER_SIZE as u64 - 1;
         if !cap.is_power_of_two()
             || tail & align != 0
             || head & align != 0
@@ -122,7 +123,7 @@ impl Shared {
             max_frame,
             head0: head,
             rel: Mutex::new(Releases {
-                spans: VecDeque::with_capacity(64),
+                queue: VecDeque::with_capacity(64),
                 tail,
                 detached: std::collections::HashMap::new(),
             }),
@@ -167,7 +168,7 @@ impl Shared {
         let _ = (pos, len, write);
     }
 
-    /// Marks the lease starting at `start` released and reclaims the released prefix.
+    /// Marks the slot starting at `start` released and reclaims the released prefix.
     /// Whether this is a `fork()` child of the process that mapped the ring.
     pub(crate) fn foreign(&self) -> bool {
         std::process::id() != self.owner
@@ -182,32 +183,32 @@ impl Shared {
             self.seg.release_region(region);
             return;
         }
-        let Ok(i) = rel.spans.binary_search_by_key(&start, |s| s.start) else {
-            debug_assert!(false, "released a lease that is not outstanding");
+        let Ok(i) = rel.queue.binary_search_by_key(&start, |s| s.start) else {
+            debug_assert!(false, "released a slot that is not outstanding");
             return;
         };
-        rel.spans[i].released = true;
+        rel.queue[i].released = true;
         if i != 0 {
             return;
         }
         let mut tail = rel.tail;
-        while let Some(s) = rel.spans.front() {
+        while let Some(s) = rel.queue.front() {
             if !s.released {
                 break;
             }
             tail = s.end;
-            rel.spans.pop_front();
+            rel.queue.pop_front();
         }
         self.publish_tail(&mut rel, tail);
     }
 
-    /// Reclaims a padding record at once (or queues it behind outstanding leases).
+    /// Reclaims a padding record at once (or queues it behind outstanding slots).
     fn release_pad(&self, start: u64, end: u64) {
         let mut rel = lock(&self.rel);
-        if rel.spans.is_empty() {
+        if rel.queue.is_empty() {
             self.publish_tail(&mut rel, end);
         } else {
-            rel.spans.push_back(Span {
+            rel.queue.push_back(Queued {
                 start,
                 end,
                 released: true,
@@ -215,34 +216,34 @@ impl Shared {
         }
     }
 
-    /// How much of the ring the outstanding leases hold.
+    /// How much of the ring the outstanding slots hold.
     pub(crate) fn held(&self) -> Held {
         let rel = lock(&self.rel);
         let mut h = Held {
             detached: rel.detached.len(),
             ..Held::default()
         };
-        for s in rel.spans.iter().filter(|s| !s.released) {
-            h.leases += 1;
+        for s in rel.queue.iter().filter(|s| !s.released) {
+            h.slots += 1;
             h.bytes += s.end - s.start;
         }
-        if let Some(last) = rel.spans.back() {
+        if let Some(last) = rel.queue.back() {
             h.pinned = last.end - rel.tail;
         }
         h
     }
 
-    /// Copies every outstanding lease out of the ring (their addresses keep the same bytes,
+    /// Copies every outstanding slot out of the ring (their addresses keep the same bytes,
     /// now private to this process) and reclaims their space at once. Returns what was held.
     pub(crate) fn detach_outstanding(&self) -> Result<Held, crate::DetachError> {
         let mut rel = lock(&self.rel);
         let held: Vec<(u64, u64)> = rel
-            .spans
+            .queue
             .iter()
             .filter(|s| !s.released)
             .map(|s| (s.start, s.end))
             .collect();
-        let Some(end) = rel.spans.back().map(|s| s.end) else {
+        let Some(end) = rel.queue.back().map(|s| s.end) else {
             return Ok(Held::default());
         };
         let ranges: Vec<(usize, usize)> = held
@@ -257,11 +258,11 @@ impl Shared {
         let mut out = Held::default();
         for (&(start, end), id) in held.iter().zip(ids) {
             rel.detached.insert(start, id);
-            out.leases += 1;
+            out.slots += 1;
             out.bytes += end - start;
         }
         out.pinned = end - rel.tail;
-        rel.spans.clear();
+        rel.queue.clear();
         out.detached = rel.detached.len();
         self.publish_tail(&mut rel, end);
         Ok(out)
@@ -413,16 +414,16 @@ impl RingProducer {
             // start at offset 0 once the consumer has passed the padding.
             let pad = self.sh.cap - off;
             self.wait_space(pad, deadline, on_slice)?;
-            let fh = FrameHeader {
-                len: pad - FRAME_HEADER_SIZE as u64,
+            let hdr = SlotHeader {
+                len: pad - SLOT_HEADER_SIZE as u64,
                 kind: KIND_PAD,
                 reserved: 0,
                 seq: 0,
             };
-            self.sh.track(self.head, FRAME_HEADER_SIZE, true);
+            self.sh.track(self.head, SLOT_HEADER_SIZE, true);
             // SAFETY: [head, head + pad) is free (wait_space) and within the payload; the
             // record start is 64-byte aligned.
-            unsafe { std::ptr::write(self.sh.at(self.head) as *mut FrameHeader, fh) };
+            unsafe { std::ptr::write(self.sh.at(self.head) as *mut SlotHeader, hdr) };
             self.publish(self.head + pad);
         }
         self.wait_space(rec, deadline, on_slice)?;
@@ -515,7 +516,8 @@ impl Drop for RingProducer {
     }
 }
 
-/// Space for one frame in the ring, reserved by [`Producer::reserve`](crate::Producer::reserve).
+/// Space for one frame in the ring, reserved by [`Producer::reserve`](crate::Producer::reserve)
+/// (the consumer's side is a [`Slot`]).
 ///
 /// Derefs to exactly `len` writable bytes, 64-byte aligned. [`commit`](Reservation::commit)
 /// publishes it; dropping it without a commit releases the space and publishes nothing.
@@ -544,15 +546,15 @@ impl Reservation<'_> {
             "commit_len({n}) larger than the reservation ({})",
             self.len
         );
-        let fh = FrameHeader {
+        let hdr = SlotHeader {
             len: n as u64,
             kind: KIND_DATA,
             reserved: 0,
             seq: self.prod.seq,
         };
-        self.prod.sh.track(self.pos, FRAME_HEADER_SIZE, true);
+        self.prod.sh.track(self.pos, SLOT_HEADER_SIZE, true);
         // SAFETY: the record start is inside the reserved, free space and 64-byte aligned.
-        unsafe { std::ptr::write(self.prod.sh.at(self.pos) as *mut FrameHeader, fh) };
+        unsafe { std::ptr::write(self.prod.sh.at(self.pos) as *mut SlotHeader, hdr) };
         self.prod.seq += 1;
         let end = self.pos + record_size(n) as u64;
         self.prod.publish(end);
@@ -565,7 +567,7 @@ impl Deref for Reservation<'_> {
         // SAFETY: [pos + 64, pos + 64 + len) is reserved for us, inside the payload (the record
         // does not wrap), and no one else touches it until we publish it.
         unsafe {
-            std::slice::from_raw_parts(self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE), self.len)
+            std::slice::from_raw_parts(self.prod.sh.at(self.pos).add(SLOT_HEADER_SIZE), self.len)
         }
     }
 }
@@ -574,11 +576,11 @@ impl DerefMut for Reservation<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         self.prod
             .sh
-            .track(self.pos + FRAME_HEADER_SIZE as u64, self.len, true);
+            .track(self.pos + SLOT_HEADER_SIZE as u64, self.len, true);
         // SAFETY: as in `deref`; `&mut self` makes the slice unique.
         unsafe {
             std::slice::from_raw_parts_mut(
-                self.prod.sh.at(self.pos).add(FRAME_HEADER_SIZE),
+                self.prod.sh.at(self.pos).add(SLOT_HEADER_SIZE),
                 self.len,
             )
         }
@@ -614,7 +616,7 @@ impl RingConsumer {
         &mut self,
         timeout: Duration,
         on_slice: &mut dyn FnMut() -> Result<(), Lost>,
-    ) -> Result<Option<Lease>, NextError> {
+    ) -> Result<Option<Slot>, NextError> {
         if self.corrupt {
             return Err(NextError::Corrupt);
         }
@@ -629,7 +631,7 @@ impl RingConsumer {
             }
             if self.read != self.head_cache {
                 match self.take() {
-                    Ok(Some(lease)) => return Ok(Some(lease)),
+                    Ok(Some(slot)) => return Ok(Some(slot)),
                     Ok(None) => continue, // padding
                     Err(e) => {
                         self.corrupt = true;
@@ -678,25 +680,24 @@ impl RingConsumer {
     }
 
     /// Takes the record at `read` (which is published). `Ok(None)`: it was padding.
-    fn take(&mut self) -> Result<Option<Lease>, NextError> {
+    fn take(&mut self) -> Result<Option<Slot>, NextError> {
         let sh = &self.sh;
         let start = self.read;
         let off = start & sh.mask;
         let avail = self.head_cache.wrapping_sub(start);
-        if avail > sh.cap || avail < FRAME_HEADER_SIZE as u64 {
+        if avail > sh.cap || avail < SLOT_HEADER_SIZE as u64 {
             return Err(NextError::Corrupt);
         }
-        sh.track(start, FRAME_HEADER_SIZE, false);
+        sh.track(start, SLOT_HEADER_SIZE, false);
         // SAFETY: the record header is published (start < head) and inside the payload, 64-byte
         // aligned (`start` is: checked in `Shared::new`, then advanced by record sizes); read
         // by value, once (volatile: the other process shares this memory and may rewrite it;
         // every check below uses this copy).
-        let fh: FrameHeader =
-            unsafe { std::ptr::read_volatile(sh.at(start) as *const FrameHeader) };
-        match fh.kind {
+        let hdr: SlotHeader = unsafe { std::ptr::read_volatile(sh.at(start) as *const SlotHeader) };
+        match hdr.kind {
             KIND_PAD => {
                 let size = sh.cap - off;
-                if fh.len.checked_add(FRAME_HEADER_SIZE as u64) != Some(size) || size > avail {
+                if hdr.len.checked_add(SLOT_HEADER_SIZE as u64) != Some(size) || size > avail {
                     return Err(NextError::Corrupt);
                 }
                 self.read = start.checked_add(size).ok_or(NextError::Corrupt)?;
@@ -704,11 +705,11 @@ impl RingConsumer {
                 Ok(None)
             }
             KIND_DATA => {
-                if fh.len > sh.max_frame as u64 || fh.seq != self.seq {
+                if hdr.len > sh.max_frame as u64 || hdr.seq != self.seq {
                     return Err(NextError::Corrupt);
                 }
-                // fh.len <= max_frame < cap: no overflow below.
-                let len = fh.len as usize;
+                // hdr.len <= max_frame < cap: no overflow below.
+                let len = hdr.len as usize;
                 let size = record_size(len) as u64;
                 if size > avail || off + size > sh.cap {
                     return Err(NextError::Corrupt);
@@ -716,14 +717,14 @@ impl RingConsumer {
                 let end = start.checked_add(size).ok_or(NextError::Corrupt)?;
                 self.seq += 1;
                 self.read = end;
-                lock(&sh.rel).spans.push_back(Span {
+                lock(&sh.rel).queue.push_back(Queued {
                     start,
                     end: self.read,
                     released: false,
                 });
                 // SAFETY: inside the payload, see the checks above.
-                let ptr = unsafe { sh.at(start).add(FRAME_HEADER_SIZE) };
-                Ok(Some(Lease {
+                let ptr = unsafe { sh.at(start).add(SLOT_HEADER_SIZE) };
+                Ok(Some(Slot {
                     sh: Arc::clone(sh),
                     ptr,
                     len,
@@ -735,7 +736,7 @@ impl RingConsumer {
         }
     }
 
-    /// How much of the ring outstanding leases hold.
+    /// How much of the ring outstanding slots hold.
     pub(crate) fn held(&self) -> Held {
         self.sh.held()
     }
@@ -788,10 +789,11 @@ impl Drop for RingConsumer {
     }
 }
 
-/// One frame handed to the consumer: its bytes stay valid and unchanged until the lease is
-/// dropped. Leases may be held together, moved to other threads and dropped in any order; the
-/// ring reclaims space in ring order as the oldest outstanding leases go.
-pub struct Lease {
+/// A frame's slot in the ring, held by the consumer until dropped (the producer's side is a
+/// [`Reservation`]): its bytes stay valid and unchanged until then. Slots may be held
+/// together, moved to other threads and dropped in any order; the ring reclaims space in ring
+/// order as the oldest outstanding slots go.
+pub struct Slot {
     sh: Arc<Shared>,
     ptr: *const u8,
     len: usize,
@@ -799,46 +801,46 @@ pub struct Lease {
     _not_unpin: PhantomData<()>,
 }
 
-// SAFETY: the leased bytes are not written by anyone until the lease is dropped (the producer
+// SAFETY: the slot's bytes are not written by anyone until it is dropped (the producer
 // never writes below tail + capacity, and tail stays at or below this frame while it is
 // outstanding); the release queue is behind a mutex; the mapping is kept alive by the Arc.
-unsafe impl Send for Lease {}
+unsafe impl Send for Slot {}
 // SAFETY: as above; shared access is read-only.
-unsafe impl Sync for Lease {}
+unsafe impl Sync for Slot {}
 
-impl Lease {
-    /// The frame's bytes (same as `&*lease`).
+impl Slot {
+    /// The frame's bytes (same as `&*slot`).
     pub fn bytes(&self) -> &[u8] {
         self
     }
 }
 
-impl Deref for Lease {
+impl Deref for Slot {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.sh
-            .track(self.start + FRAME_HEADER_SIZE as u64, self.len, false);
-        // SAFETY: see the `Send` impl: published, inside the payload, immutable while leased.
+            .track(self.start + SLOT_HEADER_SIZE as u64, self.len, false);
+        // SAFETY: see the `Send` impl: published, inside the payload, immutable while held.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
-impl AsRef<[u8]> for Lease {
+impl AsRef<[u8]> for Slot {
     fn as_ref(&self) -> &[u8] {
         self
     }
 }
 
-impl std::fmt::Debug for Lease {
+impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
+        f.debug_struct("Slot")
             .field("pos", &self.start)
             .field("len", &self.len)
             .finish()
     }
 }
 
-impl Drop for Lease {
+impl Drop for Slot {
     fn drop(&mut self) {
         self.sh.release(self.start);
     }

@@ -6,7 +6,7 @@
 
 use crate::layout::{Header, HEADER_SIZE};
 #[cfg(not(loom))]
-use crate::layout::{Meta, FRAME_HEADER_SIZE, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MIN_CAPACITY};
+use crate::layout::{Meta, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MIN_CAPACITY, SLOT_HEADER_SIZE};
 #[cfg(not(loom))]
 use crate::AttachError;
 use std::alloc::Layout;
@@ -321,7 +321,7 @@ impl Drop for MemfdSegment {
         let moved = self.moved.get_mut().unwrap_or_else(|e| e.into_inner());
         for &(addr, len) in &moved.maps {
             // SAFETY: a whole mapping made by `detach`, unmapped once; nothing points into it
-            // (leases hold the segment alive).
+            // (slots hold the segment alive).
             unsafe { libc::munmap(addr as *mut libc::c_void, len) };
         }
     }
@@ -432,7 +432,7 @@ pub(crate) fn open_memfd(
         && cap.checked_add(HEADER_SIZE as u64) == Some(size)
         && meta
             .max_frame
-            .checked_add(FRAME_HEADER_SIZE as u64)
+            .checked_add(SLOT_HEADER_SIZE as u64)
             .is_some_and(|m| m <= cap)
         && expect_capacity.is_none_or(|c| c == cap);
     if !geometry_ok {

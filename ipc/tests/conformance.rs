@@ -38,10 +38,10 @@ fn send(p: &mut Producer, len: usize, seq: u64) {
     r.commit();
 }
 
-fn recv(c: &mut Consumer, len: usize, seq: u64) -> hydrofeed_ipc::Lease {
+fn recv(c: &mut Consumer, len: usize, seq: u64) -> hydrofeed_ipc::Slot {
     let l = c.next(T).expect("next").expect("a frame");
     assert_eq!(l.len(), len, "frame {seq} length");
-    assert_eq!(l.as_ptr() as usize % 64, 0, "lease not 64-byte aligned");
+    assert_eq!(l.as_ptr() as usize % 64, 0, "slot not 64-byte aligned");
     check(&l, seq);
     l
 }
@@ -162,7 +162,7 @@ macro_rules! suite {
                     }
                 }
                 assert_eq!(sent, 16, "4096 / (64 + 192) records fit");
-                // Holding the oldest lease keeps the ring full.
+                // Holding the oldest slot keeps the ring full.
                 let first = recv(&mut c, 192, 0);
                 assert_eq!(
                     p.reserve(192, Duration::from_millis(20)).err(),
@@ -200,21 +200,21 @@ macro_rules! suite {
                     for i in 0..n {
                         send(&mut p, 100 + i as usize, round * n + i);
                     }
-                    let mut leases: Vec<_> = (0..n)
+                    let mut slots: Vec<_> = (0..n)
                         .map(|i| recv(&mut c, 100 + i as usize, round * n + i))
                         .collect();
                     // Deterministic shuffle.
                     let mut x = round.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                    for i in (1..leases.len()).rev() {
+                    for i in (1..slots.len()).rev() {
                         x ^= x << 13;
                         x ^= x >> 7;
                         x ^= x << 17;
-                        leases.swap(i, (x % (i as u64 + 1)) as usize);
+                        slots.swap(i, (x % (i as u64 + 1)) as usize);
                     }
                     // Keep the oldest for last: until it goes, nothing is reclaimed.
-                    let oldest = leases.iter().position(|l| l.len() == 100).unwrap();
-                    let oldest = leases.remove(oldest);
-                    for l in leases.drain(..) {
+                    let oldest = slots.iter().position(|l| l.len() == 100).unwrap();
+                    let oldest = slots.remove(oldest);
+                    for l in slots.drain(..) {
                         check(&l, round * n + (l.len() as u64 - 100));
                         drop(l);
                     }
@@ -225,16 +225,16 @@ macro_rules! suite {
                 assert!(p.reserve(p.max_frame(), Duration::ZERO).is_ok());
             }
 
-            fn leases_outlive_both_ends_and_cross_threads() {
+            fn slots_outlive_both_ends_and_cross_threads() {
                 let (mut p, mut c) = pair(1 << 14, None);
                 for i in 0..4 {
                     send(&mut p, 1000, i);
                 }
-                let leases: Vec<_> = (0..4).map(|i| recv(&mut c, 1000, i)).collect();
+                let slots: Vec<_> = (0..4).map(|i| recv(&mut c, 1000, i)).collect();
                 drop(p);
                 drop(c);
                 let t = std::thread::spawn(move || {
-                    for (i, l) in leases.iter().enumerate() {
+                    for (i, l) in slots.iter().enumerate() {
                         check(l, i as u64);
                     }
                 });
@@ -366,8 +366,8 @@ macro_rules! suite {
                     many_leases_released_out_of_order,
                 ),
                 (
-                    "leases_outlive_both_ends_and_cross_threads",
-                    leases_outlive_both_ends_and_cross_threads,
+                    "slots_outlive_both_ends_and_cross_threads",
+                    slots_outlive_both_ends_and_cross_threads,
                 ),
                 (
                     "aborted_reservation_publishes_nothing",

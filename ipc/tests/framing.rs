@@ -1,11 +1,11 @@
-//! proptest: random sequences of reserve/commit/commit_len/abort, next and out-of-order lease
+//! proptest: random sequences of reserve/commit/commit_len/abort, next and out-of-order slot
 //! releases, checked against a model of the framing (64-byte records, padding at the end of
 //! the ring, in-order reclamation). Reservations use a zero timeout, so the model also decides
 //! exactly when the ring is full.
 #![cfg(not(loom))]
 
 use hydrofeed_ipc::layout::record_size;
-use hydrofeed_ipc::{Lease, NextError, ReserveError, RingConfig};
+use hydrofeed_ipc::{NextError, ReserveError, RingConfig, Slot};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -14,9 +14,9 @@ use std::time::Duration;
 enum Op {
     /// Reserve `len`; then 0: commit, 1: commit_len(len / 2), 2: abort.
     Send(usize, u8),
-    /// `next()` and hold the lease.
+    /// `next()` and hold the slot.
     Take,
-    /// Drop the held lease at this index (modulo the count).
+    /// Drop the held slot at this index (modulo the count).
     Release(usize),
 }
 
@@ -128,7 +128,7 @@ fn run(ops: Vec<Op>, memfd: bool, capacity: usize) -> Result<(), TestCaseError> 
         max_frame: 1000,
         ..Model::default()
     };
-    let mut held: Vec<(Lease, u64, u8)> = Vec::new();
+    let mut held: Vec<(Slot, u64, u8)> = Vec::new();
     let mut tag = 0u8;
     for op in ops {
         match op {
@@ -168,10 +168,10 @@ fn run(ops: Vec<Op>, memfd: bool, capacity: usize) -> Result<(), TestCaseError> 
                         for (i, b) in l.iter().enumerate() {
                             prop_assert_eq!(*b, pattern(tag, i), "byte {} of frame {}", i, tag);
                         }
-                        // The lease's position: after any padding that `take` skipped.
-                        let lease_start = m.outstanding.back().unwrap().0;
+                        // The slot's position: after any padding that `take` skipped.
+                        let slot_start = m.outstanding.back().unwrap().0;
                         let _ = start;
-                        held.push((l, lease_start, tag));
+                        held.push((l, slot_start, tag));
                     }
                     (w, g) => prop_assert!(false, "next: model {:?}, ring {:?}", w, g),
                 }

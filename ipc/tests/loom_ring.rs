@@ -1,5 +1,5 @@
 //! loom models of the ring protocol on the heap backing: push/pop, wrap-around with padding,
-//! leases released out of order from another thread, and close from each side.
+//! slots released out of order from another thread, and close from each side.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_BUILD_BUILD_DIR=/work/cargo-build-loom
 //! cargo test -p hydrofeed-ipc --release --test loom_ring`
@@ -72,7 +72,7 @@ fn wrap_around_with_padding() {
 }
 
 #[test]
-fn leases_dropped_out_of_order_on_another_thread() {
+fn slots_dropped_out_of_order_on_another_thread() {
     model(|| {
         let (mut p, mut c) = heap_pair(cfg()).unwrap();
         // Two frames fill the ring; a third needs both released.

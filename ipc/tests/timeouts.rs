@@ -49,7 +49,7 @@ fn producer_waiting_for_space_is_woken_by_close() {
     let mut worst = Duration::ZERO;
     for i in 0..120u32 {
         let (mut p, mut c) = memfd_pair(cfg()).unwrap();
-        // Fill the ring and keep the leases: no space comes back.
+        // Fill the ring and keep the slots: no space comes back.
         let mut held = Vec::new();
         loop {
             match p.reserve(4000, Duration::ZERO) {

@@ -123,7 +123,7 @@ def test_arrays_view_ring_memory(serve: Any, mnist_dir: Path) -> None:
     assert first is not None
     img = first["image"]
     owner = img.base
-    # The chain: ndarray -> BufferOwner (holds the Arrow buffer, which holds the ring lease).
+    # The chain: ndarray -> BufferOwner (holds the Arrow buffer, which holds the ring slot).
     assert type(owner).__name__ == "BufferOwner"
     addr = img.__array_interface__["data"][0]
     assert addr == owner.address

@@ -16,6 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Piece;
+
 /// A control message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -52,9 +54,10 @@ pub enum Control {
         epoch_done: bool,
         /// Rows it read in that epoch (a batch cut by the restart is completed, not restarted).
         epoch_rows: u64,
-        /// `[lease, split, rows read]` of every lease it read from since its last end of
-        /// epoch (rows are cumulative from the lease's first row).
-        consumed: Vec<(u64, u32, u64)>,
+        /// Every lease it read from since its last end of epoch, with the rows read (cumulative
+        /// from the lease's first row). On the wire a `[lease, split, rows]` triple each.
+        #[serde(with = "triples")]
+        consumed: Vec<Piece>,
         /// More `Rejoin` messages follow (a long list travels in parts).
         more: bool,
     },
@@ -83,6 +86,25 @@ pub struct FeedReport {
 /// Leases per `Rejoin` message: keeps each message far below the control channel's limit
 /// (a lease takes at most 60 bytes of JSON).
 pub const REJOIN_LEASES_PER_MESSAGE: usize = 500;
+
+/// `Rejoin.consumed` on the wire: each [`Piece`] a `[lease, split, rows]` JSON triple, not an
+/// object, so trainers and feeders of other builds read each other's messages.
+mod triples {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::Piece;
+
+    pub(super) fn serialize<S: Serializer>(v: &[Piece], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|p| (p.lease, p.split, p.rows)))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Piece>, D::Error> {
+        let v = Vec::<(u64, u32, u64)>::deserialize(d)?;
+        Ok(v.into_iter()
+            .map(|(lease, split, rows)| Piece { lease, split, rows })
+            .collect())
+    }
+}
 
 impl Control {
     /// Encodes the message.
@@ -133,7 +155,14 @@ mod tests {
                 epoch: Some(2),
                 epoch_done: false,
                 epoch_rows: 640,
-                consumed: vec![(u64::MAX, u32::MAX, u64::MAX); REJOIN_LEASES_PER_MESSAGE],
+                consumed: vec![
+                    Piece {
+                        lease: u64::MAX,
+                        split: u32::MAX,
+                        rows: u64::MAX,
+                    };
+                    REJOIN_LEASES_PER_MESSAGE
+                ],
                 more: true,
             },
         ] {
@@ -141,6 +170,33 @@ mod tests {
             assert_eq!(Control::from_bytes(&m.to_bytes()).unwrap(), m);
         }
         assert!(Control::from_bytes(b"{").is_err());
+    }
+
+    /// `Rejoin` on the wire: `consumed` is a list of `[lease, split, rows]` triples (what
+    /// trainers and feeders of earlier builds send and expect).
+    #[test]
+    fn rejoin_encoding_is_pinned() {
+        let wire = br#"{"type":"rejoin","epoch":2,"epoch_done":false,"epoch_rows":640,"consumed":[[7,3,100],[18446744073709551615,4294967295,1]],"more":true}"#;
+        let m = Control::Rejoin {
+            epoch: Some(2),
+            epoch_done: false,
+            epoch_rows: 640,
+            consumed: vec![
+                Piece {
+                    lease: 7,
+                    split: 3,
+                    rows: 100,
+                },
+                Piece {
+                    lease: u64::MAX,
+                    split: u32::MAX,
+                    rows: 1,
+                },
+            ],
+            more: true,
+        };
+        assert_eq!(m.to_bytes(), wire);
+        assert_eq!(Control::from_bytes(wire).unwrap(), m);
     }
 
     /// The report is optional both ways: an ack of an older trainer (no `feed`) decodes, an

@@ -2,8 +2,8 @@
 //! and the trainer -> producer control messages.
 //!
 //! - [`frame`]: [`FrameHeader`] (64 bytes, `#[repr(C)]`, versioned) + Arrow IPC payload.
-//!   Producers use [`FrameEncoder`] (one copy, into the ring slot); consumers wrap a lease with
-//!   [`owned_buffer`] and decode with [`FrameDecoder`] (no copy).
+//!   Producers use [`FrameEncoder`] (one copy, into the ring slot); consumers wrap the slot
+//!   with [`owned_buffer`] and decode with [`FrameDecoder`] (no copy).
 //! - [`layout`]: [`to_tensor`] maps a column to a dense N-D array, a ragged values + row_splits
 //!   pair, or leaves it Arrow.
 //! - [`control`]: [`Control`] messages (batch size negotiation, results, bye).

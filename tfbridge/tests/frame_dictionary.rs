@@ -45,7 +45,7 @@ fn slot(f: &hydrofeed_tfbridge::Encoded) -> Buffer {
 }
 
 /// The dictionary travels in the first batch frame only (later batches share its values);
-/// the decoder keeps it for them. It must keep its own copy: holding the first frame's lease
+/// the decoder keeps it for them. It must keep its own copy: holding the first frame's slot
 /// would pin every slot after it and the producer would wait for space forever.
 #[test]
 fn kept_dictionary_does_not_pin_the_ring() {
@@ -82,8 +82,8 @@ fn kept_dictionary_does_not_pin_the_ring() {
     });
     let mut dec = FrameDecoder::new();
     let mut seen = 0usize;
-    while let Some(lease) = cons.next(Duration::from_secs(10)).unwrap() {
-        if let Frame::Batch(_, b) = dec.decode(&owned_buffer(lease)).unwrap() {
+    while let Some(slot) = cons.next(Duration::from_secs(10)).unwrap() {
+        if let Frame::Batch(_, b) = dec.decode(&owned_buffer(slot)).unwrap() {
             let want: Vec<String> = (0..rows).map(|r| format!("category-{}", r % 50)).collect();
             assert_eq!(tags(&b), want);
             seen += b.num_rows();

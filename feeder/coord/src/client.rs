@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use hydrofeed_tfbridge::Piece;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
@@ -276,13 +277,9 @@ impl CoordClient {
         self.rejoin(reg, &[])
     }
 
-    /// [`CoordClient::register`] of a restarted feeder: `consumed` holds `(lease, split, rows
-    /// read)` of its trainer (see `Machine::rejoin`).
-    pub fn rejoin(
-        &mut self,
-        reg: &Registration,
-        consumed: &[(u64, u32, u64)],
-    ) -> Result<Registered> {
+    /// [`CoordClient::register`] of a restarted feeder: `consumed` holds the rows its trainer
+    /// read per lease (see `Machine::rejoin`).
+    pub fn rejoin(&mut self, reg: &Registration, consumed: &[Piece]) -> Result<Registered> {
         let role = match reg.role {
             Role::Worker => proto::Role::Worker,
             Role::Chief => proto::Role::Chief,
@@ -295,10 +292,7 @@ impl CoordClient {
             port: reg.port,
             gpus: reg.gpus.clone(),
             role: role as i32,
-            consumed: consumed
-                .iter()
-                .map(|&(lease, split, rows)| proto::LeaseRows { lease, split, rows })
-                .collect(),
+            consumed: consumed.iter().map(proto::proto_piece).collect(),
         };
         let t = self.call_timeout;
         let r = self.call(

@@ -1,6 +1,6 @@
-//! Reservations (TonY / TFoS style): every process of the job registers its rank (or asks
-//! for one), host, port, GPUs and role; once all are in, the coordinator builds the cluster
-//! spec and each rank's `TF_CONFIG`.
+//! The [`Roster`] of a job (TFoS and TonY call gathering it the "reservation"): every process
+//! of the job registers its rank (or asks for one), host, port, GPUs and role; once all are
+//! in, the coordinator builds the cluster spec and each rank's `TF_CONFIG`.
 //!
 //! Ranks: `0..workers` are the data ranks (role `chief` or `worker`; they get leases), then
 //! `ps` parameter servers, then `evaluators`. Evaluators are not in the cluster spec, as
@@ -57,16 +57,16 @@ pub struct Registration {
 /// The cluster spec: task type -> `host:port` list, indexed by task index.
 pub type ClusterSpec = BTreeMap<String, Vec<String>>;
 
-/// The registrations of one job.
+/// The registrations of one job, by rank.
 #[derive(Debug, Clone)]
-pub struct Reservation {
+pub struct Roster {
     workers: u32,
     ps: u32,
     evaluators: u32,
-    slots: Vec<Option<Registration>>,
+    ranks: Vec<Option<Registration>>,
 }
 
-impl Reservation {
+impl Roster {
     /// Expects `workers` data ranks, `ps` parameter servers and `evaluators` evaluators.
     pub fn new(workers: u32, ps: u32, evaluators: u32) -> Self {
         let n = (workers + ps + evaluators) as usize;
@@ -74,7 +74,7 @@ impl Reservation {
             workers,
             ps,
             evaluators,
-            slots: vec![None; n],
+            ranks: vec![None; n],
         }
     }
 
@@ -88,12 +88,12 @@ impl Reservation {
 
     /// Registers a process; returns its rank. Registering a rank again from the same host
     /// (a restarted process) replaces the old registration; from another host it is refused
-    /// unless [`Reservation::register_replacing`] says the old holder is gone.
+    /// unless [`Roster::register_replacing`] says the old holder is gone.
     pub fn register(&mut self, reg: Registration) -> Result<u32> {
         self.register_replacing(reg, |_| false)
     }
 
-    /// Like [`Reservation::register`], but a rank whose holder `gone(rank)` (declared dead by
+    /// Like [`Roster::register`], but a rank whose holder `gone(rank)` (declared dead by
     /// the coordinator) may be taken over from another host: a rescheduled worker.
     pub fn register_replacing(
         &mut self,
@@ -102,10 +102,10 @@ impl Reservation {
     ) -> Result<u32> {
         let range = self.range_of(reg.role);
         if reg.role == Role::Chief {
-            if let Some(c) = self.slots.iter().flatten().find(|r| r.role == Role::Chief) {
+            if let Some(c) = self.ranks.iter().flatten().find(|r| r.role == Role::Chief) {
                 if reg.rank != c.rank || c.host != reg.host {
                     let at = self
-                        .slots
+                        .ranks
                         .iter()
                         .position(|s| s.as_ref() == Some(c))
                         .unwrap_or(0);
@@ -128,7 +128,7 @@ impl Reservation {
                         range.end
                     )));
                 }
-                if let Some(old) = &self.slots[r as usize] {
+                if let Some(old) = &self.ranks[r as usize] {
                     if old.host != reg.host && !gone(r) {
                         return Err(Error::Coordinator(format!(
                             "rank {r} is already registered by {}:{}; {}:{} asked for it too",
@@ -138,7 +138,7 @@ impl Reservation {
                 }
                 r
             }
-            None => match range.clone().find(|&r| self.slots[r as usize].is_none()) {
+            None => match range.clone().find(|&r| self.ranks[r as usize].is_none()) {
                 Some(r) => r,
                 None => {
                     return Err(Error::Coordinator(format!(
@@ -152,28 +152,28 @@ impl Reservation {
         };
         let mut reg = reg;
         reg.rank = Some(rank);
-        self.slots[rank as usize] = Some(reg);
+        self.ranks[rank as usize] = Some(reg);
         Ok(rank)
     }
 
     /// Ranks not registered yet.
     pub fn missing(&self) -> Vec<u32> {
-        (0..self.slots.len() as u32)
-            .filter(|&r| self.slots[r as usize].is_none())
+        (0..self.ranks.len() as u32)
+            .filter(|&r| self.ranks[r as usize].is_none())
             .collect()
     }
 
     /// Whether every expected process registered.
     pub fn is_complete(&self) -> bool {
-        self.slots.iter().all(Option::is_some)
+        self.ranks.iter().all(Option::is_some)
     }
 
     /// The registration of `rank`.
     pub fn get(&self, rank: u32) -> Option<&Registration> {
-        self.slots.get(rank as usize).and_then(Option::as_ref)
+        self.ranks.get(rank as usize).and_then(Option::as_ref)
     }
 
-    /// The error for a reservation that timed out: names the missing ranks and who came.
+    /// The error for a roster incomplete at the deadline: names the missing ranks and who came.
     pub fn timeout_error(&self, secs: f64) -> Error {
         let missing: Vec<String> = self
             .missing()
@@ -190,7 +190,7 @@ impl Reservation {
             })
             .collect();
         let came: Vec<String> = self
-            .slots
+            .ranks
             .iter()
             .enumerate()
             .filter_map(|(r, s)| s.as_ref().map(|s| format!("{r} on {}:{}", s.host, s.port)))
@@ -199,7 +199,7 @@ impl Reservation {
             what: format!(
                 "the reservation: missing ranks [{}] of {}; registered: [{}]",
                 missing.join(", "),
-                self.slots.len(),
+                self.ranks.len(),
                 came.join(", ")
             ),
             secs,
@@ -215,7 +215,7 @@ impl Reservation {
             )));
         }
         let mut spec = ClusterSpec::new();
-        for reg in self.slots.iter().flatten() {
+        for reg in self.ranks.iter().flatten() {
             if reg.role != Role::Evaluator {
                 spec.entry(reg.role.task_type().to_string())
                     .or_default()
@@ -231,7 +231,7 @@ impl Reservation {
         let reg = self
             .get(rank)
             .ok_or_else(|| Error::Coordinator(format!("rank {rank} is not registered")))?;
-        let index = self.slots[..rank as usize]
+        let index = self.ranks[..rank as usize]
             .iter()
             .flatten()
             .filter(|r| r.role == reg.role)
@@ -255,7 +255,7 @@ pub fn tf_config_json(spec: &ClusterSpec, role: Role, index: u32) -> String {
 /// `TF_CONFIG` JSON for a task of any type: `{"cluster": spec, "task": {"type": task_type,
 /// "index": index}}`, with `"environment"` when given (TensorFlowOnSpark sets `"cloud"`).
 ///
-/// The one place `TF_CONFIG` is built: `hydrofeed launch` through [`Reservation::tf_config`],
+/// The one place `TF_CONFIG` is built: `hydrofeed launch` through [`Roster::tf_config`],
 /// the Spark integration through `hydrofeed._native.tf_config`.
 pub fn tf_config_for(
     spec: &ClusterSpec,
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn spec_and_tf_config() {
-        let mut r = Reservation::new(3, 1, 1);
+        let mut r = Roster::new(3, 1, 1);
         assert_eq!(r.register(reg(Some(0), "a", Role::Chief)).unwrap(), 0);
         assert_eq!(r.register(reg(None, "b", Role::Worker)).unwrap(), 1);
         assert_eq!(r.register(reg(None, "p", Role::Ps)).unwrap(), 3);

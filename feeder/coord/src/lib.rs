@@ -1,10 +1,10 @@
 //! The coordinator: hands row ranges of splits to feeders, keeps epochs, equal steps,
-//! end-of-feed, liveness, the reservation (cluster spec, `TF_CONFIG`) and resume state.
+//! end-of-feed, liveness, the roster (cluster spec, `TF_CONFIG`) and resume state.
 //!
 //! Layers, each usable on its own:
 //! - [`Machine`]: the pure state machine. No I/O, no clock (callers pass milliseconds), no
 //!   threads; deterministic for a given sequence of calls. Most code wants this.
-//! - [`Reservation`] (in [`cluster`]): workers register (rank or auto, host, port, GPUs, role);
+//! - [`Roster`] (in [`cluster`]): workers register (rank or auto, host, port, GPUs, role);
 //!   the cluster spec and each rank's `TF_CONFIG` JSON.
 //! - `service` (feature `grpc`): the gRPC service (`hydrofeed.coord.v1`, tonic) around both,
 //!   with the shared-secret [`token`] check, the assignment log and the Prometheus endpoint.
@@ -59,7 +59,7 @@ pub mod token;
 
 pub use hydrofeed_error::{Error, Result};
 
-pub use cluster::{ClusterSpec, Registration, Reservation, Role};
+pub use cluster::{ClusterSpec, Registration, Role, Roster};
 pub use ledger::{LedgerState, PartialSplit};
 pub use machine::{
     epoch_seed, mix64, shuffle_seed, split_order, Config, Counters, Lease, LivenessEvent, LogKind,

@@ -75,7 +75,7 @@ impl Segment {
 
 /// Rows `[first, first + rows)` of a split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Piece {
+pub struct Span {
     /// Split id.
     pub split: u32,
     /// First row within the split.
@@ -119,14 +119,14 @@ impl EpochSeq {
         self.ends.last().copied().unwrap_or(0)
     }
 
-    /// Appends the split pieces of positions `[a, b)` to `out`.
-    pub fn pieces(&self, a: u64, b: u64, out: &mut Vec<Piece>) {
+    /// Appends the split spans of positions `[a, b)` to `out`.
+    pub fn spans(&self, a: u64, b: u64, out: &mut Vec<Span>) {
         let mut at = a;
         let mut i = self.ends.partition_point(|&e| e <= a);
         while at < b && i < self.splits.len() {
             let start = if i == 0 { 0 } else { self.ends[i - 1] };
             let end = self.ends[i].min(b);
-            out.push(Piece {
+            out.push(Span {
                 split: self.splits[i],
                 first: at - start,
                 rows: end - at,
@@ -211,9 +211,9 @@ pub struct Window {
     pub start: u64,
     /// Rows.
     pub rows: u64,
-    /// Split pieces of every lane, in read order; the window's rows are these, lane after
+    /// Split spans of every lane, in read order; the window's rows are these, lane after
     /// lane, before the permutation.
-    pub lanes: Vec<Vec<Piece>>,
+    pub lanes: Vec<Vec<Span>>,
 }
 
 impl ChunkStream {
@@ -308,13 +308,13 @@ impl ChunkStream {
         (a + x, y - x)
     }
 
-    /// Window `k`: its position and the split pieces of every lane.
+    /// Window `k`: its position and the split spans of every lane.
     pub fn window(&self, seq: &EpochSeq, k: u64) -> Window {
         let lanes = (0..self.lanes.len())
             .map(|j| {
                 let (a, n) = self.slice(j, k);
                 let mut v = Vec::new();
-                seq.pieces(self.start + a, self.start + a + n, &mut v);
+                seq.spans(self.start + a, self.start + a + n, &mut v);
                 v
             })
             .collect();

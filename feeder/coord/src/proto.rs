@@ -6,6 +6,8 @@
 
 tonic::include_proto!("hydrofeed.coord.v1");
 
+use hydrofeed_tfbridge::Piece;
+
 use crate::machine::Stage as MStage;
 
 /// The machine stage of a wire stage (unknown values: starting).
@@ -67,5 +69,23 @@ pub fn order_of(o: &OrderLease) -> crate::OrderLease {
             buffer: o.buffer,
             cycle: o.cycle,
         },
+    }
+}
+
+/// The wire form of a lineage piece (a trainer's rows read of one lease).
+pub fn proto_piece(p: &Piece) -> LeaseRows {
+    LeaseRows {
+        lease: p.lease,
+        split: p.split,
+        rows: p.rows,
+    }
+}
+
+/// The lineage piece of its wire form.
+pub fn piece_of(r: &LeaseRows) -> Piece {
+    Piece {
+        lease: r.lease,
+        split: r.split,
+        rows: r.rows,
     }
 }

@@ -1,5 +1,5 @@
 //! The coordinator's gRPC service (`hydrofeed.coord.v1.Coordinator`, tonic + prost) around
-//! the [`Machine`] and the [`Reservation`].
+//! the [`Machine`] and the [`Roster`].
 //!
 //! One mutex guards both; every call holds it for a few microseconds and never across an
 //! await. A background task ticks liveness every 100 ms and flushes the assignment log. The
@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use hydrofeed_tfbridge::Piece;
 use tonic::{Request, Response, Status};
 
-use super::cluster::{Registration, Reservation, Role};
+use super::cluster::{Registration, Role, Roster};
 use super::machine::{LivenessEvent, Machine, Work, WorkerCounters};
 use super::proto::{self, coordinator_server::CoordinatorServer};
 use super::tls::{causes, ServerTls};
@@ -45,7 +46,7 @@ pub struct ServiceOptions {
 
 struct Inner {
     m: Machine,
-    res: Reservation,
+    roster: Roster,
     log: Option<BufWriter<File>>,
     log_path: Option<PathBuf>,
 }
@@ -88,7 +89,7 @@ impl Shared {
         Ok(Arc::new(Self {
             inner: Mutex::new(Inner {
                 m,
-                res: Reservation::new(w, opts.ps, opts.evaluators),
+                roster: Roster::new(w, opts.ps, opts.evaluators),
                 log,
                 log_path: opts.log_path.clone(),
             }),
@@ -237,13 +238,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let w = g.m.config().workers;
         let dead: Vec<bool> = g.m.ranks().iter().map(|r| r.joined && !r.alive).collect();
         let gone = |r: u32| r < w && dead[r as usize];
-        let rank = g.res.register_replacing(reg, gone).map_err(status_of)?;
+        let rank = g.roster.register_replacing(reg, gone).map_err(status_of)?;
         let incarnation = if rank < g.m.config().workers {
-            let consumed: Vec<(u64, u32, u64)> = r
-                .consumed
-                .iter()
-                .map(|c| (c.lease, c.split, c.rows))
-                .collect();
+            let consumed: Vec<Piece> = r.consumed.iter().map(proto::piece_of).collect();
             g.m.rejoin(rank, &r.host, now, &consumed)
                 .map_err(status_of)?
         } else {
@@ -295,9 +292,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         loop {
             {
                 let g = self.shared.lock();
-                if g.res.is_complete() {
-                    let spec = g.res.spec().map_err(status_of)?;
-                    let tf = g.res.tf_config(r.rank).map_err(status_of)?;
+                if g.roster.is_complete() {
+                    let spec = g.roster.spec().map_err(status_of)?;
+                    let tf = g.roster.tf_config(r.rank).map_err(status_of)?;
                     return Ok(Response::new(proto::ClusterSpecReply {
                         cluster_json: serde_json::to_string(&spec).expect("spec serialises"),
                         tf_config_json: tf,
@@ -310,7 +307,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
                     } else {
                         r.timeout_ms as f64 / 1000.0
                     };
-                    let e = g.res.timeout_error(secs);
+                    let e = g.roster.timeout_error(secs);
                     tracing::error!("{e}");
                     return Err(status_of(e));
                 }

@@ -1,5 +1,6 @@
 //! State-machine tests: fixed cases and property tests over random plans and schedules.
 
+use hydrofeed_tfbridge::Piece;
 use proptest::prelude::*;
 
 use super::sim::{Sim, SimOptions};
@@ -21,6 +22,11 @@ fn cfg(w: u32, b: u64, epochs: u32, seed: u64, rem: Remainder) -> Config {
         dead_after_ms: 100,
         ..Config::new(w, b)
     }
+}
+
+/// Rows `rows` of `lease` (of `split`) a trainer read, as it reports them on rejoin.
+fn piece(lease: u64, split: u32, rows: u64) -> Piece {
+    Piece { lease, split, rows }
 }
 
 /// Checks the whole contract on a finished simulation.
@@ -494,7 +500,7 @@ fn a_restarted_feeder_reports_what_its_trainer_read_and_only_the_rest_comes_agai
     m.ack(0, inc, l.lease, l.split, 20, 0).unwrap();
     // The new feeder registers with the trainer's report (a stale lease id is skipped).
     let inc2 = m
-        .rejoin(0, "h", 1, &[(l.lease, l.split, 37), (999, 0, 5)])
+        .rejoin(0, "h", 1, &[piece(l.lease, l.split, 37), piece(999, 0, 5)])
         .unwrap();
     assert_eq!(inc2, inc + 1);
     assert_eq!(m.counters().rows_acked, 37);
@@ -518,7 +524,7 @@ fn a_report_after_the_rank_was_declared_dead_is_refused() {
     // Silent past dead_after (100 ms): its rows are queued again.
     assert!(!m.tick(500).is_empty());
     let e = m
-        .rejoin(0, "h", 501, &[(l.lease, l.split, 37)])
+        .rejoin(0, "h", 501, &[piece(l.lease, l.split, 37)])
         .unwrap_err();
     assert!(e.to_string().contains("declared dead"), "{e}");
     assert!(e.to_string().contains("feeder came back: the rows"), "{e}");

@@ -14,7 +14,7 @@ use std::thread;
 
 use arrow_array::RecordBatch;
 use crossbeam_channel::bounded;
-use hydrofeed_coord::order::{ChunkStream, EpochSeq, Piece, Window};
+use hydrofeed_coord::order::{ChunkStream, EpochSeq, Span, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
 use hydrofeed_format::split::Split;
@@ -77,7 +77,7 @@ impl Lane {
     fn read(
         &mut self,
         ctx: &StreamCtx<'_>,
-        pieces: &[Piece],
+        pieces: &[Span],
         out: &mut Vec<RecordBatch>,
     ) -> Result<()> {
         for p in pieces {
@@ -105,7 +105,7 @@ impl Lane {
         Ok(())
     }
 
-    fn next(&mut self, ctx: &StreamCtx<'_>, p: &Piece, left: u64) -> Result<RecordBatch> {
+    fn next(&mut self, ctx: &StreamCtx<'_>, p: &Span, left: u64) -> Result<RecordBatch> {
         match self.reader.as_mut().and_then(|r| r.next()) {
             Some(b) => b,
             None => Err(split_short(
@@ -119,7 +119,7 @@ impl Lane {
 
     /// Opens the piece's split at its first row: whole units before it are passed over
     /// unread, the rest of the head is decoded and dropped.
-    fn open(&mut self, ctx: &StreamCtx<'_>, p: &Piece) -> Result<()> {
+    fn open(&mut self, ctx: &StreamCtx<'_>, p: &Span) -> Result<()> {
         let split = ctx.plan.splits.get(p.split as usize).ok_or_else(|| {
             Error::Coordinator(format!(
                 "the order names split {} but the plan has {}: the feeder's input is not the \

@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hydrofeed_ipc::{connect, AttachError, Consumer};
-use hydrofeed_tfbridge::{lineage, Control, FrameDecoder, FrameHeader, REJOIN_LEASES_PER_MESSAGE};
+use hydrofeed_tfbridge::{
+    lineage, Control, FrameDecoder, FrameHeader, Piece, REJOIN_LEASES_PER_MESSAGE,
+};
 use pyo3::prelude::*;
 
 use crate::blocking::{wait, Step, TICK};
@@ -30,8 +32,11 @@ pub(super) fn track(inner: &mut Inner, frame: &arrow_buffer::Buffer) {
             inner.epoch_done = false;
             inner.epoch_rows += h.rows;
             for p in lineage(frame.as_slice(), &h) {
-                let e = inner.consumed.entry(p.lease).or_insert((p.split, 0));
-                e.1 += p.rows;
+                let e = inner
+                    .consumed
+                    .entry(p.lease)
+                    .or_insert(Piece { rows: 0, ..p });
+                e.rows += p.rows;
             }
         }
         Some(hydrofeed_tfbridge::FrameKind::EndOfEpoch) => {
@@ -120,13 +125,8 @@ impl Feed {
         })?;
         let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
         send_hello(&mut c, bs, &self.address)?;
-        let consumed: Vec<(u64, u32, u64)> = inner
-            .consumed
-            .iter()
-            .map(|(&lease, &(split, rows))| (lease, split, rows))
-            .collect();
-        let mut parts: Vec<&[(u64, u32, u64)]> =
-            consumed.chunks(REJOIN_LEASES_PER_MESSAGE).collect();
+        let consumed: Vec<Piece> = inner.consumed.values().copied().collect();
+        let mut parts: Vec<&[Piece]> = consumed.chunks(REJOIN_LEASES_PER_MESSAGE).collect();
         if parts.is_empty() {
             parts.push(&[]);
         }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use arrow_schema::SchemaRef;
 use hydrofeed_ipc::{Consumer, Held, ProducerStatus};
-use hydrofeed_tfbridge::{Control, FeedReport, FrameDecoder, NO_SPLIT};
+use hydrofeed_tfbridge::{Control, FeedReport, FrameDecoder, Piece, NO_SPLIT};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -45,9 +45,9 @@ struct Inner {
     acked: u64,
     last_ack: Instant,
     /// Where the trainer is, for a restarted feeder (`Control::Rejoin`): rows read per lease
-    /// since the last end of epoch (from the frames' lineage), the epoch of the last batch,
-    /// whether its end-of-epoch frame was read, rows read in it.
-    consumed: HashMap<u64, (u32, u64)>,
+    /// since the last end of epoch (lease id -> the sum of its lineage pieces), the epoch of
+    /// the last batch, whether its end-of-epoch frame was read, rows read in it.
+    consumed: HashMap<u64, Piece>,
     epoch: Option<u32>,
     epoch_done: bool,
     epoch_rows: u64,
@@ -500,7 +500,7 @@ impl Feed {
         d.set_item("results", g.results)?;
         d.set_item("frames_acked", g.acked)?;
         d.set_item("ring_bytes", g.ring_bytes)?;
-        d.set_item("held_batches", g.held.leases)?;
+        d.set_item("held_batches", g.held.slots)?;
         d.set_item("held_bytes", g.held.bytes)?;
         d.set_item("pinned_bytes", g.held.pinned)?;
         d.set_item("pressure_copies", g.pressure_copies)?;

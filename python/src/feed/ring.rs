@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hydrofeed_coord::Stage;
-use hydrofeed_ipc::{Consumer, Held, Lease, NextError, ProducerStatus};
+use hydrofeed_ipc::{Consumer, Held, NextError, ProducerStatus, Slot};
 use hydrofeed_tfbridge::{owned_buffer, Control, FeedReport, Frame};
 use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
@@ -112,7 +112,7 @@ impl Feed {
             };
             let held = consumer.held();
             self.stats().held = held;
-            if held.leases > 0 && held.pinned as f64 > HIGH_WATER * consumer.capacity() as f64 {
+            if held.slots > 0 && held.pinned as f64 > HIGH_WATER * consumer.capacity() as f64 {
                 self.relieve(py, consumer, held)?;
             }
             let frames = inner.frames;
@@ -129,7 +129,7 @@ impl Feed {
             let (acked, last_ack) = (&mut inner.acked, &mut inner.last_ack);
             let closing = &self.closing;
             let t0 = Instant::now();
-            let r: PyResult<Result<Lease, Stop>> = wait(py, timeout, "a batch", || {
+            let r: PyResult<Result<Slot, Stop>> = wait(py, timeout, "a batch", || {
                 if closing.load(Ordering::Acquire) {
                     return Step::Failed(Stop::Closed);
                 }
@@ -144,9 +144,7 @@ impl Feed {
                         send_ack(consumer, acked, last_ack, frames, report);
                         // Ring pressure only after a whole slice: a producer seen waiting
                         // within the short one is usually being woken by our last release.
-                        if slice == TICK
-                            && consumer.producer_waiting()
-                            && consumer.held().leases > 0
+                        if slice == TICK && consumer.producer_waiting() && consumer.held().slots > 0
                         {
                             Step::Failed(Stop::Pressure)
                         } else {
@@ -157,7 +155,7 @@ impl Feed {
                 }
             });
             self.stats().wait += t0.elapsed();
-            let lease = match r {
+            let slot = match r {
                 Ok(Ok(l)) => l,
                 Ok(Err(Stop::Closed)) => return Ok(None),
                 Ok(Err(Stop::Pressure)) => {
@@ -193,8 +191,8 @@ impl Feed {
                 Err(e) => return Err(e),
             };
             inner.frames += 1;
-            let frame_len = lease.len() as u64;
-            let buf = owned_buffer(lease);
+            let frame_len = slot.len() as u64;
+            let buf = owned_buffer(slot);
             if !self.rejoin_timeout.is_zero() {
                 track(inner, &buf);
             }
@@ -281,7 +279,7 @@ impl Feed {
                 Err(NextError::Timeout) => Step::Again,
                 Err(e) => Step::Failed(e),
             })?;
-            let lease = match r {
+            let slot = match r {
                 Ok(Some(l)) => l,
                 Ok(None) => {
                     self.stats().done = true;
@@ -299,9 +297,9 @@ impl Feed {
             {
                 let mut st = self.stats();
                 st.frames += 1;
-                st.bytes += lease.len() as u64;
+                st.bytes += slot.len() as u64;
             }
-            let decoded = inner.dec.decode(&owned_buffer(lease)).map_err(|e| {
+            let decoded = inner.dec.decode(&owned_buffer(slot)).map_err(|e| {
                 self.stats().done = true;
                 error::frame(e, self.peer())
             })?;
@@ -339,7 +337,7 @@ impl Feed {
             "this trainer holds {} batches ({:.1} MiB) of the ring it shares with the feeder \
              (pid {}); with the batches after them they pin {:.1} of its {:.1} MiB, and the \
              ring frees space in order",
-            held.leases,
+            held.slots,
             mib(held.bytes),
             self.peer(),
             mib(held.pinned),
@@ -360,7 +358,7 @@ impl Feed {
         let first = {
             let mut st = self.stats();
             st.pressure_copies += 1;
-            st.copied_frames += d.leases as u64;
+            st.copied_frames += d.slots as u64;
             st.copied_bytes += d.bytes;
             st.held = consumer.held();
             !std::mem::replace(&mut st.warned, true)
@@ -387,11 +385,11 @@ impl Feed {
     fn stall(&self, consumer: &Consumer, timeout: Duration) -> String {
         let held = consumer.held();
         let waiting = consumer.producer_waiting();
-        let cause = if waiting && held.leases > 0 {
+        let cause = if waiting && held.slots > 0 {
             format!(
                 "the ring is full of {} batches this process holds ({} bytes): drop references \
                  to old batches",
-                held.leases, held.bytes
+                held.slots, held.bytes
             )
         } else if waiting {
             "the feeder waits for ring space although this process holds no batch".to_string()

@@ -1,4 +1,4 @@
-//! The consumer side: [`owned_buffer`] wraps a ring lease into an Arrow buffer without
+//! The consumer side: [`owned_buffer`] wraps a ring slot into an Arrow buffer without
 //! copying, and [`FrameDecoder`] decodes frames into [`Frame`]s, slicing the arrays out of that
 //! buffer. Every IPC message is checked against its body before arrow-rs reads it, and a panic
 //! inside arrow-rs becomes a [`FrameError`].
@@ -42,7 +42,7 @@ pub struct FrameDecoder {
     dicts: HashMap<i64, ArrayRef>,
 }
 
-/// The owner of a region of bytes that an Arrow [`Buffer`] borrows (a ring lease).
+/// The owner of a region of bytes that an Arrow [`Buffer`] borrows (a ring slot).
 struct Owner<T>(T);
 
 // The owner is only read through the Buffer and dropped; a panic cannot leave it half-updated.
@@ -60,9 +60,9 @@ where
     let ptr = NonNull::new(bytes.as_ptr() as *mut u8).unwrap_or(NonNull::dangling());
     // SAFETY: `ptr` points at `len` bytes that `owner` owns; `owner` moves into the Buffer's
     // allocation handle (an Arc), so the bytes stay valid and unchanged (Deref gives shared
-    // access only, and a lease's bytes are never rewritten while it lives) for as long as any
+    // access only, and a ring slot's bytes are never rewritten while it lives) for as long as any
     // Buffer sliced from this one exists. A moved `T` keeps pointing at the same bytes: the
-    // lease/Vec owns heap or shared memory, not inline storage (checked by the tests).
+    // slot/Vec owns heap or shared memory, not inline storage (checked by the tests).
     unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
 }
 
@@ -231,7 +231,7 @@ impl FrameDecoder {
                     })?;
                     check_batch(rb, body_len, at)?;
                     // Dictionaries are kept for the batches that follow, so they get their
-                    // own copy: a view into this frame would keep its lease, and so every
+                    // own copy: a view into this frame would keep its slot, and so every
                     // later slot of the ring, from being reclaimed (the ring frees in order).
                     let owned = Buffer::from_slice_ref(body.as_slice());
                     read_dictionary(&owned, d, &schema, &mut self.dicts, &version)

@@ -5,7 +5,9 @@
 use super::{FrameError, FrameKind, HEADER_LEN, MAGIC, NO_SPLIT, PIECE_LEN, VERSION};
 
 /// Rows of one lease in a batch frame: the frame holds the next `rows` rows of `lease` (rows
-/// of one lease come in order). A frame's pieces are its lineage.
+/// of one lease come in order). A frame's pieces are its lineage. Summed per lease, they are
+/// also what a trainer reports to a restarted feeder ([`Control::Rejoin`](crate::Control))
+/// and the coordinator counts on rejoin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Piece {
     /// The coordinator's lease id.

@@ -17,9 +17,9 @@
 //! producer reserves exactly that many bytes in the ring and [`Encoded::write_to`] copies the
 //! data once, into the reservation.
 //!
-//! Consumer side: [`owned_buffer`] wraps a ring lease (anything that derefs to bytes and owns
+//! Consumer side: [`owned_buffer`] wraps a ring slot (anything that derefs to bytes and owns
 //! them) into an Arrow [`Buffer`](arrow_buffer::Buffer) without copying;
-//! [`FrameDecoder::decode`] slices the arrays out of it. Every array keeps the lease alive
+//! [`FrameDecoder::decode`] slices the arrays out of it. Every array keeps the slot alive
 //! until the last view of it is dropped.
 //!
 //! Parts: `header` ([`FrameHeader`], [`FrameMeta`] and the lineage trailer of [`Piece`]s),

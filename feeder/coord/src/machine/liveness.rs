@@ -3,6 +3,8 @@
 //! and [`Machine::tick`], which reports stalled ranks and declares silent ones dead,
 //! re-queueing their un-acked rows.
 
+use hydrofeed_tfbridge::Piece;
+
 use super::queue::Range;
 use super::{LivenessEvent, LogKind, Machine, Stage, WorkerCounters};
 use crate::{Error, Result};
@@ -27,17 +29,17 @@ impl Machine {
     }
 
     /// [`Machine::join`] of a feeder restarted under `rank` while its trainer kept running:
-    /// first counts `consumed` (`(lease, split, rows read)`, cumulative per lease, reported by
-    /// the trainer from its frames' lineage) as acks of the previous incarnation, so only rows
-    /// nobody read go back to the queue. Leases no longer outstanding (acked whole, or of an
-    /// older incarnation) are skipped. Refused when the previous incarnation was declared dead
+    /// first counts `consumed` (rows read per lease, cumulative, reported by the trainer from
+    /// its frames' lineage) as acks of the previous incarnation, so only rows nobody read go
+    /// back to the queue. Leases no longer outstanding (acked whole, or of an older
+    /// incarnation) are skipped. Refused when the previous incarnation was declared dead
     /// in between: its rows were queued again already, and the trainer's would come twice.
     pub fn rejoin(
         &mut self,
         rank: u32,
         host: &str,
         now_ms: u64,
-        consumed: &[(u64, u32, u64)],
+        consumed: &[Piece],
     ) -> Result<u64> {
         self.check_rank(rank)?;
         if !consumed.is_empty() {
@@ -51,7 +53,7 @@ impl Machine {
                 )));
             }
             let inc = r.incarnation;
-            for &(lease, split, rows) in consumed {
+            for &Piece { lease, split, rows } in consumed {
                 let ours = self
                     .leases
                     .get(&lease)

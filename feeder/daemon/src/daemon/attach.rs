@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use hydrofeed_ipc::{Listener, Producer, RingConfig};
-use hydrofeed_tfbridge::Control;
+use hydrofeed_tfbridge::{Control, Piece};
 
 use super::FeederOptions;
 use crate::writer;
@@ -27,7 +27,7 @@ pub(super) struct Rejoin {
     pub(super) epoch: Option<u32>,
     pub(super) epoch_done: bool,
     pub(super) epoch_rows: u64,
-    pub(super) consumed: Vec<(u64, u32, u64)>,
+    pub(super) consumed: Vec<Piece>,
 }
 
 /// Binds `rank`'s socket, takes its trainer's attach and `Hello` (and with `rejoin`, its
