@@ -295,7 +295,7 @@ mod tests {
             socket: sock.to_path_buf(),
             epochs,
             ring: RingConfig {
-                capacity: 32 << 20, // holds a whole test feed: `drain` keeps every lease
+                capacity: 32 << 20, // holds a whole test feed: `drain` keeps every slot
                 max_frame: None,
             },
             accept_timeout: Duration::from_secs(20),

@@ -73,14 +73,14 @@ impl Lane {
         self.carry = None;
     }
 
-    /// Appends the rows of `pieces` (in order) to `out`.
+    /// Appends the rows of `spans` (in order) to `out`.
     fn read(
         &mut self,
         ctx: &StreamCtx<'_>,
-        pieces: &[Span],
+        spans: &[Span],
         out: &mut Vec<RecordBatch>,
     ) -> Result<()> {
-        for p in pieces {
+        for p in spans {
             if self.at != Some((p.split, p.first)) || self.reader.is_none() {
                 self.open(ctx, p)?;
             }
@@ -117,7 +117,7 @@ impl Lane {
         }
     }
 
-    /// Opens the piece's split at its first row: whole units before it are passed over
+    /// Opens the span's split at its first row: whole units before it are passed over
     /// unread, the rest of the head is decoded and dropped.
     fn open(&mut self, ctx: &StreamCtx<'_>, p: &Span) -> Result<()> {
         let split = ctx.plan.splits.get(p.split as usize).ok_or_else(|| {
@@ -226,9 +226,9 @@ pub fn read_segment(
                     lanes
                         .par_iter_mut()
                         .zip(&w.lanes)
-                        .map(|(lane, pieces)| {
+                        .map(|(lane, spans)| {
                             let mut v = Vec::new();
-                            lane.read(ctx, pieces, &mut v).map(|_| v)
+                            lane.read(ctx, spans, &mut v).map(|_| v)
                         })
                         .collect::<Result<Vec<_>>>()
                 });
