@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 CARGO := cargo
 
 PHONY_EXTRA := ci-free-disk krb5-tools test-secure develop-debug valgrind check-rust check-python
-.PHONY: help venv build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
+.PHONY: help venv venv-demo build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
 include mk/check-python.mk
@@ -17,11 +17,19 @@ include mk/bench-peers.mk
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.stamp: requirements-dev.txt
+# Two layers: what the demo needs (the build, the package, TensorFlow for its Keras trainers),
+# then everything the tests and benchmarks add (torch, JAX, Spark, ...).
+$(VENV)/.demo-stamp: requirements-demo.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-demo.txt
+	touch $@
+
+$(VENV)/.stamp: requirements-dev.txt $(VENV)/.demo-stamp
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
+
+venv-demo: $(VENV)/.demo-stamp ## Create .venv with what `make demo` needs only (no torch, JAX or Spark)
 
 venv: $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
 
@@ -29,11 +37,11 @@ build: ## Build the hydrofeed binary (release) and link it into .venv/bin, so `h
 	$(CARGO) build --release -p hydrofeed-cli --bin hydrofeed
 	test ! -d $(VENV)/bin || ln -sf $(BIN) $(VENV)/bin/hydrofeed
 
-develop: venv ## Build the Python extension into .venv (release)
+develop: venv-demo ## Build the Python extension into .venv (release)
 	mkdir -p python/hydrofeed.data  # the wheel's data directory (empty here: see `wheel`)
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop --release -q -m python/Cargo.toml
 
-develop-debug: venv ## Debug build of the extension into .venv (replaces a release one: `make develop` restores it)
+develop-debug: venv-demo ## Debug build of the extension into .venv (replaces a release one: `make develop` restores it)
 	mkdir -p python/hydrofeed.data
 	VIRTUAL_ENV=$(VENV) PATH=$(VENV)/bin:$$PATH $(VENV)/bin/maturin develop -q -m python/Cargo.toml
 
@@ -57,7 +65,7 @@ wheel: venv ## Release wheel (extension + the hydrofeed binary, stripped, abi3, 
 	rm -rf $(WHEEL_TMP)
 	@echo "hydrofeed wheel: $$(ls -t $(CARGO_TARGET_DIR)/wheels/hydrofeed-*.whl | head -1)"
 
-demo: venv build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
+demo: venv-demo build develop ## Set up, generate a small dataset, feed it to a trainer process, print throughput
 	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m hydrofeed.demo
 
 test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
