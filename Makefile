@@ -103,7 +103,7 @@ test-hdfs: venv ## HDFS tests against a real MiniDFS (Maven; fails rather than s
 	HYDROFEED_REQUIRE_MINIDFS=1 PATH=$(VENV)/bin:$$PATH $(PY) -m pytest -m hdfs tests
 
 fuzz-diff: venv build develop ## Differential suite, long run: 5000 random files per format against the reference readers
-	HYPOTHESIS_PROFILE=fuzz HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests/test_differential.py
+	HYPOTHESIS_PROFILE=fuzz HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests/test_differential_*.py
 
 # Coverage-guided fuzzing on stable Rust: the sancov passes instrument every crate for the
 # libFuzzer that libfuzzer-sys builds (no nightly, no cargo-fuzz); `--target` keeps the flags off

@@ -6,15 +6,18 @@ exchange host/port/GPUs with ``BarrierTaskContext.allGather`` and build the clus
 returns once every node is ready, as TFoS's does. ``train()``/``inference()`` feed RDDs and
 DataFrames as Arrow record batches through :mod:`hydrofeed.spark.transport`; ``shutdown()`` ends
 the feed, waits for the nodes and raises :class:`TrainerFailedError` naming the failing rank.
+
+This module holds ``run()``, :class:`TFCluster` and the driver's cluster thread; what a feeding
+task runs on a partition is in :mod:`hydrofeed.spark.tasks`, how a failed node is described in
+:mod:`hydrofeed.spark.failures`, and ``train_files``' argument helpers in
+:mod:`hydrofeed.spark.files`.
 """
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import secrets
-import signal
 import tempfile
 import threading
 import time
@@ -22,9 +25,10 @@ from typing import Any, Callable
 
 # Defined in hydrofeed.exceptions; still importable from here.
 from hydrofeed.exceptions import TrainerFailedError as TrainerFailedError
+from hydrofeed.spark import failures as _failures
 from hydrofeed.spark import node as _node
+from hydrofeed.spark import tasks as _tasks
 from hydrofeed.spark.control import Control, NodeState
-from hydrofeed.spark.node import ERROR_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -37,31 +41,6 @@ class InputMode:
 
     TENSORFLOW = 0  #: the trainers read their own data (``hydrofeed.read``, tf.data, ...)
     SPARK = 1  #: Spark feeds RDD/DataFrame partitions with ``TFCluster.train``/``inference``
-
-
-def _error_summary(tail: list[str]) -> str | None:
-    """The last one-line error summary (``ERROR_PREFIX`` lines) in an output tail."""
-    found = [line[len(ERROR_PREFIX) :] for line in tail if line.startswith(ERROR_PREFIX)]
-    return found[-1] if found else None
-
-
-def _describe(n: NodeState) -> str:
-    m = n.meta
-    where = f"rank {n.rank} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')})"
-    if n.lost:
-        why = "was lost: its supervisor vanished without a report (executor killed?)"
-    elif n.exit_code is not None and n.exit_code < 0:
-        try:
-            why = f"was killed by {signal.Signals(-n.exit_code).name}"
-        except ValueError:
-            why = f"was killed by signal {-n.exit_code}"
-    else:
-        why = f"failed with exit code {n.exit_code}"
-    summary = _error_summary(n.tail)
-    if summary:
-        why += f": {summary}"
-    tail = "\n".join("    " + line for line in n.tail[-25:] if not line.startswith(ERROR_PREFIX))
-    return f"hydrofeed: {where} {why}" + (f"; last output lines:\n{tail}" if tail else "")
 
 
 class TFCluster:
@@ -109,7 +88,7 @@ class TFCluster:
         if DStream is not None and isinstance(dataRDD, DStream):
             dataRDD.foreachRDD(lambda rdd: self._feed_with_restarts(lambda: self._feed_rdd(rdd, 1, feed_timeout)))
             return
-        if _is_dataframe(dataRDD):
+        if _tasks.is_dataframe(dataRDD):
             self._feed_with_restarts(lambda: self._feed_df(dataRDD, num_epochs, feed_timeout))
         else:
             self._feed_with_restarts(lambda: self._feed_rdd(dataRDD, num_epochs, feed_timeout))
@@ -120,10 +99,10 @@ class TFCluster:
         assert self.input_mode == InputMode.SPARK, "TFCluster.inference() requires InputMode.SPARK"
         assert qname in self.queues, f"Unknown queue: {qname}"
         self._raise_if_failed()
-        fn = _feed_fn(self.cluster_id, self._gen, "infer", feed_timeout, FEED_BATCH_ROWS)
-        if _is_dataframe(dataRDD):
-            batches, schema = _arrow_batches(dataRDD)
-            return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True))
+        fn = _tasks.feed_fn(self.cluster_id, self._gen, "infer", feed_timeout, FEED_BATCH_ROWS)
+        if _tasks.is_dataframe(dataRDD):
+            batches, schema = _tasks.arrow_batches(dataRDD)
+            return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True))
         return dataRDD.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False))
 
     def train_files(
@@ -203,10 +182,10 @@ class TFCluster:
             "memory_mb": int(memory_mb),
             "decode_threads": int(decode_threads),
             "schema": _files.schema_text(schema) if schema is not None else None,
-            "order": _order_args(order, shuffle_buffer, cycle_length),
+            "order": _files.order_args(order, shuffle_buffer, cycle_length),
             "tls": bool(tls),
         }
-        state = _state_text(resume)
+        state = _files.state_text(resume)
         while True:
             gen = self._gen
             holder: dict[str, str | None] = {"state": state}
@@ -218,7 +197,7 @@ class TFCluster:
                     state = holder["state"] or state
                     logger.warning(
                         "hydrofeed: cluster restarted after a failure; the file feed resumes from the rows consumed before it: %s",
-                        _state_summary(state),
+                        _files.state_summary(state),
                     )
                     continue
                 if self._error is not None and not isinstance(e, _files.FeedFilesError):
@@ -331,20 +310,20 @@ class TFCluster:
             ctl.wait_for(lambda: failed_feeder() is not None, 2.0)
             with ctl.cond:
                 bad = failed_feeder()
-        if bad is not None and node is not None and not _lost_its_feeder(node):
+        if bad is not None and node is not None and not _failures.lost_its_feeder(node):
             bad = None  # the trainer failed (killed, raised) and its feeder saw it go: blame the trainer
         if bad is not None:
             r, f = bad
             m = ctl.gen_nodes(gen)[r].meta
             errs = [x for x in f["tail"] if "rror" in x]
-            why = _error_summary(f["tail"]) or (errs[-1] if errs else f"exit code {f['code']}")
+            why = _failures.error_summary(f["tail"]) or (errs[-1] if errs else f"exit code {f['code']}")
             tail = "\n".join("    " + x for x in f["tail"][-15:])
             raise _files.FeedFilesError(
                 f"hydrofeed: the feeder of rank {r} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')}) "
                 f"failed (stage: reading/decoding {coord.uri}): {why}; last output lines:\n{tail}"
             )
         if node is not None:
-            raise TrainerFailedError(node, _describe(node))
+            raise TrainerFailedError(node, _failures.describe(node))
         if self._gen != gen:
             raise RuntimeError("hydrofeed: the cluster restarted during the file feed")
         if code is not None:
@@ -352,15 +331,15 @@ class TFCluster:
             raise _files.FeedFilesError(f"hydrofeed: the coordinator exited with code {code} (stage: coordinating the file feed); last output lines:\n{tail}")
 
     def _feed_rdd(self, rdd: Any, num_epochs: int, feed_timeout: float) -> None:
-        fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
+        fn = _tasks.feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
         union = rdd if num_epochs == 1 else self.sc.union([rdd] * num_epochs)
         self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False)).count())
 
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
-        fn = _feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
-        batches, schema = _arrow_batches(df)
+        fn = _tasks.feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
+        batches, schema = _tasks.arrow_batches(df)
         if num_epochs == 1:
-            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True)).count())
             return
         # Spark's Arrow encoding of the rows (JVM, per element for array columns) is most of the
         # cost of feeding a DataFrame: encode once, feed the encoded batches num_epochs times.
@@ -369,7 +348,7 @@ class TFCluster:
         batches.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             union = self.sc.union([batches] * num_epochs)
-            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _decode(it, schema), arrow=True)).count())
+            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True)).count())
         finally:
             batches.unpersist(blocking=False)
 
@@ -413,7 +392,7 @@ class TFCluster:
                     raise self._error from e
                 failed = self._failed_node(gen)
                 if failed is not None:
-                    raise TrainerFailedError(failed, _describe(failed)) from e
+                    raise TrainerFailedError(failed, _failures.describe(failed)) from e
                 raise
 
     def _await_outcome(self, gen: int, timeout: float) -> str:
@@ -525,7 +504,7 @@ class TFCluster:
             raise self._error
         n = self._failed_node(self._gen)
         if n is not None:
-            raise TrainerFailedError(n, _describe(n))
+            raise TrainerFailedError(n, _failures.describe(n))
 
     def _on_node_failure(self, gen: int, rank: int) -> None:
         # Gang semantics: one node failing stops the others at once (they may be blocked in a
@@ -562,7 +541,7 @@ class TFCluster:
                 self._done = True
                 break
             err: BaseException = (
-                TrainerFailedError(failed, _describe(failed))
+                TrainerFailedError(failed, _failures.describe(failed))
                 if failed is not None
                 else RuntimeError(f"hydrofeed: the barrier stage of generation {gen} failed: {job_error}")
             )
@@ -577,138 +556,8 @@ class TFCluster:
             self._gen_ready.notify_all()
 
 
-def _lost_its_feeder(node: NodeState) -> bool:
-    """Whether a failed trainer failed because its ring's feeder went away."""
-    if node.lost or (node.exit_code is not None and node.exit_code < 0):
-        return False
-    return any(e in line for line in node.tail[-10:] for e in ("PeerLostError", "DataError", "SchemaError"))
-
-
-def _state_summary(state: str | None) -> str:
-    """'epoch E, N rows acked in the open epochs' of a coordinator state."""
-    import json
-
-    if not state:
-        return "no state (starting over)"
-    st = json.loads(state)
-    led = st.get("ledgers", [])
-    done = sum(len(x.get("done", [])) for x in led)
-    part = sum(len(x.get("partial", [])) for x in led)
-    return f"epoch {st.get('epoch')}, {st.get('steps_done')} steps done, {done} splits fully and {part} partly consumed in the open epoch(s)"
-
-
-def _state_text(resume: Any) -> str | None:
-    """A resume state given as a dict, JSON text or a path -> JSON text."""
-    import json
-
-    if resume is None:
-        return None
-    if isinstance(resume, dict):
-        return json.dumps(resume)
-    text = str(resume)
-    if text.lstrip().startswith("{"):
-        return text
-    with open(text) as f:
-        return f.read()
-
-
 def _left(deadline: float | None) -> float:
     return float("inf") if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def _is_dataframe(x: Any) -> bool:
-    try:
-        from pyspark.sql import DataFrame
-    except ImportError:  # pragma: no cover
-        return False
-    if isinstance(x, DataFrame):
-        return True
-    try:  # Spark Connect
-        from pyspark.sql.connect.dataframe import DataFrame as CDF
-
-        return isinstance(x, CDF)
-    except ImportError:
-        return False
-
-
-def _arrow_batches(df: Any) -> tuple[Any, Any]:
-    """A DataFrame as an RDD of Arrow IPC record-batch messages, plus their Arrow schema.
-
-    Spark itself encodes each partition as Arrow (``Dataset.toArrowBatchRdd``, the same code
-    ``toPandas`` and ``mapInArrow`` use), so rows are never pickled one by one and pandas is
-    not needed. ``toArrowBatchRdd`` is ``private[sql]`` in Scala (public in bytecode): if a
-    Spark version hides it, we fall back to ``mapInArrow`` (which needs pandas installed)."""
-    from pyspark.serializers import NoOpSerializer
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    try:
-        from pyspark.core.rdd import RDD
-    except ImportError:  # pyspark 3.x
-        from pyspark.rdd import RDD  # type: ignore[no-redef]
-    schema = to_arrow_schema(df.schema)
-    try:
-        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
-    except Exception:  # noqa: BLE001 - py4j raises its own types
-
-        def to_ipc(it: Any) -> Any:
-            import pyarrow as pa
-
-            for b in it:
-                yield pa.record_batch([pa.array([b.serialize().to_pybytes()], pa.binary())], names=["ipc"])
-
-        return df.mapInArrow(to_ipc, "ipc binary").rdd.map(lambda row: bytes(row[0])), schema
-    return RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer()), schema
-
-
-def _decode(it: Any, schema: Any) -> Any:
-    """(record batch, its IPC message as Spark wrote it): the message is forwarded as it is."""
-    import pyarrow as pa
-
-    for msg in it:
-        buf = pa.py_buffer(msg)
-        yield pa.ipc.read_record_batch(buf, schema), buf
-
-
-def _feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
-    """The function a feeding task runs on one partition: returns ``[rows]`` (train) or the
-    results (infer)."""
-
-    def feed(index: int, it: Any, arrow: bool) -> list[Any]:
-        from hydrofeed.spark import rows as _rows
-        from hydrofeed.spark.transport import open_channel
-
-        rdir = _node.run_dir(cluster_id, gen)
-        socks = sorted(glob.glob(os.path.join(rdir, "rank*.sock")), key=lambda p: int(os.path.basename(p)[4:-5]))
-        if not socks:
-            raise RuntimeError(
-                f"hydrofeed: no trainer of cluster {cluster_id} on host {_node.local_host()} ({rdir} is empty). "
-                "Every executor that runs feeding tasks must host a node: num_executors must match the "
-                "executors of the Spark application, one task slot per node plus slots for feeding, "
-                "and dynamic allocation off."
-            )
-        # Partitions are spread over this host's trainers by index (round-robin).
-        ch = open_channel(socks[index % len(socks)], mode, index)
-        try:
-            if ch.terminating:  # the trainer called terminate(): skip the partition (TFoS)
-                for _ in it:
-                    pass
-                return [0] if mode == "train" else []
-            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
-            sent = 0
-            for rb, ipc in batches:
-                if rb.num_rows:
-                    ch.send(rb, ipc)
-                    sent += rb.num_rows
-            results = ch.finish(feed_timeout)
-        finally:
-            ch.close()
-        if mode == "train":
-            return [sent]
-        if len(results) != sent:
-            raise RuntimeError(f"hydrofeed: trainer rank {ch.rank} returned {len(results)} results for {sent} rows of partition {index}")
-        return results
-
-    return feed
 
 
 def run(
@@ -857,17 +706,3 @@ def _track_ready(cluster: TFCluster) -> None:
                 cluster._gen_ready.notify_all()
     with cluster._gen_ready:
         cluster._gen_ready.notify_all()
-
-
-def _order_args(order: str | None, shuffle_buffer: int, cycle_length: int | None) -> list[str]:
-    """The coordinator's order flags of ``train_files``."""
-    if order not in (None, "fixed", "dynamic"):
-        raise ValueError(f"order must be 'fixed' or 'dynamic', not {order!r}")
-    if shuffle_buffer < 0:
-        raise ValueError("shuffle_buffer cannot be negative")
-    args = ["--order", order] if order else []
-    if shuffle_buffer:
-        args += ["--shuffle-buffer", str(int(shuffle_buffer))]
-    if cycle_length is not None:
-        args += ["--cycle-length", str(int(cycle_length))]
-    return args

@@ -448,6 +448,48 @@ def schema_text(schema: Any) -> str:
     return base64.b64encode(sink.getvalue().to_pybytes()).decode()
 
 
+def order_args(order: str | None, shuffle_buffer: int, cycle_length: int | None) -> list[str]:
+    """The coordinator's order flags of ``train_files``."""
+    if order not in (None, "fixed", "dynamic"):
+        raise ValueError(f"order must be 'fixed' or 'dynamic', not {order!r}")
+    if shuffle_buffer < 0:
+        raise ValueError("shuffle_buffer cannot be negative")
+    args = ["--order", order] if order else []
+    if shuffle_buffer:
+        args += ["--shuffle-buffer", str(int(shuffle_buffer))]
+    if cycle_length is not None:
+        args += ["--cycle-length", str(int(cycle_length))]
+    return args
+
+
+def state_summary(state: str | None) -> str:
+    """'epoch E, N rows acked in the open epochs' of a coordinator state."""
+    import json
+
+    if not state:
+        return "no state (starting over)"
+    st = json.loads(state)
+    led = st.get("ledgers", [])
+    done = sum(len(x.get("done", [])) for x in led)
+    part = sum(len(x.get("partial", [])) for x in led)
+    return f"epoch {st.get('epoch')}, {st.get('steps_done')} steps done, {done} splits fully and {part} partly consumed in the open epoch(s)"
+
+
+def state_text(resume: Any) -> str | None:
+    """A resume state given as a dict, JSON text or a path -> JSON text."""
+    import json
+
+    if resume is None:
+        return None
+    if isinstance(resume, dict):
+        return json.dumps(resume)
+    text = str(resume)
+    if text.lstrip().startswith("{"):
+        return text
+    with open(text) as f:
+        return f.read()
+
+
 def write_schema(directory: str, text: str) -> str:
     """Writes a :func:`schema_text` into ``directory`` for ``--schema``; returns the path."""
     import base64

@@ -1,0 +1,109 @@
+"""The feeding tasks of ``TFCluster.train(rdd|df)`` and ``TFCluster.inference()``: what a Spark
+task runs on one partition (:func:`feed_fn`: send its rows to a trainer on this host through
+:mod:`hydrofeed.spark.transport`, return the count or the trainer's results), and a DataFrame
+as the Arrow record batches Spark encodes itself (:func:`arrow_batches`, :func:`decode`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any, Callable
+
+from hydrofeed.spark import node as _node
+
+
+def is_dataframe(x: Any) -> bool:
+    """Whether ``x`` is a DataFrame (classic or Spark Connect): fed as Arrow, not as rows."""
+    try:
+        from pyspark.sql import DataFrame
+    except ImportError:  # pragma: no cover
+        return False
+    if isinstance(x, DataFrame):
+        return True
+    try:  # Spark Connect
+        from pyspark.sql.connect.dataframe import DataFrame as CDF
+
+        return isinstance(x, CDF)
+    except ImportError:
+        return False
+
+
+def arrow_batches(df: Any) -> tuple[Any, Any]:
+    """A DataFrame as an RDD of Arrow IPC record-batch messages, plus their Arrow schema.
+
+    Spark itself encodes each partition as Arrow (``Dataset.toArrowBatchRdd``, the same code
+    ``toPandas`` and ``mapInArrow`` use), so rows are never pickled one by one and pandas is
+    not needed. ``toArrowBatchRdd`` is ``private[sql]`` in Scala (public in bytecode): if a
+    Spark version hides it, we fall back to ``mapInArrow`` (which needs pandas installed)."""
+    from pyspark.serializers import NoOpSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        from pyspark.core.rdd import RDD
+    except ImportError:  # pyspark 3.x
+        from pyspark.rdd import RDD  # type: ignore[no-redef]
+    schema = to_arrow_schema(df.schema)
+    try:
+        jrdd = df._jdf.toArrowBatchRdd().toJavaRDD()
+    except Exception:  # noqa: BLE001 - py4j raises its own types
+
+        def to_ipc(it: Any) -> Any:
+            import pyarrow as pa
+
+            for b in it:
+                yield pa.record_batch([pa.array([b.serialize().to_pybytes()], pa.binary())], names=["ipc"])
+
+        return df.mapInArrow(to_ipc, "ipc binary").rdd.map(lambda row: bytes(row[0])), schema
+    return RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer()), schema
+
+
+def decode(it: Any, schema: Any) -> Any:
+    """(record batch, its IPC message as Spark wrote it): the message is forwarded as it is."""
+    import pyarrow as pa
+
+    for msg in it:
+        buf = pa.py_buffer(msg)
+        yield pa.ipc.read_record_batch(buf, schema), buf
+
+
+def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
+    """The function a feeding task runs on one partition: returns ``[rows]`` (train) or the
+    results (infer)."""
+
+    def feed(index: int, it: Any, arrow: bool) -> list[Any]:
+        from hydrofeed.spark import rows as _rows
+        from hydrofeed.spark.transport import open_channel
+
+        rdir = _node.run_dir(cluster_id, gen)
+        socks = sorted(glob.glob(os.path.join(rdir, "rank*.sock")), key=lambda p: int(os.path.basename(p)[4:-5]))
+        if not socks:
+            raise RuntimeError(
+                f"hydrofeed: no trainer of cluster {cluster_id} on host {_node.local_host()} ({rdir} is empty). "
+                "Every executor that runs feeding tasks must host a node: num_executors must match the "
+                "executors of the Spark application, one task slot per node plus slots for feeding, "
+                "and dynamic allocation off."
+            )
+        # Partitions are spread over this host's trainers by index (round-robin).
+        ch = open_channel(socks[index % len(socks)], mode, index)
+        try:
+            if ch.terminating:  # the trainer called terminate(): skip the partition (TFoS)
+                for _ in it:
+                    pass
+                return [0] if mode == "train" else []
+            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
+            sent = 0
+            for rb, ipc in batches:
+                if rb.num_rows:
+                    ch.send(rb, ipc)
+                    sent += rb.num_rows
+            results = ch.finish(feed_timeout)
+        finally:
+            ch.close()
+        if mode == "train":
+            return [sent]
+        if len(results) != sent:
+            raise RuntimeError(f"hydrofeed: trainer rank {ch.rank} returned {len(results)} results for {sent} rows of partition {index}")
+        return results
+
+    return feed
