@@ -6,18 +6,7 @@ use hydrofeed_format::gen::{write_dataset, GenOptions};
 use hydrofeed_format::split::Format;
 use hydrofeed_format::tfrecord::Compression;
 
-/// Output format of `hydrofeed gen`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum GenFormat {
-    /// Parquet (`image` `fixed_size_list<float32, 784>`).
-    Parquet,
-    /// ORC (`image` a `list<float>` of 784: ORC has no fixed-size list).
-    Orc,
-    /// Avro (`image` `array<float>`).
-    Avro,
-    /// TFRecord of tf.train.Example.
-    Tfrecord,
-}
+use crate::read_args::FormatArg;
 
 /// TFRecord compression of `hydrofeed gen`.
 #[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
@@ -34,9 +23,11 @@ pub enum GenCompression {
 /// Arguments of `hydrofeed gen`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Output format.
+    /// Output format: `image` is a `fixed_size_list<float32, 784>` in Parquet, a `list<float>`
+    /// of 784 in ORC (ORC has no fixed-size list), an `array<float>` in Avro, a float list of
+    /// a tf.train.Example in TFRecord.
     #[arg(long, value_enum)]
-    pub format: GenFormat,
+    pub format: FormatArg,
     /// Total rows.
     #[arg(long, default_value_t = 60_000)]
     pub rows: u64,
@@ -57,12 +48,7 @@ pub struct Args {
 /// Runs `hydrofeed gen`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let opts = GenOptions {
-        format: match args.format {
-            GenFormat::Parquet => Format::Parquet,
-            GenFormat::Orc => Format::Orc,
-            GenFormat::Avro => Format::Avro,
-            GenFormat::Tfrecord => Format::Tfrecord,
-        },
+        format: Format::from(args.format),
         rows: args.rows,
         files: args.files,
         seed: args.seed,

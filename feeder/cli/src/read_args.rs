@@ -12,9 +12,10 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hydrofeed_format::split::Format;
 use hydrofeed_format::{OnError, ReadOptions};
 
-/// Input format (when file names do not tell).
+/// A file format as the command line names it: `--format` of every subcommand that reads, and
+/// of `gen` and `bench decode`, which write or measure them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ServeFormat {
+pub enum FormatArg {
     /// Apache Parquet.
     Parquet,
     /// Apache ORC.
@@ -25,13 +26,13 @@ pub enum ServeFormat {
     Tfrecord,
 }
 
-impl From<ServeFormat> for Format {
-    fn from(f: ServeFormat) -> Self {
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Self {
         match f {
-            ServeFormat::Parquet => Format::Parquet,
-            ServeFormat::Orc => Format::Orc,
-            ServeFormat::Avro => Format::Avro,
-            ServeFormat::Tfrecord => Format::Tfrecord,
+            FormatArg::Parquet => Format::Parquet,
+            FormatArg::Orc => Format::Orc,
+            FormatArg::Avro => Format::Avro,
+            FormatArg::Tfrecord => Format::Tfrecord,
         }
     }
 }
@@ -55,7 +56,7 @@ pub struct ReadArgs {
     pub columns: Option<Vec<String>>,
     /// Input format (when file names do not tell).
     #[arg(long, value_enum)]
-    pub format: Option<ServeFormat>,
+    pub format: Option<FormatArg>,
     /// Skip corrupt records (counted and logged; `launch` names them in its summary) instead
     /// of failing.
     #[arg(long)]
@@ -189,7 +190,7 @@ mod tests {
     fn every_flag(dir: &Path) -> ReadArgs {
         ReadArgs {
             columns: Some(vec!["label".into(), "image".into()]),
-            format: Some(ServeFormat::Avro),
+            format: Some(FormatArg::Avro),
             skip_errors: true,
             schema: Some(json_schema(dir)),
         }
@@ -255,7 +256,7 @@ mod tests {
                 ..ReadArgs::default()
             },
             ReadArgs {
-                format: Some(ServeFormat::Orc),
+                format: Some(FormatArg::Orc),
                 skip_errors: true,
                 ..ReadArgs::default()
             },
@@ -269,10 +270,10 @@ mod tests {
         }
         // Every format by its flag value.
         for f in [
-            ServeFormat::Parquet,
-            ServeFormat::Orc,
-            ServeFormat::Avro,
-            ServeFormat::Tfrecord,
+            FormatArg::Parquet,
+            FormatArg::Orc,
+            FormatArg::Avro,
+            FormatArg::Tfrecord,
         ] {
             let read = ReadArgs {
                 format: Some(f),

@@ -19,7 +19,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
-use crate::gen::GenFormat;
+use crate::read_args::FormatArg;
 use hydrofeed_format::gen::{write_dataset, GenOptions};
 use hydrofeed_format::split::{Format, Split};
 use hydrofeed_format::{self as format, ReadOptions, SplitReader};
@@ -41,7 +41,7 @@ pub struct Args {
         value_delimiter = ',',
         default_value = "parquet,orc,avro,tfrecord"
     )]
-    pub formats: Vec<GenFormat>,
+    pub formats: Vec<FormatArg>,
     /// Rows per batch our readers yield (`ReadOptions::batch_rows`).
     #[arg(long, default_value_t = ReadOptions::default().batch_rows)]
     pub batch_rows: usize,
@@ -60,15 +60,6 @@ pub struct Args {
     /// Print one JSON object (otherwise a table and the JSON).
     #[arg(long)]
     pub json: bool,
-}
-
-fn fmt_of(g: GenFormat) -> Format {
-    match g {
-        GenFormat::Parquet => Format::Parquet,
-        GenFormat::Orc => Format::Orc,
-        GenFormat::Avro => Format::Avro,
-        GenFormat::Tfrecord => Format::Tfrecord,
-    }
 }
 
 fn name(f: Format) -> &'static str {
@@ -262,7 +253,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             true,
         ),
     };
-    let formats: Vec<Format> = args.formats.iter().map(|&g| fmt_of(g)).collect();
+    let formats: Vec<Format> = args.formats.iter().map(|&g| Format::from(g)).collect();
     let mut report = Map::new();
     let mut paths = Map::new();
     for &f in &formats {
