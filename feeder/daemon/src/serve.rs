@@ -3,9 +3,9 @@
 //!
 //! Flow: plan the input; bind the socket; accept one trainer; read its `Hello` control message
 //! (the batch size it wants); then for each epoch, read through the [`crate::pipeline`]: the
-//! splits in plan order ([`PlanOrder`]: one split per decode thread at a time, within the
+//! splits in plan order (`PlanOrder`: one split per decode thread at a time, within the
 //! read-ahead budget) or the fixed order of one rank ([`crate::stream`], `--shuffle-buffer`),
-//! into the one [`EpochWriter`]: schema once, then batches of exactly the asked size (the last
+//! into the one `EpochWriter`: schema once, then batches of exactly the asked size (the last
 //! of an epoch possibly shorter), `EndOfSplit` after the batch holding a split's last row,
 //! `EndOfEpoch`, finally `EndOfFeed`.
 //!

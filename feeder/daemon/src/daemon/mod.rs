@@ -2,22 +2,22 @@
 //! ranges handed out by the coordinator.
 //!
 //! One ring per local trainer; each trainer is one rank. Per rank, three threads:
-//! - the **reader** ([`work`]: `Reader`) asks the coordinator for work (`RequestWork`) and
+//! - the **reader** (`work`: `Reader`) asks the coordinator for work (`RequestWork`) and
 //!   reads each lease on the feeder's decode pool (two leases per rank in flight: the units of
 //!   the rank's budget): it opens the lease's split, passes the whole units before the lease's
 //!   first row over unread ([`hydrofeed_format::SplitReader::skip_rows`]), decodes and drops
 //!   the rest of the head, and sends the lease's rows to the writer; a segment of the fixed
 //!   order is read as one stream ([`crate::stream`]);
-//! - the **writer** (the rank's own thread, [`rank`]) writes them through the pipeline's
+//! - the **writer** (the rank's own thread, `rank`) writes them through the pipeline's
 //!   `EpochWriter` (the code `serve` uses): batches of exactly the coordinator's batch size (a
 //!   batch may hold rows of several leases, each frame carrying its lineage), `EndOfEpoch` when
 //!   the first lease of the next epoch arrives (so after the coordinator's epoch barrier: the
 //!   same step on every rank) and `EndOfFeed` on end-of-feed; it forwards the trainer's acks:
-//!   the trainer sends `Control::Ack{seq}` for the frames it consumed, the [`acks`] book maps
+//!   the trainer sends `Control::Ack{seq}` for the frames it consumed, the `acks` book maps
 //!   each batch frame to its pieces `(lease, split, rows)` and sends cumulative per-lease acks
 //!   to the coordinator;
 //! - the **heartbeat** thread reports the rank's stage (reading, decoding, waiting for ring
-//!   space, trainer not consuming, waiting for work, done) and counters ([`stats`]).
+//!   space, trainer not consuming, waiting for work, done) and counters (`stats`).
 //!
 //! The stage is also published in the ring's header for the trainer (a trainer whose wait
 //! times out says what its feeder is doing), and the trainer's own figures (steps, rows, wait

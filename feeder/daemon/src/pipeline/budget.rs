@@ -3,16 +3,16 @@
 //!
 //! Every decoded batch on its way to the writer travels with a [`Permit`] for its bytes, taken
 //! from the pipeline's [`Budget`] before the batch is queued and given back when the writer has
-//! taken it (the permit is dropped). Every unit of work that reads holds a [`Unit`] while it
+//! taken it (the permit is dropped). Every unit of work that reads holds a `Unit` while it
 //! runs. So a pipeline holds at most `bytes` of decoded batches (plus the front's few, below)
 //! and `units` readers, whatever its source: the splits of the plan order in `serve`, the
 //! leases of the dynamic order, the windows of the fixed order.
 //!
 //! Order without deadlock: a writer that takes batches in a fixed order (the plan order takes
 //! split after split) must always get the next one it waits for, even when readers further
-//! ahead filled the budget. The reader at the front of that order ([`Budget::advance`] says
-//! which) may queue up to [`FRONT_QUEUE`] batches over the budget; the others wait. A source
-//! without an order (leases: the writer takes whatever arrives) asks with [`Place::Any`]: its
+//! ahead filled the budget. The reader at the front of that order (`Budget::advance` says
+//! which) may queue up to `FRONT_QUEUE` batches over the budget; the others wait. A source
+//! without an order (leases: the writer takes whatever arrives) asks with `Place::Any`: its
 //! batches never wait on one another. Either way a batch alone larger than the whole budget
 //! passes when nothing else is held, so a budget below one batch slows a pipeline down to one
 //! batch at a time instead of stopping it.

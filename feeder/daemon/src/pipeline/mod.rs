@@ -1,5 +1,5 @@
-//! The one pipeline of `serve` and the feeder daemon: a [`Source`] of work hands [`Event`]s to
-//! one [`EpochWriter`], which cuts batches of the job's size and writes frames into the ring.
+//! The one pipeline of `serve` and the feeder daemon: a `Source` of work hands `Event`s to
+//! one `EpochWriter`, which cuts batches of the job's size and writes frames into the ring.
 //!
 //! ```text
 //!   source (one per feed)                                 writer (the feed's own thread)
@@ -10,16 +10,16 @@
 //!            \__ every decoded batch holds a Permit of the feed's one Budget __/
 //! ```
 //!
-//! - [`Source`]: what the writer pulls from, without a thread in between: [`PlanOrder`]
+//! - `Source`: what the writer pulls from, without a thread in between: `PlanOrder`
 //!   decodes the splits of the plan in parallel and hands their events on in plan order from
 //!   the writer's own calls; a channel (`Receiver<Event>`) is the source of work that comes
 //!   from a thread of its own (the coordinator's leases, the fixed order's windows).
 //! - [`Budget`]: the one memory and concurrency bound: decoded bytes between the readers and
 //!   the writer, and units of work (splits, leases, windows) in flight.
-//! - [`EpochWriter`]: the one write loop, a type with methods (as arrow's `BatchCoalescer`
+//! - `EpochWriter`: the one write loop, a type with methods (as arrow's `BatchCoalescer`
 //!   is a type): rows in, batches of exactly the job's size out, markers at split, epoch and
 //!   feed ends.
-//! - [`decode_pool`]: the one place the decode threads are made.
+//! - `decode_pool`: the one place the decode threads are made.
 
 use std::sync::Arc;
 use std::time::Duration;
