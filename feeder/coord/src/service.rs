@@ -119,6 +119,12 @@ impl Shared {
         f(&mut self.lock().m)
     }
 
+    /// `rank`'s trainer is alive (its supervisor says so): see [`Machine::keep_alive`].
+    pub fn keep_alive(&self, rank: u32) -> Result<bool> {
+        let now = self.now_ms();
+        self.lock().m.keep_alive(rank, now)
+    }
+
     /// Liveness tick and log flush; the service calls it every 100 ms.
     pub fn tick(&self) {
         let now = self.now_ms();

@@ -531,3 +531,27 @@ fn a_report_after_the_rank_was_declared_dead_is_refused() {
     // Without a report (the trainer read nothing un-acked) the rank comes back as usual.
     m.rejoin(0, "h", 502, &[]).unwrap();
 }
+
+#[test]
+fn a_rank_kept_alive_by_its_supervisor_takes_its_restarted_feeder_back_however_late() {
+    // The feeder died right after the lease; its trainer is busy 5x dead_after (100 ms) before
+    // it re-attaches, and its supervisor keeps the rank alive meanwhile.
+    let mut m = Machine::new(splits(&[100]), cfg(1, 10, 1, 0, Remainder::Drop)).unwrap();
+    let inc = m.join(0, "h", 0).unwrap();
+    let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else {
+        panic!("no lease")
+    };
+    for now in (50..=500).step_by(50) {
+        assert!(m.keep_alive(0, now).unwrap());
+        assert!(m.tick(now).is_empty(), "at {now} ms");
+    }
+    let inc2 = m
+        .rejoin(0, "h", 501, &[piece(l.lease, l.split, 37)])
+        .unwrap();
+    assert_eq!(m.counters().rows_acked, 37);
+    assert_eq!(m.counters().deaths, 0);
+    // Without keep-alives (the node is gone) the rank dies by silence as before, and stays dead.
+    assert!(!m.tick(1_000).is_empty());
+    assert!(!m.keep_alive(0, 1_001).unwrap());
+    assert!(m.request_work(0, inc2, None, 1_002).is_err());
+}

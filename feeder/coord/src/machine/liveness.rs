@@ -115,6 +115,21 @@ impl Machine {
         Ok(true)
     }
 
+    /// `rank`'s trainer is alive, says whoever supervises it (`hydrofeed launch`): the rank
+    /// stays alive while its feeder is gone (killed, being restarted) and its trainer busy
+    /// longer than `dead_after_ms` (an evaluation, a checkpoint) before it re-attaches. Death
+    /// by silence is for a node that is gone, supervisor included. Returns whether the rank is
+    /// alive (one declared dead stays dead; one not registered yet is left alone).
+    pub fn keep_alive(&mut self, rank: u32, now_ms: u64) -> Result<bool> {
+        self.check_rank(rank)?;
+        let r = &self.ranks[rank as usize];
+        if !r.joined || !r.alive {
+            return Ok(false);
+        }
+        self.touch(rank, now_ms);
+        Ok(true)
+    }
+
     pub(super) fn touch(&mut self, rank: u32, now_ms: u64) {
         let r = &mut self.ranks[rank as usize];
         r.last_seen_ms = r.last_seen_ms.max(now_ms);
