@@ -31,6 +31,7 @@ from hydrofeed.exceptions import (
     TrainerFailedError,
     TransportError,
 )
+from hydrofeed._state import save_state
 from hydrofeed.feed import DataFeed
 from hydrofeed.read import read
 
@@ -59,6 +60,7 @@ __all__ = [
     "TransportError",
     "__version__",
     "read",
+    "save_state",
 ]
 
 

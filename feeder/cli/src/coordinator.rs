@@ -1,5 +1,6 @@
 //! `hydrofeed coordinator`: plans the input, then serves the control protocol until every
-//! worker got end-of-feed (or Ctrl-C), writing the resumable state on the way out.
+//! worker got end-of-feed (or Ctrl-C, or SIGTERM), writing the resumable state (at the start,
+//! then on the way out: [`crate::state_file`]).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -61,7 +62,8 @@ pub struct Args {
     /// Resume from a state file written by an earlier run (`--state-out`, or GetState).
     #[arg(long)]
     pub resume: Option<PathBuf>,
-    /// Write the state here on exit (end of feed or Ctrl-C).
+    /// Write the state here: at the start (a file of an earlier run is replaced), and on exit
+    /// (end of feed, Ctrl-C, SIGTERM); atomically, never half-written.
     #[arg(long)]
     pub state_out: Option<PathBuf>,
     /// Append every assignment to this JSONL log.
@@ -195,7 +197,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(ca) => format!("TLS: {}; client certificates required ({ca})", t.cert()),
         None => format!("TLS: {}", t.cert()),
     });
+    // Written now, so a file left by an earlier run never looks like this run's state (a
+    // coordinator killed before its exit leaves where this run started).
+    if let Some(p) = &args.state_out {
+        crate::state_file::write_state(p, &m.state())?;
+    }
     let svc = service::spawn(m, opts, args.listen, args.metrics)?;
+    // Ctrl-C and SIGTERM (a preemption: YARN, Kubernetes) end it, the state written at once;
+    // caught before the address is printed, so a signal sent as soon as it is seen counts.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _rt = rt.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
     println!("hydrofeed coordinator listening on {}", svc.addr);
     if let Some(t) = &tls_line {
         println!("{t}");
@@ -214,9 +234,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "epoch 0"
     );
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let interrupted = rt.block_on(async {
         let done = async {
             loop {
@@ -233,16 +250,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         tokio::select! {
             () = done => false,
-            _ = tokio::signal::ctrl_c() => true,
+            _ = int.recv() => true,
+            _ = term.recv() => true,
         }
     });
     let st = svc.shared.with_machine(Machine::state);
     let k = svc.shared.with_machine(Machine::counters);
-    svc.shutdown()?;
+    // Before the server's shutdown, which waits for its connections.
     if let Some(p) = &args.state_out {
-        std::fs::write(p, st.to_json()).with_context(|| format!("{}", p.display()))?;
+        crate::state_file::write_state(p, &st)?;
         println!("state written to {}", p.display());
     }
+    svc.shutdown()?;
     println!(
         "{}: epoch {}, {} rows acked, {} dropped, {} padded, {} wrapped, {} leases, {} stalls, {} deaths",
         if interrupted { "interrupted" } else { "end of feed" },

@@ -14,6 +14,7 @@ pub mod launch;
 pub mod order;
 pub mod read_args;
 pub mod serve;
+pub mod state_file;
 pub mod tls;
 
 /// A plain progress line every few seconds for long commands whose stderr is not a terminal

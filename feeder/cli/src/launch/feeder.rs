@@ -76,7 +76,13 @@ pub(super) fn feeder_command(
         }
         FeederStart::First => {}
         FeederStart::Rejoin => {
-            feeder.arg("--rejoin");
+            // Its trainer re-attaches when it next asks for a batch, which a long step (an
+            // evaluation, a checkpoint) may put off: waited for as long as a full ring would be
+            // (`launch` keeps the rank alive at the coordinator meanwhile).
+            feeder.arg("--rejoin").args([
+                "--accept-timeout",
+                &args.stall_timeout.max(300.0).to_string(),
+            ]);
         }
     }
     Ok(feeder)

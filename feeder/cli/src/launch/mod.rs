@@ -10,7 +10,16 @@
 //! is stopped; the feeder is named only when it failed by itself (a trainer leaving is exit
 //! status 3, never the feeder's fault). A trainer exiting 0 before the end of the feed ends the
 //! feed on the other ranks (exit 0). Ctrl-C interrupts the trainers and ends the feed in order,
-//! so every consumed row is acked before `--state-out` is written (exit 130).
+//! so every consumed row is acked before `--state-out` is written (exit 130). SIGTERM (a
+//! preemption: YARN, Kubernetes, Spark) does the same with SIGTERM to the trainers, whose own
+//! handlers may checkpoint and call `feed.state()` within `--grace`. `--state-out` is written
+//! when the job starts (a file of an earlier run never looks current), at once on the first
+//! signal (YARN kills 250 ms after its SIGTERM), and at the end; atomically each time
+//! ([`crate::state_file`]).
+//!
+//! A rank lives while its trainer does: the supervisor keeps it alive at the coordinator, so a
+//! restarted feeder is taken back however long its trainer is busy before it re-attaches
+//! (`--dead-after` is for a silent node, not a busy trainer).
 //! Children lead their own process groups and die with `launch` (`PR_SET_PDEATHSIG`); the
 //! private socket directory is removed on every exit, Ctrl-C included; rings are memfds, so
 //! nothing is ever in /dev/shm.
@@ -24,10 +33,9 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::read_args::ReadArgs;
@@ -92,9 +100,14 @@ pub struct Args {
     /// Resume from a state file written by `DataFeed.state()` or `--state-out`.
     #[arg(long, env = RESUME_ENV)]
     pub resume: Option<PathBuf>,
-    /// Write the coordinator's final state here (resumable if the job stopped early).
+    /// Write the coordinator's state here (resumable if the job stopped early): at the start,
+    /// at once on SIGTERM or Ctrl-C, and at the end; atomically, never half-written.
     #[arg(long)]
     pub state_out: Option<PathBuf>,
+    /// Seconds the trainers get after SIGTERM (or Ctrl-C) to checkpoint, call
+    /// `feed.state()` and exit, before they are killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
+    pub grace: f64,
     /// Columns, format, corrupt records, schema: the feeder is given the same.
     #[command(flatten)]
     pub read: ReadArgs,
@@ -113,7 +126,8 @@ pub struct Args {
     /// (`HYDROFEED_METRICS_EVERY`, default 10) and at the end.
     #[arg(long, value_name = "DIR", env = TENSORBOARD_ENV)]
     pub tensorboard: Option<PathBuf>,
-    /// Seconds without a heartbeat before a rank is declared dead.
+    /// Seconds without a heartbeat before a rank is declared dead. A rank whose trainer runs
+    /// is kept alive by `launch` (its feeder may be restarting while the trainer is busy).
     #[arg(long, default_value_t = 30.0)]
     pub dead_after: f64,
     /// Restarts of a feeder killed by a signal (`kill -9`, the OOM killer, a crash): the
@@ -140,8 +154,12 @@ pub struct Args {
 
 /// Ctrl-C (SIGINT, SIGTERM, SIGHUP) count: the first stops the job in order, the second kills.
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+/// The first of those signals (0: none yet): the trainers get SIGTERM after a SIGTERM, SIGINT
+/// otherwise.
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = FIRST_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     INTERRUPTS.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -180,6 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
     anyhow::ensure!(workers >= 1, "--workers must be at least 1");
     super::secs("--stall-timeout", args.stall_timeout)?;
+    super::secs("--grace", args.grace)?;
     if let Some(d) = gpus::describe(&gpus) {
         eprintln!("hydrofeed launch: {d}");
     }
@@ -252,6 +271,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "127.0.0.1:0".parse()?,
         None,
     )?;
+    // This run's state replaces the file of an earlier one at once.
+    if let Some(p) = &args.state_out {
+        crate::state_file::write_state(p, &svc.shared.with_machine(|m| m.state()))?;
+    }
     let addr = match &tls {
         Some(_) => format!("https://{}", svc.addr),
         None => svc.addr.to_string(),
@@ -288,7 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let acked = svc.shared.with_machine(|m| m.counters().rows_acked);
     let saved = match &args.state_out {
         Some(p) => {
-            std::fs::write(p, state.to_json()).with_context(|| format!("{}", p.display()))?;
+            crate::state_file::write_state(p, &state)?;
             format!("; state saved to {}", p.display())
         }
         None => String::new(),
@@ -299,7 +322,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Ended::Interrupted => Err(super::Exit::new(
             130,
             format!(
-                "interrupted (Ctrl-C): stopped every trainer and the feeder; {acked} rows acked{saved}"
+                "interrupted ({}): stopped every trainer and the feeder; {acked} rows acked{saved}",
+                match FIRST_SIGNAL.load(Ordering::SeqCst) {
+                    libc::SIGTERM => "SIGTERM",
+                    libc::SIGHUP => "SIGHUP",
+                    _ => "Ctrl-C",
+                }
             ),
         )
         .into()),

@@ -29,7 +29,9 @@ use super::feeder::{
 };
 use super::gpus::{self, RankGpu};
 use super::TENSORBOARD_ENV;
-use super::{Args, Ended, INTERRUPTS, PROGRESS_EVERY, REJOIN_ENV, REJOIN_TIMEOUT, STOP_GRACE};
+use super::{
+    Args, Ended, FIRST_SIGNAL, INTERRUPTS, PROGRESS_EVERY, REJOIN_ENV, REJOIN_TIMEOUT, STOP_GRACE,
+};
 use crate::feeder::TRAINER_STALLED_EXIT;
 
 /// What supervising a job works with and never changes: its arguments, each rank's GPU, the
@@ -260,6 +262,7 @@ impl<'a> Supervisor<'a> {
     /// One look at everything; `Some` once every trainer ended.
     fn tick(&mut self) -> anyhow::Result<Option<Ended>> {
         self.on_interrupts()?;
+        self.keep_alive();
         let finished = self.report_progress();
         if !self.agreed {
             let job = self.job;
@@ -279,7 +282,35 @@ impl<'a> Supervisor<'a> {
         matches!(self.stop, Some((Ended::Interrupted, _)))
     }
 
-    /// Ctrl-C: the first interrupts the trainers and ends the feed, the second kills.
+    /// Each rank whose trainer runs is alive, whatever its feeder does: a feeder killed while
+    /// its trainer is busy (an evaluation, a checkpoint) is restarted and taken back, however
+    /// long the trainer takes to re-attach.
+    fn keep_alive(&self) {
+        for t in self.trainers.iter().filter(|t| t.status.is_none()) {
+            let _ = self.job.svc.shared.keep_alive(t.rank);
+        }
+    }
+
+    /// The state as it is now, to `--state-out` (a preemption: the SIGKILL may follow soon).
+    fn save_state_now(&self) {
+        let Some(p) = &self.job.args.state_out else {
+            return;
+        };
+        let st = self.job.svc.shared.with_machine(|m| m.state());
+        match crate::state_file::write_state(p, &st) {
+            Ok(()) => self.job.pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: state saved to {} (again once the trainers exited)",
+                    p.display()
+                )
+            }),
+            Err(e) => self.job.pb.suspend(|| eprintln!("hydrofeed launch: {e:#}")),
+        }
+    }
+
+    /// Ctrl-C or SIGTERM: the first saves the state at once, signals the trainers (SIGINT, or
+    /// SIGTERM after a SIGTERM: their handlers checkpoint within `--grace`) and ends the feed;
+    /// the second kills.
     fn on_interrupts(&mut self) -> anyhow::Result<()> {
         let interrupts = INTERRUPTS.load(Ordering::SeqCst);
         if interrupts >= 2 {
@@ -290,14 +321,20 @@ impl<'a> Supervisor<'a> {
             .into());
         }
         if interrupts == 1 && !self.interrupted() {
+            self.save_state_now();
+            let (sig, name) = match FIRST_SIGNAL.load(Ordering::SeqCst) {
+                libc::SIGTERM => (libc::SIGTERM, "SIGTERM"),
+                _ => (libc::SIGINT, "SIGINT"),
+            };
+            let grace = self.job.args.grace;
             self.job.pb.suspend(|| {
                 eprintln!(
-                    "hydrofeed launch: interrupted: stopping the trainers (SIGINT) and ending the \
-                     feed; Ctrl-C again to kill them"
+                    "hydrofeed launch: interrupted: stopping the trainers ({name}, {grace} s to \
+                     exit) and ending the feed; Ctrl-C again to kill them"
                 )
             });
             for t in &mut self.trainers {
-                t.proc.signal(libc::SIGINT);
+                t.proc.signal(sig);
             }
             self.feeder.signal(libc::SIGTERM);
             self.stop = Some((Ended::Interrupted, Instant::now()));
@@ -412,12 +449,17 @@ impl<'a> Supervisor<'a> {
         Ok(())
     }
 
-    /// Trainers still running [`STOP_GRACE`] after they were told to stop are killed.
+    /// Trainers still running [`STOP_GRACE`] after they were told to stop (`--grace` after a
+    /// signal) are killed.
     fn kill_after_grace(&mut self) {
-        let Some((_, since)) = &self.stop else {
+        let Some((why, since)) = &self.stop else {
             return;
         };
-        if since.elapsed() > STOP_GRACE {
+        let grace = match why {
+            Ended::Interrupted => Duration::from_secs_f64(self.job.args.grace),
+            _ => STOP_GRACE,
+        };
+        if since.elapsed() > grace {
             for t in &mut self.trainers {
                 if t.status.is_none() && !t.killed {
                     t.proc.signal(libc::SIGKILL);
