@@ -21,7 +21,11 @@ take = int(os.environ.get("TAKE", "0"))
 leave = os.environ.get("LEAVE", "return")
 batch = int(os.environ["BATCH"])
 log = open(os.path.join(os.environ["OUT"], f"rank-{rank}.jsonl"), "w")
-feed = hydrofeed.DataFeed(batch_size=batch)
+# SPE=1: a feed made without a batch size asks steps_per_epoch() before the dataset.
+spe = os.environ.get("SPE") == "1"
+feed = hydrofeed.DataFeed(batch_size=None if spe else batch)
+if spe:
+    log.write(json.dumps({"steps_per_epoch": feed.steps_per_epoch()}) + "\n")
 
 
 def source():

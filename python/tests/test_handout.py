@@ -105,3 +105,15 @@ def test_torch_dataloader_over_the_adapter(hf_bin: str, ids1000: Path, tmp_path:
         f"the second epoch after the resume has {len(rest)} rows, {len(set(rest))} distinct"
     )
     no_leftovers(str(tmp_path))
+
+
+def test_dataset_of_the_feeds_batch_size_after_steps_per_epoch(
+    hf_bin: str, ids1000: Path, tmp_path: Path
+) -> None:
+    """`feed.steps_per_epoch()` (the feed made without a size, so the feeder's is the job's),
+    then `hydrofeed.tf.dataset(feed, B)` with B the job's batch size: accepted, every batch."""
+    pytest.importorskip("tensorflow")
+    r = run(hf_bin, ids1000, tmp_path / "a", HOW="tf", SPE="1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    ids, _ = received(tmp_path / "a")
+    assert sorted(ids) == list(range(ROWS))
