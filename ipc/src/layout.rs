@@ -14,6 +14,7 @@
 //!     72     4    1   producer     data_futex       bumped after every publish and on close
 //!    128     8    2   consumer     tail             bytes ever reclaimed (monotonic)
 //!    136     4    2   consumer     space_futex      bumped after every reclaim and on close
+//!    144     8    2   consumer     handed           data frames handed to the consumer's user
 //!    192     4    3   consumer     consumer_waiting 1 while the consumer may sleep on data_futex
 //!    256     4    4   producer     producer_waiting 1 while the producer may sleep on space_futex
 //!    320     4    5   producer     producer_pid
@@ -32,8 +33,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// `b"HYDRORNG"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HYDRORNG");
-/// Version of this layout and of the frame format; checked at attach. 2: the `status` words.
-pub const LAYOUT_VERSION: u32 = 2;
+/// Version of this layout and of the frame format; checked at attach. 2: the `status` words;
+/// 3: the consumer's `handed` count.
+pub const LAYOUT_VERSION: u32 = 3;
 /// Offset of the payload in the segment: one page, so the payload is page aligned.
 pub const HEADER_SIZE: usize = 4096;
 /// Alignment of every slot header and every frame payload in the ring.
@@ -79,6 +81,11 @@ pub struct ConsumerHot {
     pub tail: AtomicU64,
     /// Futex word the producer sleeps on; bumped after each reclaim and on close.
     pub space_futex: AtomicU32,
+    /// Data frames (counted from the first, by their `seq`) the consumer handed to its user:
+    /// frames `0..handed` were taken, whatever slots are still held. Only grows. The ring
+    /// gives it no meaning; the producer reads it to know what was consumed without a message
+    /// (`Producer::peer_handed`), at any time and after the consumer died.
+    pub handed: AtomicU64,
 }
 
 /// A cache line holding one "I may sleep" flag.
@@ -150,6 +157,7 @@ impl Header {
             cons: ConsumerHot {
                 tail: AtomicU64::new(0),
                 space_futex: AtomicU32::new(0),
+                handed: AtomicU64::new(0),
             },
             consumer_waiting: WaitFlag {
                 waiting: AtomicU32::new(0),
@@ -208,6 +216,7 @@ mod tests {
         assert_eq!(offset_of!(Header, prod.data_futex), 72);
         assert_eq!(offset_of!(Header, cons.tail), 128);
         assert_eq!(offset_of!(Header, cons.space_futex), 136);
+        assert_eq!(offset_of!(Header, cons.handed), 144);
         assert_eq!(offset_of!(Header, consumer_waiting.waiting), 192);
         assert_eq!(offset_of!(Header, producer_waiting.waiting), 256);
         assert_eq!(offset_of!(Header, producer.pid), 320);

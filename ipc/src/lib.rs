@@ -178,6 +178,14 @@ impl Producer {
         }
     }
 
+    /// Data frames (counted from the first committed, `0..n`) the consumer says it handed to
+    /// its user ([`Consumer::handout`]), bounded by the frames committed. Readable at any time,
+    /// also after the consumer died or closed: what it took is in the shared memory, so no
+    /// message needs to arrive for the producer to know it.
+    pub fn peer_handed(&self) -> u64 {
+        self.ring.handed()
+    }
+
     /// `Err(PeerLost)` if the consumer died, disconnected or closed the ring.
     pub fn check_peer(&self) -> Result<(), PeerError> {
         if self.ring.closed_by_consumer() {
@@ -294,6 +302,16 @@ impl Consumer {
         self.ring.producer_waiting()
     }
 
+    /// The consumer's hand-out count in the ring header ([`Producer::peer_handed`]): any thread
+    /// of this process publishes through it that the data frames `0..n` (in the order `next`
+    /// returned them) reached its user. The ring gives it no meaning beyond that; the feeder
+    /// daemon counts those frames consumed. It only grows.
+    pub fn handout(&self) -> Handout {
+        Handout {
+            sh: self.ring.shared().clone(),
+        }
+    }
+
     /// The producer's status word ([`Producer::status_word`]), readable without this
     /// consumer (another thread may hold it in a wait).
     pub fn producer_status(&self) -> ProducerStatus {
@@ -337,6 +355,32 @@ impl StatusWord {
 impl std::fmt::Debug for StatusWord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StatusWord").finish_non_exhaustive()
+    }
+}
+
+/// The consumer's hand-out count ([`Consumer::handout`]): `Send + Sync`, cheap to clone; it
+/// keeps the ring's memory mapped.
+#[derive(Clone)]
+pub struct Handout {
+    sh: std::sync::Arc<Shared>,
+}
+
+impl Handout {
+    /// Publishes that the data frames `0..n` were handed out (a smaller `n` than before changes
+    /// nothing; a `fork()` child publishes nothing).
+    pub fn publish(&self, n: u64) {
+        self.sh.set_handed(n);
+    }
+
+    /// The count published so far.
+    pub fn get(&self) -> u64 {
+        self.sh.handed()
+    }
+}
+
+impl std::fmt::Debug for Handout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handout").field("n", &self.get()).finish()
     }
 }
 

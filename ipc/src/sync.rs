@@ -57,6 +57,10 @@ mod atomics {
                 pub fn fetch_add(&self, v: $t, o: Ordering) -> $t {
                     self.0.fetch_add(v, o)
                 }
+                /// `fetch_max` of the wrapped atomic.
+                pub fn fetch_max(&self, v: $t, o: Ordering) -> $t {
+                    self.0.fetch_max(v, o)
+                }
             }
         };
     }

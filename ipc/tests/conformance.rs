@@ -72,6 +72,33 @@ macro_rules! suite {
                 assert_eq!(c.producer_status().get(), u32::MAX);
             }
 
+            /// The hand-out count: what the consumer publishes from any thread, only growing,
+            /// read by the producer bounded by the frames it committed, also after the
+            /// consumer closed, whatever slots are still held.
+            fn handout_reaches_the_producer_bounded_by_frames_committed() {
+                let (mut p, mut c) = pair(1 << 16, None);
+                assert_eq!(p.peer_handed(), 0);
+                for seq in 0..3 {
+                    send(&mut p, 100, seq);
+                }
+                let h = c.handout();
+                let held: Vec<_> = (0..3).map(|seq| recv(&mut c, 100, seq)).collect();
+                let h2 = h.clone();
+                std::thread::spawn(move || h2.publish(2)).join().unwrap();
+                assert_eq!(
+                    p.peer_handed(),
+                    2,
+                    "slots still held do not hide what was handed"
+                );
+                h.publish(1);
+                assert_eq!(p.peer_handed(), 2, "the count only grows");
+                h.publish(1000);
+                assert_eq!(p.peer_handed(), 3, "never more than the frames committed");
+                c.close();
+                drop(held);
+                assert_eq!(p.peer_handed(), 3, "readable after the consumer closed");
+            }
+
             fn order_across_threads() {
                 let (mut p, mut c) = pair(1 << 16, None);
                 let n = 2000u64;
@@ -349,6 +376,10 @@ macro_rules! suite {
             }
             /// The suite's tests, by name.
             pub const TESTS: &[(&str, fn())] = &[
+                (
+                    "handout_reaches_the_producer_bounded_by_frames_committed",
+                    handout_reaches_the_producer_bounded_by_frames_committed,
+                ),
                 ("order_across_threads", order_across_threads),
                 (
                     "wrap_around_keeps_frames_contiguous",

@@ -1,5 +1,6 @@
-//! loom models of the ring protocol on the heap backing: push/pop, wrap-around with padding,
-//! slots released out of order from another thread, and close from each side.
+//! loom models of the ring protocol on the heap backing: push/pop, the hand-out count,
+//! wrap-around with padding, slots released out of order from another thread, and close from
+//! each side.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_BUILD_BUILD_DIR=/work/cargo-build-loom
 //! cargo test -p hydrofeed-ipc --release --test loom_ring`
@@ -48,6 +49,27 @@ fn push_pop() {
             assert!(l.iter().all(|&b| b == tag), "frame {tag} bytes");
         }
         t.join().unwrap();
+    });
+}
+
+/// The hand-out count published on another thread after the consumer read a frame: the
+/// producer never sees more than it committed, and sees the count once the thread is joined.
+#[test]
+fn handout_published_from_another_thread() {
+    model(|| {
+        let (mut p, mut c) = heap_pair(cfg()).unwrap();
+        send(&mut p, 100, 1);
+        let l = c.next(T).unwrap().expect("frame");
+        let h = c.handout();
+        let t = thread::spawn(move || {
+            assert!(l.iter().all(|&b| b == 1), "frame bytes");
+            h.publish(1);
+            drop(l);
+        });
+        assert!(p.peer_handed() <= 1);
+        send(&mut p, 100, 2);
+        t.join().unwrap();
+        assert_eq!(p.peer_handed(), 1);
     });
 }
 

@@ -1,5 +1,9 @@
 """Splitting one feed into per-epoch iterations (Keras and torch iterate a dataset per epoch).
 
+Hand-out: a batch is consumed when it is yielded, not when it is read; the first batch of the
+next epoch, read to find the epoch's end, is not, and comes again in a resumed run if the
+trainer stops there.
+
 Batch lifetime: nothing here keeps a batch once it was yielded. A batch views ring memory, and
 the ring frees space in order, so one batch kept for a whole epoch would pin everything after
 it; only the first batch of the next epoch is held over, between two iterations.
@@ -22,13 +26,23 @@ class EpochIterator:
     """
 
     def __init__(
-        self, feed: DataFeed, per_epoch: bool = True, next: Callable[[], Any] | None = None
+        self,
+        feed: DataFeed,
+        per_epoch: bool = True,
+        next: Callable[[], Any] | None = None,
+        hand_out: bool = True,
     ) -> None:
         self.feed = feed
         self.per_epoch = per_epoch
-        # Where batches come from: the feed's host batches, or its GPU staging
+        # Where batches come from: the feed's host batches (read without handing them out: the
+        # first batch of the next epoch is read ahead), or its GPU staging
         # (DataFeed.device_feed(...).next).
-        self._next: Callable[[], Any] = next if next is not None else feed.next
+        self._next: Callable[[], Any] = (
+            next if next is not None else (lambda: feed.next(hand_out=False))
+        )
+        # Whether a batch is handed out (consumed) as it is yielded; tf.data hands its
+        # elements out after its prefetch instead (hydrofeed.tf).
+        self._hand_out = hand_out and next is None
         self._held: Batch | None = None
         self.epochs_started = 0
 
@@ -40,6 +54,8 @@ class EpochIterator:
         self.epochs_started += 1
         current = b.epoch
         while True:
+            if self._hand_out:
+                self.feed.hand_out(b)
             yield b
             # Drop the reference before waiting for the next batch: the generator's frame
             # would otherwise keep the previous batch (and its ring slot) alive.

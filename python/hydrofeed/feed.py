@@ -111,6 +111,10 @@ class DataFeed:
         )
         self._pending: list[Any] = []  # TFoS path: pyarrow batches not yet handed out
         self._pending_rows = 0
+        # TFoS path: (ticket, rows not handed out yet) of the batches behind `_pending`.
+        self._tickets: list[list[int]] = []
+        # The job's batch size, once the coordinator said it (steps_per_epoch()).
+        self._job_batch_size: int | None = None
         self._stop = False
         self._results: list[Any] = []
         self._device: Any = None  # hydrofeed.gpu.DeviceFeed, once batches(device=...) ran
@@ -132,10 +136,21 @@ class DataFeed:
 
     # -- fast path -------------------------------------------------------------------------
 
-    def next(self, timeout: float | None = None) -> Batch | None:
-        """The next batch, or ``None`` at end-of-feed."""
-        b: Batch | None = self._take(lambda: self._feed.next(timeout))
+    def next(self, timeout: float | None = None, hand_out: bool = True) -> Batch | None:
+        """The next batch, or ``None`` at end-of-feed.
+
+        A batch is consumed (acked to the feeder, in :meth:`state` and in the state ``hydrofeed
+        launch --state-out`` writes) once it is handed out to the trainer's code: when this
+        returns it. With ``hand_out=False`` (an adapter that reads ahead) it is handed out by
+        :meth:`hand_out`; a batch read and never handed out comes again in a resumed run."""
+        b: Batch | None = self._take(lambda: self._feed.next(timeout, hand_out))
         return b
+
+    def hand_out(self, batch: Batch | int) -> None:
+        """Counts ``batch`` (or its ``ticket``), and every batch read before it, as handed to
+        the trainer's code: consumed. Published in the ring's shared memory at once, so the
+        feeder knows it without a message, even if this process is killed next. Any thread."""
+        self._feed.hand_out(batch if isinstance(batch, int) else batch.ticket)
 
     def _take(self, fetch: Any) -> Any:
         """``fetch()`` (the next host or device batch), with the summary's clocks and the end of
@@ -270,7 +285,7 @@ class DataFeed:
         host without one.
         """
         if batch_size is not None:
-            self._feed.ask_batch_size(batch_size)
+            self._ask_batch_size(batch_size)
         if device is not None:
             dev = self.device_feed(device)
             while (d := self._take(dev.next)) is not None:
@@ -305,6 +320,14 @@ class DataFeed:
     def __iter__(self) -> Iterator[Batch]:
         return self.batches()
 
+    def _ask_batch_size(self, batch_size: int) -> None:
+        """Tells the feeder the batch size before the first batch; afterwards checks it against
+        the size the feed has (asked, or the job's as the coordinator said)."""
+        if self._job_batch_size is not None and batch_size == self._job_batch_size:
+            if self._feed.batch_size in (None, batch_size):
+                return
+        self._feed.ask_batch_size(batch_size)
+
     # -- TensorFlowOnSpark-compatible API --------------------------------------------------
 
     def next_batch(self, batch_size: int) -> Any:
@@ -320,12 +343,13 @@ class DataFeed:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         while self._pending_rows < batch_size and not self._stop:
-            b = self.next()
+            b = self.next(hand_out=False)
             if b is None:
                 break
             rb = b.to_arrow()
             self._pending.append(rb)
             self._pending_rows += rb.num_rows
+            self._tickets.append([b.ticket, rb.num_rows])
         if self._pending:
             table = pa.Table.from_batches(self._pending)
         else:
@@ -335,6 +359,17 @@ class DataFeed:
             return {} if self.input_mapping is not None else []
         take = table.slice(0, batch_size)
         rest = table.slice(batch_size)
+        # A feeder batch is handed out once every one of its rows was returned (a partly
+        # returned one comes again whole in a resumed run).
+        left = take.num_rows
+        while self._tickets and left > 0:
+            t = self._tickets[0]
+            n = min(t[1], left)
+            t[1] -= n
+            left -= n
+            if t[1] == 0:
+                self._feed.hand_out(t[0])
+                self._tickets.pop(0)
         self._pending = rest.to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
         if self.input_mapping is not None:
@@ -364,6 +399,7 @@ class DataFeed:
         self._stop = True
         self._pending = []
         self._pending_rows = 0
+        self._tickets = []
         self._end_metrics()
         if self._device is not None:
             self._device.close()
@@ -388,7 +424,9 @@ class DataFeed:
         """The job's resumable position: a small JSON-serialisable dict.
 
         Under ``hydrofeed launch`` (``HYDROFEED_COORDINATOR`` set): acks every batch handed
-        out so far, waits until the coordinator recorded them, and returns the coordinator's
+        out so far (returned by :meth:`next`, :meth:`batches`, :meth:`next_batch`, or yielded by
+        an adapter; batches an adapter or tf.data read ahead are not), waits until the
+        coordinator recorded them, and returns the coordinator's
         state (seed, epochs, batch size, completed steps, rows acked per open epoch). Save it
         with ``json.dump`` and pass it to ``hydrofeed launch --resume state.json`` (or
         ``HYDROFEED_RESUME``), with any number of workers: the new run hands out exactly the
@@ -412,7 +450,7 @@ class DataFeed:
         import json
 
         self._feed.flush_acks()
-        rows = int(self._feed.metrics()["rows"])
+        rows = int(self._feed.metrics()["rows_handed"])
         text = Feed.coordinator_state(
             addr,
             os.environ.get("HYDROFEED_TOKEN", ""),
@@ -448,13 +486,16 @@ class DataFeed:
             return None
         from hydrofeed.spark.files import steps_per_epoch
 
+        self._job_batch_size = int(st["batch_size"])
         workers = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1"))
         return steps_per_epoch(int(st["total_rows"]), workers, int(st["batch_size"]), st["remainder"])
 
     def flush_acks(self) -> None:
-        """Tells the feeder that every batch handed out so far was consumed (it forwards the
-        rows to the coordinator). ``next()`` does it on its own every 50 ms and when it blocks
-        (within 5 ms of finding the ring empty); call it before a checkpoint."""
+        """Tells the feeder now that every batch handed out so far was consumed (it forwards
+        the rows to the coordinator). An optimisation, never needed for correctness: each
+        batch handed out is published in the ring's shared memory, which the feeder reads on
+        its own (also after this process exited or was killed); ``next()`` also acks every
+        50 ms and when it blocks."""
         self._feed.flush_acks()
 
     def metrics(self) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def batches(
     # pin too much of it needs no warning to the script.
     feed._feed.warn_pressure = False
     if batch_size is not None:
-        feed._feed.ask_batch_size(batch_size)
+        feed._ask_batch_size(batch_size)
 
     nxt = _staging(feed, device) or feed.next
 
@@ -125,7 +125,7 @@ def dataset(
     ``hydrofeed launch --epochs E`` epoch by epoch. ``batch_size`` is told to the feeder before
     the first batch (as :meth:`hydrofeed.DataFeed.batches`); ``device`` as in :func:`to_jax`."""
     if batch_size is not None:
-        feed._feed.ask_batch_size(batch_size)
+        feed._ask_batch_size(batch_size)
     return Dataset(feed, device=device, per_epoch=per_epoch)
 
 
@@ -168,7 +168,7 @@ def global_batches(
     jax = _jax()
     feed._feed.warn_pressure = False  # as in batches()
     if batch_size is not None:
-        feed._feed.ask_batch_size(batch_size)
+        feed._ask_batch_size(batch_size)
     while (b := feed.next()) is not None:
         out: dict[str, Any] = {}
         for k in b.keys():

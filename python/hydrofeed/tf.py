@@ -85,8 +85,15 @@ def dataset(
     per_epoch: bool = True,
     shapes: Mapping[str, Sequence[int]] | None = None,
     steps_per_epoch: int | None = None,
+    prefetch: int = 2,
 ) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of the feed's batches.
+
+    Hand-out: a batch is consumed (acked, in ``feed.state()`` and in ``launch --state-out``)
+    when the dataset's iterator yields it, after the dataset's own read-ahead of ``prefetch``
+    batches (0: none); batches read ahead and never taken come again in a resumed run. A
+    ``.prefetch()`` added after this dataset runs its hand-out ahead too: give its depth here
+    instead.
 
     Elements: a dict of all columns (default); with ``x``/``y``: ``(features, label)`` pairs for
     ``model.fit``, where ``x`` is one column name (a tensor) or several (a dict). ``batch_size``
@@ -102,7 +109,7 @@ def dataset(
     another length fails at its end instead of passing unnoticed.
     """
     if batch_size is not None:
-        feed._feed.ask_batch_size(batch_size)
+        feed._ask_batch_size(batch_size)
     schema: pa.Schema = feed._feed.wait_schema()
     specs = {f.name: spec_of(f) for f in schema}
     names = list(specs)
@@ -129,8 +136,10 @@ def dataset(
         feats = cols[xs] if isinstance(xs, str) else {k: cols[k] for k in xs}
         return (feats, cols[y]) if y is not None else feats
 
-    signature = pick(specs)
-    epochs = EpochIterator(feed, per_epoch=per_epoch)
+    signature = (pick(specs), tf.TensorSpec((), tf.int64))
+    # Batches are handed out (consumed) after tf.data's prefetch, by the last stage below:
+    # what tf.data read ahead and the trainer never took comes again in a resumed run.
+    epochs = EpochIterator(feed, per_epoch=per_epoch, hand_out=False)
     # The framework holds the tensors it made from ring memory: a copy out of the ring when
     # they pin too much of it is the right answer there, not a warning to the script.
     feed._feed.warn_pressure = False
@@ -142,7 +151,7 @@ def dataset(
         n = 0
         for b in epochs.epoch():
             n += 1
-            yield pick({k: _value(b[k], dense.get(k)) for k in names})
+            yield pick({k: _value(b[k], dense.get(k)) for k in names}), np.int64(b.ticket)
         if n == 0 and per_epoch:
             done = epochs.epochs_started
             raise HydrofeedError(
@@ -151,7 +160,23 @@ def dataset(
                 "DataFeed's feeder) the same number of epochs"
             )
 
+    def hand(ticket: Any) -> Any:
+        feed._feed.hand_out(int(ticket.numpy()))
+        return np.int64(0)
+
+    def handed(element: Any, ticket: Any) -> Any:
+        done = tf.py_function(hand, [ticket], tf.int64)
+        with tf.control_dependencies([done]):
+            return tf.nest.map_structure(tf.identity, element)
+
     ds = tf.data.Dataset.from_generator(gen, output_signature=signature)
+    if prefetch:
+        ds = ds.prefetch(prefetch)
+    ds = ds.map(handed)
+    # No prefetch injected after the hand-out stage: it would count batches tf.data read ahead.
+    opts = tf.data.Options()
+    opts.experimental_optimization.inject_prefetch = False
+    ds = ds.with_options(opts)
     if per_epoch:
         steps_per_epoch = _steps_per_epoch(feed, steps_per_epoch)
         if steps_per_epoch is not None:

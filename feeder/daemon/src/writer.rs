@@ -77,6 +77,8 @@ pub(crate) struct Writer {
     bye: bool,
     /// When the control channel was last read.
     last_poll: Instant,
+    /// Frames the trainer's hand-out count (in the ring's header) covered when last forwarded.
+    handed: u64,
 }
 
 /// Settings of a [`Writer`]: the stall timeout, the batch size it reports, the ack sink and
@@ -142,6 +144,7 @@ impl WriterBuilder {
             on_wait: self.on_wait,
             bye: false,
             last_poll: Instant::now(),
+            handed: 0,
         }
     }
 }
@@ -185,9 +188,27 @@ impl Writer {
         self.peer
     }
 
-    /// The trainer's end still there, or [`Self::lost`].
-    pub(crate) fn check_peer(&self) -> Result<()> {
-        self.producer.check_peer().map_err(|_| self.lost())
+    /// The trainer's end still there, or [`Self::lost`] (after forwarding what it was handed).
+    pub(crate) fn check_peer(&mut self) -> Result<()> {
+        if self.producer.check_peer().is_err() {
+            self.forward_handed()?;
+            return Err(self.lost());
+        }
+        Ok(())
+    }
+
+    /// Acks what the trainer's code was handed, as the ring's header says (the trainer
+    /// publishes it there as it hands batches out, so this needs no message from it and holds
+    /// after it died): the frames up to it count as consumed.
+    pub(crate) fn forward_handed(&mut self) -> Result<()> {
+        let n = self.producer.peer_handed();
+        if n > self.handed {
+            self.handed = n;
+            if let Some(f) = &mut self.on_ack {
+                f(n - 1, None)?;
+            }
+        }
+        Ok(())
     }
 
     /// Closes the producer's end: the trainer reads what is in the ring, then the end.
@@ -261,9 +282,11 @@ impl Writer {
                     }
                 }
                 Err(ReserveError::PeerLost) | Err(ReserveError::Closed) => {
-                    // Its last acks may still be queued on the control channel: forward them.
+                    // Its last acks may still be queued on the control channel: forward them,
+                    // and what its hand-out count says.
                     if self.on_ack.is_some() {
                         let _ = self.poll_control();
+                        self.forward_handed()?;
                     }
                     return Err(self.lost());
                 }
@@ -355,6 +378,9 @@ impl Writer {
     /// Reads control messages that arrived (results counts, bye); errors if the trainer left.
     pub(crate) fn poll_control(&mut self) -> Result<bool> {
         self.last_poll = Instant::now();
+        if self.on_ack.is_some() {
+            self.forward_handed()?;
+        }
         loop {
             match self.producer.try_recv_control() {
                 Ok(Some(m)) => match Control::from_bytes(&m) {
@@ -371,7 +397,12 @@ impl Writer {
                     Err(e) => tracing::warn!("{} (pid {}): {e}", self.who, self.peer),
                 },
                 Ok(None) => return Ok(false),
-                Err(ControlError::PeerLost) => return Err(self.lost()),
+                Err(ControlError::PeerLost) => {
+                    if self.on_ack.is_some() {
+                        self.forward_handed()?;
+                    }
+                    return Err(self.lost());
+                }
                 Err(e) => {
                     tracing::debug!("control channel: {e}");
                     return Ok(false);

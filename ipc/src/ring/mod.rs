@@ -154,6 +154,24 @@ impl Shared {
         }
     }
 
+    /// Publishes that the consumer's user was handed the data frames `0..n` (the count only
+    /// grows: a smaller `n` changes nothing). Not from a `fork()` child: it is not the consumer.
+    pub(crate) fn set_handed(&self, n: u64) {
+        if self.foreign() {
+            return;
+        }
+        // SYNC: Release, pairs with the Acquire load in `handed`: what the consumer did before
+        // handing the frames out (its reads of them) happens before the producer counts them.
+        self.header().cons.handed.fetch_max(n, Ordering::Release);
+    }
+
+    /// The count the consumer published with `set_handed`, as written (unchecked: the
+    /// producer bounds it by the frames it committed).
+    pub(crate) fn handed(&self) -> u64 {
+        // SYNC: Acquire, pairs with the Release in `set_handed`.
+        self.header().cons.handed.load(Ordering::Acquire)
+    }
+
     /// The producer's status word, as last published.
     pub(crate) fn producer_status(&self) -> u32 {
         // SYNC: Relaxed, as the store in `set_producer_status`.

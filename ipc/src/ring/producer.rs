@@ -40,6 +40,12 @@ impl RingProducer {
         &self.sh
     }
 
+    /// Data frames the consumer handed to its user: what it published, never more than the
+    /// frames committed (a broken peer's word frees nothing and acks nothing it never got).
+    pub(crate) fn handed(&self) -> u64 {
+        self.sh.handed().min(self.seq)
+    }
+
     pub(crate) fn closed_by_consumer(&self) -> bool {
         self.consumer_closed()
     }

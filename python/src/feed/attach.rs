@@ -149,6 +149,15 @@ impl Feed {
         }
         self.peer.store(c.peer_pid(), Ordering::Relaxed);
         let status = c.producer_status();
+        {
+            // A new ring, counted from its first frame; batches of the old one still to be
+            // handed out count no more (the restarted feeder was told what was read).
+            let mut h = self.handed();
+            h.generation += 1;
+            h.frames = 0;
+            h.pending.clear();
+            h.word = Some(c.handout());
+        }
         inner.consumer = Some(c);
         inner.dec = FrameDecoder::new();
         inner.frames = 0;

@@ -42,6 +42,10 @@ pub struct Batch {
     pub(crate) batch: RecordBatch,
     pub(crate) meta: FrameMeta,
     pub(super) owner: Owner,
+    /// Frames of its ring up to and with this batch, and the ring's generation (its hand-out
+    /// ticket, see `Feed::hand_out`).
+    pub(super) frames: u64,
+    pub(super) generation: u64,
 }
 
 impl Batch {
@@ -108,7 +112,16 @@ impl Batch {
             batch: deep_copy(&self.batch)?,
             meta: self.meta,
             owner: Owner::here(),
+            frames: self.frames,
+            generation: self.generation,
         })
+    }
+
+    /// Its place in the feed's hand-out count: `DataFeed`'s adapters pass it to
+    /// `Feed.hand_out` when the batch reaches the trainer's code.
+    #[getter]
+    fn ticket(&self) -> u64 {
+        (self.generation << super::TICKET_FRAMES) | self.frames
     }
 
     fn __contains__(&self, key: &str) -> bool {

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use arrow_schema::SchemaRef;
-use hydrofeed_ipc::{Consumer, Held, ProducerStatus};
+use hydrofeed_ipc::{Consumer, Handout, Held, ProducerStatus};
 use hydrofeed_tfbridge::{Control, FeedReport, FrameDecoder, Piece, NO_SPLIT};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -52,6 +52,44 @@ struct Inner {
     epoch_done: bool,
     epoch_rows: u64,
 }
+
+/// What reached the trainer's code: the frames of this ring handed out (published in the
+/// ring's header for the feeder), and the rows of the batches among them. Behind a lock of its
+/// own, never held across a wait: a `hand_out` from another thread (tf.data's, after its
+/// prefetch) never waits for a blocked `next()`.
+#[derive(Default)]
+struct Handed {
+    /// Bumped when a restarted feeder takes the trainer back (a new ring, counted from 0).
+    generation: u64,
+    /// Frames `0..frames` of this ring were handed out.
+    frames: u64,
+    /// Rows of the batches handed out (this run, all rings).
+    rows: u64,
+    /// Batches read but not handed out yet: (frames up to and with it, rows).
+    pending: std::collections::VecDeque<(u64, u64)>,
+    word: Option<Handout>,
+}
+
+impl Handed {
+    /// Everything up to frame count `frames` of ring `generation` reached the trainer's code.
+    fn hand_out(&mut self, generation: u64, frames: u64) {
+        if generation != self.generation || frames <= self.frames {
+            return;
+        }
+        while self.pending.front().is_some_and(|&(f, _)| f <= frames) {
+            let (_, rows) = self.pending.pop_front().unwrap_or_default();
+            self.rows += rows;
+        }
+        self.frames = frames;
+        if let Some(w) = &self.word {
+            w.publish(frames);
+        }
+    }
+}
+
+/// A batch's place in the hand-out count: the ring's generation in the high 24 bits, the frames
+/// up to and with it in the low 40.
+const TICKET_FRAMES: u32 = 40;
 
 /// Counters and position, behind a lock of their own that is only held for a few assignments
 /// (never across a wait or a GIL acquire), so `metrics()`, `state()` and `schema` from another
@@ -126,6 +164,7 @@ enum Pressure {
 pub struct Feed {
     inner: Mutex<Inner>,
     stats: Mutex<Stats>,
+    handed: Mutex<Handed>,
     closing: AtomicBool,
     pressure: Pressure,
     /// Whether a pressure copy warns (the adapters turn it off: there the framework, not the
@@ -183,6 +222,27 @@ impl Feed {
         self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn handed(&self) -> MutexGuard<'_, Handed> {
+        self.handed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `b` was read: it waits to be handed out, or is at once.
+    pub(crate) fn took(&self, b: &Batch, hand_out: bool) {
+        let mut h = self.handed();
+        if b.generation != h.generation {
+            return;
+        }
+        h.pending.push_back((b.frames, b.batch.num_rows() as u64));
+        if hand_out {
+            h.hand_out(b.generation, b.frames);
+        }
+    }
+
+    /// Frames of the current ring handed out.
+    fn frames_handed(&self) -> u64 {
+        self.handed().frames
+    }
+
     fn peer(&self) -> u32 {
         self.peer.load(Ordering::Relaxed)
     }
@@ -230,7 +290,12 @@ impl Feed {
         }
         let ring_bytes = consumer.capacity();
         let feeder_status = Some(consumer.producer_status());
+        let word = Some(consumer.handout());
         Ok(Self {
+            handed: Mutex::new(Handed {
+                word,
+                ..Handed::default()
+            }),
             inner: Mutex::new(Inner {
                 hello_sent,
                 consumer: Some(consumer),
@@ -265,9 +330,35 @@ impl Feed {
     /// naming file and offset), `PeerLostError` if the feeder died, `FeedTimeoutError` after
     /// `timeout` seconds without a frame, `RingExhaustedError` when held batches fill the ring
     /// under `on_ring_pressure="raise"`, `KeyboardInterrupt` on Ctrl-C.
-    #[pyo3(signature = (timeout=None))]
-    fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Batch>> {
-        self.read_next(py, timeout)
+    ///
+    /// The batch counts as consumed (the feeder acks it, a saved state holds it) once it is
+    /// handed out: at once, or with `hand_out=False` when its `ticket` is given to
+    /// [`Feed::hand_out`] (an adapter that reads ahead hands a batch out when it yields it).
+    #[pyo3(signature = (timeout=None, hand_out=true))]
+    fn next(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        hand_out: bool,
+    ) -> PyResult<Option<Batch>> {
+        let b = self.read_next(py, timeout)?;
+        if let Some(b) = &b {
+            self.took(b, hand_out);
+        }
+        Ok(b)
+    }
+
+    /// Counts the batch of `ticket` (`Batch.ticket`), and every batch read before it, as
+    /// handed to the trainer's code: consumed. Published in the ring's header at once, so the
+    /// feeder knows it without a message, also if this process dies next. Any thread; never
+    /// waits for a `next()` blocked in another. A ticket of a ring left behind (the feeder was
+    /// restarted) or already counted changes nothing.
+    fn hand_out(&self, ticket: u64) -> PyResult<()> {
+        self.owner.check("DataFeed")?;
+        let g = ticket >> TICKET_FRAMES;
+        let f = ticket & ((1u64 << TICKET_FRAMES) - 1);
+        self.handed().hand_out(g, f);
+        Ok(())
     }
 
     /// Waits for the stream's schema (the feeder's first frame) and returns it as a
@@ -363,7 +454,7 @@ impl Feed {
     fn flush_acks(&self, py: Python<'_>) -> PyResult<u64> {
         let mut g = self.lock(py)?;
         let inner = &mut *g;
-        let frames = inner.frames;
+        let frames = self.frames_handed();
         let report = self.stats().report();
         if let Some(c) = inner.consumer.as_mut() {
             send_ack(c, &mut inner.acked, &mut inner.last_ack, frames, report);
@@ -494,6 +585,14 @@ impl Feed {
         let d = PyDict::new(py);
         d.set_item("rows", g.rows)?;
         d.set_item("batches", g.batches)?;
+        drop(g);
+        let (handed_rows, handed_frames) = {
+            let h = self.handed();
+            (h.rows, h.frames)
+        };
+        let g = self.stats();
+        d.set_item("rows_handed", handed_rows)?;
+        d.set_item("frames_handed", handed_frames)?;
         d.set_item("frames", g.frames)?;
         d.set_item("bytes", g.bytes)?;
         d.set_item("wait_seconds", g.wait.as_secs_f64())?;

@@ -115,7 +115,7 @@ impl Feed {
             if held.slots > 0 && held.pinned as f64 > HIGH_WATER * consumer.capacity() as f64 {
                 self.relieve(py, consumer, held)?;
             }
-            let frames = inner.frames;
+            let frames = self.frames_handed();
             let report = self.stats().report();
             if inner.last_ack.elapsed() >= ACK_EVERY {
                 send_ack(
@@ -128,12 +128,15 @@ impl Feed {
             }
             let (acked, last_ack) = (&mut inner.acked, &mut inner.last_ack);
             let closing = &self.closing;
+            let handed = &self.handed;
             let t0 = Instant::now();
             let r: PyResult<Result<Slot, Stop>> = wait(py, timeout, "a batch", || {
                 if closing.load(Ordering::Acquire) {
                     return Step::Failed(Stop::Closed);
                 }
-                // Frames not acked yet: a first, short slice, then the ack (ACK_BLOCKED).
+                // Frames handed out (here or by another thread meanwhile) and not acked yet: a
+                // first, short slice, then the ack (ACK_BLOCKED).
+                let frames = handed.lock().map_or(frames, |h| h.frames);
                 let slice = if frames > *acked { ACK_BLOCKED } else { TICK };
                 match consumer.next(slice) {
                     Ok(Some(l)) => Step::Ready(l),
@@ -224,13 +227,21 @@ impl Feed {
                         batch,
                         meta,
                         owner: Owner::here(),
+                        frames: inner.frames,
+                        generation: self.handed().generation,
                     }));
                 }
                 Frame::EndOfSplit(_) => st.splits_done += 1,
                 Frame::EndOfEpoch(m) => st.epochs_done = m.epoch + 1,
                 Frame::EndOfFeed(_) => {
                     st.done = true;
+                    // The end reached the trainer's code: so did everything before it.
                     let frames = inner.frames;
+                    {
+                        let mut h = self.handed();
+                        let g = h.generation;
+                        h.hand_out(g, frames);
+                    }
                     let report = st.report();
                     if let Some(c) = inner.consumer.as_mut() {
                         send_ack(c, &mut inner.acked, &mut inner.last_ack, frames, report);

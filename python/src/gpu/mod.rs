@@ -194,6 +194,8 @@ impl DeviceFeed {
         let Some(host) = self.feed.bind(py).borrow().read_next(py, timeout)? else {
             return Ok(None);
         };
+        // Staged batches are handed out when read (the staging holds at most the next one).
+        self.feed.bind(py).borrow().took(&host, true);
         // A restarted feeder (rejoin) or a pressure copy maps the ring anew.
         register(py, &self.feed, st)?;
         let schema = host.batch.schema();

@@ -132,6 +132,11 @@ pub(super) fn feed_rank(
     reader_stop.store(true, Ordering::Relaxed);
     drop(rx);
     let mut w = ew.into_writer();
+    // Whatever ended the rank, what the trainer's code was handed is consumed (its hand-out
+    // count is in the ring's header, also when it left without a last ack).
+    if let Err(e) = w.forward_handed() {
+        tracing::warn!(rank, "forwarding the trainer's last hand-outs: {e}");
+    }
     if r.is_err() && w.said_bye() {
         // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
         // coordinator's state; the rest goes to whoever resumes the job.
