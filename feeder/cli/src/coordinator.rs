@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::read_args::ReadArgs;
+use hydrofeed_coord::input::InputFingerprint;
 use hydrofeed_coord::service::{self, ServiceOptions};
 use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Config, Machine, Remainder, SplitInfo, Stage, State};
@@ -62,6 +63,11 @@ pub struct Args {
     /// Resume from a state file written by an earlier run (`--state-out`, or GetState).
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Resume even if the input changed since the state was saved (files added, removed,
+    /// rewritten): the acked rows of the unchanged files are kept, changed and new files are
+    /// read whole, the rows of removed ones are gone. Without it such a resume is refused.
+    #[arg(long, requires = "resume")]
+    pub allow_changed_input: bool,
     /// Write the state here: at the start (a file of an earlier run is replaced), and on exit
     /// (end of feed, Ctrl-C, SIGTERM); atomically, never half-written.
     #[arg(long)]
@@ -95,7 +101,8 @@ pub(crate) fn read_state(p: &std::path::Path) -> anyhow::Result<State> {
     State::from_json(&text).with_context(|| format!("{}", p.display()))
 }
 
-fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
+/// The splits, and the input's fingerprint where there is an input (not `--splits`).
+fn splits_of(args: &Args) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerprint>)> {
     if let Some(p) = &args.splits {
         #[derive(serde::Deserialize)]
         struct S {
@@ -107,10 +114,11 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
         let v: Vec<S> = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a split list", p.display()))?;
-        return Ok(v
+        let splits = v
             .into_iter()
             .map(|s| SplitInfo::new(s.id, s.rows).with_hosts(s.hosts))
-            .collect());
+            .collect();
+        return Ok((splits, None));
     }
     let input = args
         .input
@@ -118,14 +126,17 @@ fn splits_of(args: &Args) -> anyhow::Result<Vec<SplitInfo>> {
         .expect("clap requires input or splits");
     let storage = hydrofeed_storage::open_storage(input)?;
     let plan = hydrofeed_format::plan(&storage, input, &args.read.options()?)?;
-    Ok(crate::split_infos(&plan))
+    Ok((
+        crate::split_infos(&plan),
+        Some(crate::input_fingerprint(&plan)),
+    ))
 }
 
 /// Runs `hydrofeed coordinator`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
     let tls = args.tls.load(args.listen)?;
-    let splits = splits_of(&args)?;
+    let (splits, input) = splits_of(&args)?;
     let mut cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -142,6 +153,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let m = match &args.resume {
         Some(p) => {
             let st = read_state(p)?;
+            let st = crate::resume_state(
+                st,
+                input.as_ref(),
+                args.allow_changed_input,
+                "hydrofeed coordinator",
+            )
+            .with_context(|| format!("resuming from {}", p.display()))?;
             for (what, given, saved) in [
                 ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
                 ("--seed", args.seed, st.seed),
@@ -175,6 +193,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Machine::new(splits, cfg)?,
     };
+    let mut m = m;
+    if let Some(fp) = input {
+        m.set_input(fp);
+    }
     let token = match Token::from_env()? {
         Some(t) => t,
         None => {

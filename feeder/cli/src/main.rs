@@ -2,7 +2,8 @@
 //! work itself is in the role crates (`hydrofeed-format`, `hydrofeed-coord`, `hydrofeed-feeder`).
 
 use clap::{Parser, Subcommand};
-use hydrofeed_coord::SplitInfo;
+use hydrofeed_coord::input::{resume_over, FileEntry, InputFingerprint, Resume};
+use hydrofeed_coord::{SplitInfo, State};
 use hydrofeed_format::Plan;
 
 pub mod bench;
@@ -188,6 +189,53 @@ pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<std::time::Duration> {
         "{flag} {v}: seconds must be 0 or more (inf: no limit)"
     );
     Ok(std::time::Duration::try_from_secs_f64(v).unwrap_or(std::time::Duration::MAX))
+}
+
+/// The fingerprint of a plan's input (files, sizes, modification times, rows per split): the
+/// states a job writes carry it, and a resume checks it.
+pub(crate) fn input_fingerprint(plan: &Plan) -> InputFingerprint {
+    let mut rows: std::collections::HashMap<&str, Vec<u64>> = std::collections::HashMap::new();
+    for s in &plan.splits {
+        rows.entry(s.path.as_str()).or_default().push(s.rows);
+    }
+    let files = plan
+        .files
+        .iter()
+        .map(|f| FileEntry {
+            path: f.path.clone(),
+            size: f.len,
+            modified_ms: f.modified_ms,
+            split_rows: rows.remove(f.path.as_str()).unwrap_or_default(),
+        })
+        .collect();
+    InputFingerprint::of_files(&plan.input, files)
+}
+
+/// The state to resume `saved` with over the input of fingerprint `now` (`None`: splits given
+/// by hand, nothing to check): `saved` itself when the input is the same, else a refusal
+/// naming the first file that differs, or with `allow_changed` the state carried over to the
+/// new plan. Notes go to standard error, prefixed with `who`.
+pub(crate) fn resume_state(
+    saved: State,
+    now: Option<&InputFingerprint>,
+    allow_changed: bool,
+    who: &str,
+) -> anyhow::Result<State> {
+    let Some(now) = now else {
+        return Ok(saved);
+    };
+    match resume_over(&saved, now, allow_changed)? {
+        Resume::AsSaved { note } => {
+            if let Some(n) = note {
+                eprintln!("{who}: {n}");
+            }
+            Ok(saved)
+        }
+        Resume::Replanned { state, note } => {
+            eprintln!("{who}: {note}");
+            Ok(*state)
+        }
+    }
 }
 
 /// The splits of a plan as the coordinator takes them (no locality hints: `inspect` and the

@@ -416,6 +416,7 @@ impl Storage for MemStorage {
                 path: path.into(),
                 len: d.len() as u64,
                 is_dir: false,
+                modified_ms: None,
             });
         }
         let dir = format!("{path}/");
@@ -424,6 +425,7 @@ impl Storage for MemStorage {
                 path: path.into(),
                 len: 0,
                 is_dir: true,
+                modified_ms: None,
             });
         }
         Err(Error::NotFound { path: path.into() })
@@ -438,6 +440,7 @@ impl Storage for MemStorage {
                         path: k.clone(),
                         len: d.len() as u64,
                         is_dir: false,
+                        modified_ms: None,
                     }),
                     Some((sub, _)) => {
                         let p = format!("{pre}{sub}");
@@ -446,6 +449,7 @@ impl Storage for MemStorage {
                                 path: p,
                                 len: 0,
                                 is_dir: true,
+                                modified_ms: None,
                             });
                         }
                     }

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "grpc")]
 pub mod client;
 pub mod cluster;
+pub mod input;
 mod ledger;
 mod machine;
 #[cfg(feature = "grpc")]
@@ -152,6 +153,9 @@ pub struct State {
     /// The fixed order's position (absent under the dynamic order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<OrderState>,
+    /// The input the state was made from (version 2; absent in version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<input::InputFingerprint>,
 }
 
 /// Where the fixed order stands: what each rank has left of the current epoch, a few
@@ -167,11 +171,20 @@ pub struct OrderState {
     pub ranks: Vec<Vec<Segment>>,
     /// Rows of the epoch no rank receives (dropped when it closes).
     pub rest: Vec<Segment>,
+    /// The current epoch is dealt by the ledger, not by positions (`ranks` and `rest` are
+    /// empty): a resume over a changed input re-planned it (`input`); the fixed order takes
+    /// over again at the next epoch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_ledger: bool,
 }
 
 impl State {
-    /// The layout version this build writes and reads.
-    pub const VERSION: u32 = 1;
+    /// The layout version this build writes (it reads this one and 1, which has no input
+    /// fingerprint).
+    pub const VERSION: u32 = 2;
+
+    /// The layout versions this build reads.
+    pub const READS: [u32; 2] = [1, 2];
 
     /// JSON text.
     pub fn to_json(&self) -> String {
@@ -187,3 +200,6 @@ impl State {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod input_tests;

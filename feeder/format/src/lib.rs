@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use hydrofeed_storage::Storage;
+use hydrofeed_storage::{FileStatus, Storage};
 
 use crate::split::{Format, Split};
 pub use hydrofeed_error::{Error, Location, Result};
@@ -78,6 +78,9 @@ pub struct Plan {
     pub schema: SchemaRef,
     /// All splits, in listing order; `Split::id` is the index.
     pub splits: Vec<Split>,
+    /// The files listed, in listing order (empty ones included): what a resumed job's input
+    /// fingerprint is made of.
+    pub files: Vec<FileStatus>,
     /// The schema every file is decoded with when it is not the file's own: the one given,
     /// or for Avro files of successive schemas the newest writer schema (the reader schema).
     pub read_schema: Option<SchemaRef>,
@@ -189,6 +192,7 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         schema,
         splits,
         read_schema,
+        files: files.files.into_iter().map(|f| f.status).collect(),
     })
 }
 

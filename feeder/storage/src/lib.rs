@@ -21,6 +21,9 @@ pub struct FileStatus {
     pub len: u64,
     /// Whether this is a directory.
     pub is_dir: bool,
+    /// Last modification, milliseconds since the Unix epoch, where the backend tells it
+    /// (part of a resumed job's input fingerprint).
+    pub modified_ms: Option<u64>,
 }
 
 /// Hosts that hold a byte range of a file (HDFS block locations).

@@ -86,6 +86,14 @@ impl RandomAccess for LocalFile {
     }
 }
 
+/// A file's modification time in milliseconds since the Unix epoch (none where the file
+/// system keeps none).
+fn modified_ms(md: &std::fs::Metadata) -> Option<u64> {
+    let t = md.modified().ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_millis()).ok()
+}
+
 impl Storage for LocalStorage {
     fn stat(&self, path: &str) -> Result<FileStatus> {
         let p = local_path(path);
@@ -94,6 +102,7 @@ impl Storage for LocalStorage {
             path: p.to_string(),
             len: md.len(),
             is_dir: md.is_dir(),
+            modified_ms: modified_ms(&md),
         })
     }
 
@@ -107,6 +116,7 @@ impl Storage for LocalStorage {
                 path: entry.path().to_string_lossy().into_owned(),
                 len: md.len(),
                 is_dir: md.is_dir(),
+                modified_ms: modified_ms(&md),
             });
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -31,6 +31,7 @@
 //! certificates). This module holds the arguments and the signal handling, and runs the
 //! coordinator around the supervisor.
 
+use anyhow::Context;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
@@ -100,6 +101,11 @@ pub struct Args {
     /// Resume from a state file written by `DataFeed.state()` or `--state-out`.
     #[arg(long, env = RESUME_ENV)]
     pub resume: Option<PathBuf>,
+    /// Resume even if the input changed since the state was saved (files added, removed,
+    /// rewritten): the acked rows of the unchanged files are kept, changed and new files are
+    /// read whole, the rows of removed ones are gone. Without it such a resume is refused.
+    #[arg(long, requires = "resume")]
+    pub allow_changed_input: bool,
     /// Write the coordinator's state here (resumable if the job stopped early): at the start,
     /// at once on SIGTERM or Ctrl-C, and at the end; atomically, never half-written.
     #[arg(long)]
@@ -208,6 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let storage = hydrofeed_storage::open_storage(&args.input)?;
     let plan = hydrofeed_format::plan(&storage, &args.input, &read)?;
     let splits = crate::split_infos(&plan);
+    let input = crate::input_fingerprint(&plan);
     let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -225,6 +232,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let m = match &args.resume {
         Some(p) => {
             let st = super::coordinator::read_state(p)?;
+            let st = crate::resume_state(
+                st,
+                Some(&input),
+                args.allow_changed_input,
+                "hydrofeed launch",
+            )
+            .with_context(|| format!("resuming from {}", p.display()))?;
             if let Some(b) = args.batch_size {
                 anyhow::ensure!(
                     st.batch_size == b,
@@ -248,6 +262,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => Machine::new(splits, cfg)?,
     };
+    let mut m = m;
+    m.set_input(input);
     let (epochs, total_rows) = (m.config().epochs, m.total_rows());
     let token = Token::generate()?;
     // The directory first: it holds the TLS files the coordinator starts with, and it is

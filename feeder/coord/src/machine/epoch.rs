@@ -58,7 +58,7 @@ impl Machine {
         }
         // Ledgers of finished data epochs are of no further use.
         self.ledgers.retain(|&d, _| d >= e);
-        if self.fixed.is_some() {
+        if self.fixed_deals(e) {
             self.fixed_start_epoch(e);
             self.maybe_advance();
             return;

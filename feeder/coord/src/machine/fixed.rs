@@ -226,9 +226,11 @@ impl Machine {
 
     /// The fixed order's part of [`State`].
     pub(super) fn fixed_state(&self) -> Option<OrderState> {
+        let by_ledger = !self.finished && !self.fixed_deals(self.epoch);
         self.fixed.as_ref().map(|f| OrderState {
             spec: f.spec,
             workers: self.cfg.workers,
+            by_ledger,
             ranks: f
                 .ranks
                 .iter()

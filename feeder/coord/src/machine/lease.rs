@@ -105,7 +105,7 @@ impl Machine {
         if left == 0 {
             return Ok(Work::Wait { retry_ms: 50 });
         }
-        if self.fixed.is_some() {
+        if self.fixed_deals(self.epoch) {
             return Ok(self.fixed_lease(rank));
         }
         let host = host.unwrap_or(&self.ranks[rank as usize].host);

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ledger::Ledger;
 use super::{Remainder, SplitInfo, State};
+use crate::input::InputFingerprint;
 use crate::order::{OrderSpec, Segment};
 use crate::{Error, Result};
 
@@ -356,6 +357,11 @@ pub struct Machine {
     resumed: bool,
     /// The fixed order's dealing (`cfg.order` is `Some`).
     fixed: Option<Fixed>,
+    /// A resumed epoch of the fixed order dealt by the ledger (a resume over a changed
+    /// input: `OrderState::by_ledger`).
+    by_ledger_epoch: Option<u32>,
+    /// The input's fingerprint, carried into the state.
+    input: Option<InputFingerprint>,
     /// What a resume changed about the streams, for the caller to log.
     resume_note: Option<String>,
 }
@@ -420,11 +426,11 @@ impl Machine {
     /// epochs, batch size and remainder policy come from the state; `cfg.workers` and the
     /// timeouts from `cfg`. The plan must be the one the state was written for.
     pub fn resume(splits: Vec<SplitInfo>, mut cfg: Config, state: &State) -> Result<Self> {
-        if state.version != State::VERSION {
+        if !State::READS.contains(&state.version) {
             return Err(Error::Coordinator(format!(
-                "state version {} not supported (this build reads {})",
-                state.version,
-                State::VERSION
+                "state version {} not supported (this build reads versions 1 and 2): written \
+                 by a newer hydrofeed?",
+                state.version
             )));
         }
         cfg.seed = state.seed;
@@ -457,8 +463,11 @@ impl Machine {
         if state.finished || state.epoch >= m.cfg.epochs {
             m.epoch = state.epoch;
             m.finished = true;
-        } else if let Some(os) = &state.order {
+        } else if let Some(os) = state.order.as_ref().filter(|o| !o.by_ledger) {
             m.resume_note = m.fixed_resume(state.epoch, os);
+        } else if state.order.is_some() {
+            m.by_ledger_epoch = Some(state.epoch);
+            m.start_epoch(state.epoch);
         } else {
             m.start_epoch(state.epoch);
         }
@@ -530,6 +539,8 @@ impl Machine {
             keep_log: true,
             resumed: false,
             fixed,
+            by_ledger_epoch: None,
+            input: None,
             resume_note: None,
         })
     }
@@ -587,7 +598,19 @@ impl Machine {
             rows_wrapped: self.counters.rows_wrapped,
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
             order: self.fixed_state(),
+            input: self.input.clone(),
         }
+    }
+
+    /// Records the fingerprint of the input this machine's plan was made from: the states it
+    /// writes carry it, and a resume checks it ([`crate::input::resume_over`]).
+    pub fn set_input(&mut self, input: InputFingerprint) {
+        self.input = Some(input);
+    }
+
+    /// Whether the fixed order deals epoch `e` (not the ledger: see `by_ledger_epoch`).
+    fn fixed_deals(&self, e: u32) -> bool {
+        self.fixed.is_some() && self.by_ledger_epoch != Some(e)
     }
 
     /// What [`Machine::resume`] changed about the streams (a new worker count, or ranks that

@@ -545,6 +545,7 @@ impl HdfsStorage {
             path: self.uri(&s.path),
             len: s.length as u64,
             is_dir: s.isdir,
+            modified_ms: Some(s.modification_time),
         }
     }
 
