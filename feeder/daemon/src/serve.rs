@@ -507,9 +507,19 @@ mod tests {
             "{:?}",
             frames.last()
         );
+        // Only whole batches before the error: a short one would reach a static-shape
+        // trainer before the cause does.
+        let sizes: Vec<usize> = frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Batch(_, b) => Some(b.num_rows()),
+                _ => None,
+            })
+            .collect();
+        assert!(sizes.iter().all(|&n| n == 64), "batch sizes {sizes:?}");
         let ids = ids_of(&frames);
         assert!(
-            (1500..1750).contains(&ids.len()),
+            (1500 - 64..1750).contains(&ids.len()),
             "{} rows before the error in rows 1500..1750",
             ids.len()
         );
@@ -556,6 +566,12 @@ mod tests {
             })
             .sum();
         assert!(rows > 0 && rows < 300, "{rows} rows before the error");
+        assert!(
+            frames
+                .iter()
+                .all(|f| !matches!(f, Frame::Batch(_, b) if b.num_rows() != 50)),
+            "a short batch before the error"
+        );
     }
 
     #[test]

@@ -235,8 +235,12 @@ impl EpochWriter {
                 Pull::Event(Event::SplitEnd(s, rows)) => self.end_split(s, rows)?,
                 Pull::Event(Event::End(steps)) => return Ok(Ended::End(steps)),
                 Pull::Event(Event::Failed(e)) => {
-                    // Rows read before the error still reach the trainer, then the error.
-                    self.flush()?;
+                    // The whole batches before the error went out; the rows of a short one
+                    // do not (never sent, never acked: a resume reads them again). A trainer
+                    // with static shapes sees the error at a batch boundary, not a short
+                    // batch first.
+                    self.discard();
+                    self.split_ends.clear();
                     return Err(e);
                 }
             }
