@@ -100,6 +100,10 @@ pub struct SkipStats {
     pub records: u64,
     /// Blocks (row groups, stripes, Avro blocks) skipped.
     pub blocks: u64,
+    /// Padding rows handed out in place of skipped ones (copies of a neighbouring row), so
+    /// that no later row moves: every skipped record of a format with row counts per unit
+    /// (Parquet, ORC).
+    pub padded: u64,
 }
 
 /// A reader of one split.

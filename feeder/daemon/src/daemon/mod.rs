@@ -237,7 +237,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         }
         thread::sleep(Duration::from_millis(20));
     }
-    report_skipped(&stats);
+    report_skipped(&stats, plan.format);
     match first_err {
         Some(e) => Err(e),
         None if !lost.is_empty() => Err(Error::PeerLost(format!(
