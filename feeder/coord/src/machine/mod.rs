@@ -354,6 +354,8 @@ pub struct Machine {
     keep_log: bool,
     /// Built by [`Machine::resume`]: the batch size is the state's.
     resumed: bool,
+    /// The epoch a resumed machine started in and each rank's quota there (rows).
+    resumed_at: Option<(u32, u64)>,
     /// The fixed order's dealing (`cfg.order` is `Some`).
     fixed: Option<Fixed>,
     /// What a resume changed about the streams, for the caller to log.
@@ -462,6 +464,9 @@ impl Machine {
         } else {
             m.start_epoch(state.epoch);
         }
+        if !m.finished {
+            m.resumed_at = Some((m.epoch, m.quota));
+        }
         Ok(m)
     }
 
@@ -529,6 +534,7 @@ impl Machine {
             log_seq: 0,
             keep_log: true,
             resumed: false,
+            resumed_at: None,
             fixed,
             resume_note: None,
         })
@@ -609,6 +615,14 @@ impl Machine {
     /// Rows per rank in the current epoch (`steps * batch_size`).
     pub fn quota(&self) -> u64 {
         self.quota
+    }
+
+    /// For a machine built by [`Machine::resume`] (and not finished then): the epoch it
+    /// resumed in and the steps each rank had left in it, its quota over the batch size
+    /// (fewer than a whole epoch's when the state was saved mid-epoch).
+    pub fn resumed_at(&self) -> Option<(u32, u64)> {
+        self.resumed_at
+            .map(|(e, q)| (e, q / self.cfg.batch_size))
     }
 
     /// Steps per rank of the completed epochs.
