@@ -355,11 +355,8 @@ def BackupAndRestore(  # noqa: N802 (a class to users)
             steps = self.params.get("steps")
             if steps is None:
                 return
-            from tf_keras.src.utils import mode_keys
-
-            keras = self._training_state.maybe_load_initial_counters_from_ckpt(
-                steps, 0, mode_keys.ModeKeys.TRAIN
-            )
+            # tf-keras' own reading of its backup, as fit does it ("train": ModeKeys.TRAIN).
+            keras = self._training_state.maybe_load_initial_counters_from_ckpt(steps, 0, "train")
             ours = (feed.initial_epoch(), feed.initial_step())
             if ours[1] is not None and tuple(keras) != ours:
                 raise HydrofeedError(

@@ -621,8 +621,7 @@ impl Machine {
     /// resumed in and the steps each rank had left in it, its quota over the batch size
     /// (fewer than a whole epoch's when the state was saved mid-epoch).
     pub fn resumed_at(&self) -> Option<(u32, u64)> {
-        self.resumed_at
-            .map(|(e, q)| (e, q / self.cfg.batch_size))
+        self.resumed_at.map(|(e, q)| (e, q / self.cfg.batch_size))
     }
 
     /// Steps per rank of the completed epochs.
