@@ -358,7 +358,11 @@ def BackupAndRestore(  # noqa: N802 (a class to users)
             # tf-keras' own reading of its backup, as fit does it ("train": ModeKeys.TRAIN).
             keras = self._training_state.maybe_load_initial_counters_from_ckpt(steps, 0, "train")
             ours = (feed.initial_epoch(), feed.initial_step())
-            if ours[1] is not None and tuple(keras) != ours:
+            # (0, 0): no backup, and fit's own initial_epoch is not ours to see; then only a
+            # feed resumed mid-epoch is certain to disagree.
+            if ours[1] is None or (tuple(keras) == (0, 0) and ours[1] == 0):
+                return
+            if tuple(keras) != ours:
                 raise HydrofeedError(
                     f"tf-keras resumes at epoch {keras[0]} step {keras[1]} (its backup in "
                     f"{backup_dir}), the feed at epoch {ours[0]} step {ours[1]}: resume with the "

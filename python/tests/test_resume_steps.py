@@ -109,12 +109,20 @@ def test_keras_backup_and_restore_across_a_sigkill(hf_bin: str, ids403: Path, tm
     pytest.importorskip("tf_keras")
     backup = tmp_path / "backup"
     env = dict(HOW="keras", BACKUP=str(backup), SAVE_FREQ="5")
-    r = run(hf_bin, ids403, tmp_path / "a", *ORDERS["fixed-buffer"], KILL_AT="1:37", **env)
+    after = tmp_path / "state-out.json"
+    r = run(hf_bin, ids403, tmp_path / "a", *ORDERS["fixed-buffer"], "--state-out", str(after),
+            KILL_AT="1:37", **env)
     assert r.returncode != 0, r.stderr[-3000:]
     state = backup / "feed_state.json"
     assert state.exists(), r.stderr[-3000:]
     a = [x for x in records(tmp_path / "a") if "ids" in x]
     assert (a[-1]["epoch"], a[-1]["step"]) == (1, 37), a[-1]
+
+    # launch's own state holds the steps after the last backup too: refused, naming both.
+    r = run(hf_bin, ids403, tmp_path / "x", *ORDERS["fixed-buffer"], "--resume", str(after), **env)
+    assert r.returncode != 0
+    assert "tf-keras resumes at epoch 1 step 35 " in r.stderr, r.stderr[-3000:]
+    assert "the feed at epoch 1 step 38" in r.stderr, r.stderr[-3000:]
 
     r = run(hf_bin, ids403, tmp_path / "b", *ORDERS["fixed-buffer"], "--resume", str(state), **env)
     assert r.returncode == 0, r.stderr[-3000:]
