@@ -45,6 +45,8 @@ class EpochIterator:
         self._hand_out = hand_out and next is None
         self._held: Batch | None = None
         self.epochs_started = 0
+        # The feed epoch of the iteration under way (its first batch's), None before one.
+        self.current: int | None = None
 
     def epoch(self) -> Iterator[Batch]:
         b = self._held if self._held is not None else self._next()
@@ -52,7 +54,7 @@ class EpochIterator:
         if b is None:
             return
         self.epochs_started += 1
-        current = b.epoch
+        current = self.current = b.epoch
         while True:
             if self._hand_out:
                 self.feed.hand_out(b)

@@ -149,6 +149,13 @@ class Feed:
     def coordinator_state(
         address: str, token: str, rank: int, min_rows_acked: int, timeout: float = 30.0
     ) -> str: ...
+    @staticmethod
+    def coordinator_resumed(
+        address: str, token: str, timeout: float = 30.0
+    ) -> tuple[int, int] | None:
+        """Where a resumed run began: (epoch, steps each rank had left in it); None when the
+        run did not resume."""
+        ...
 
 # -- GPU staging (hydrofeed.gpu) ---------------------------------------------------------------
 

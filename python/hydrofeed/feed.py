@@ -115,6 +115,8 @@ class DataFeed:
         self._tickets: list[list[int]] = []
         # The job's batch size, once the coordinator said it (steps_per_epoch()).
         self._job_batch_size: int | None = None
+        # (epoch, steps left) where a resumed run began, once asked (False: not asked yet).
+        self._resumed_at: tuple[int, int] | None | bool = False
         self._stop = False
         self._results: list[Any] = []
         self._device: Any = None  # hydrofeed.gpu.DeviceFeed, once batches(device=...) ran
@@ -461,11 +463,13 @@ class DataFeed:
         return dict(json.loads(text))
 
     def steps_per_epoch(self, timeout: float = 30.0) -> int | None:
-        """Batches this rank gets in each epoch, under ``hydrofeed launch`` (every rank gets the
-        same number): asked of the coordinator once the job's batch size is settled (the first
-        call waits for the feed's schema). ``None`` where it is not one number: without a
-        coordinator (``hydrofeed serve`` feeds until the data ends), under ``--remainder wrap``
-        (epochs differ by a step), and in a run resumed mid-epoch (its first epoch is shorter).
+        """Batches this rank gets in each whole epoch, under ``hydrofeed launch`` (every rank
+        gets the same number): asked of the coordinator once the job's batch size is settled
+        (the first call waits for the feed's schema). In a run resumed mid-epoch this is still
+        the whole epoch's count (what Keras' ``steps_per_epoch`` and ``BackupAndRestore``'s
+        step counter expect); that first epoch has ``steps_per_epoch() - initial_step()``.
+        ``None`` where it is not one number: without a coordinator (``hydrofeed serve`` feeds
+        until the data ends) and under ``--remainder wrap`` (epochs differ by a step).
         """
         addr = os.environ.get("HYDROFEED_COORDINATOR")
         if not addr:
@@ -482,13 +486,44 @@ class DataFeed:
                 timeout,
             )
         )
-        if st["remainder"] == "wrap" or any(l.get("done") or l.get("partial") for l in st.get("ledgers", [])):
+        self._job_batch_size = int(st["batch_size"])
+        if st["remainder"] == "wrap":
             return None
         from hydrofeed.spark.files import steps_per_epoch
 
-        self._job_batch_size = int(st["batch_size"])
         workers = int(os.environ.get("HYDROFEED_NUM_WORKERS", "1"))
         return steps_per_epoch(int(st["total_rows"]), workers, int(st["batch_size"]), st["remainder"])
+
+    def initial_epoch(self, timeout: float = 30.0) -> int:
+        """The epoch this run's feed begins with: 0, or in a run resumed from a state (``hydrofeed
+        launch --resume``) the epoch it resumed in (``model.fit(initial_epoch=...)``)."""
+        r = self._resumed(timeout)
+        return 0 if r is None else r[0]
+
+    def initial_step(self, timeout: float = 30.0) -> int | None:
+        """The step at which this run's first epoch (:meth:`initial_epoch`) starts: 0, or in a
+        run resumed mid-epoch the steps this rank had taken of that epoch, so that epoch has
+        ``steps_per_epoch() - initial_step()`` batches and the next ones ``steps_per_epoch()``
+        (Keras' ``initial_step``; see ``hydrofeed.tf.BackupAndRestore``). Asked of the
+        coordinator (which resumed each rank's quota of that epoch) once. ``None`` under
+        ``--remainder wrap`` in a resumed run (no whole-epoch count to start from)."""
+        r = self._resumed(timeout)
+        if r is None:
+            return 0
+        spe = self.steps_per_epoch(timeout)
+        return None if spe is None else max(0, spe - r[1])
+
+    def _resumed(self, timeout: float = 30.0) -> tuple[int, int] | None:
+        """``(epoch, steps left)`` of the epoch a resumed run began in (the coordinator's
+        word, asked once); ``None`` for a run that did not resume or has no coordinator."""
+        if self._resumed_at is not False:
+            return self._resumed_at  # type: ignore[return-value]
+        addr = os.environ.get("HYDROFEED_COORDINATOR")
+        r = None
+        if addr:
+            r = Feed.coordinator_resumed(addr, os.environ.get("HYDROFEED_TOKEN", ""), timeout)
+        self._resumed_at = r
+        return r
 
     def flush_acks(self) -> None:
         """Tells the feeder now that every batch handed out so far was consumed (it forwards

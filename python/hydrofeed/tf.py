@@ -17,6 +17,12 @@ Epochs: each iteration of the dataset is one feed epoch, so ``model.fit(ds, epoc
 ``hydrofeed launch --epochs E``. Asking for more epochs than the feed has raises a
 ``HydrofeedError`` naming both counts at the first epoch boundary past the end, instead of
 empty epochs with a loss of 0.
+
+Resumed mid-epoch (``launch --resume`` of a state saved after 30 of 100 steps): the first
+iteration has the epoch's remaining 70 batches, the next ones 100; the cardinality stays 100, the
+whole epoch, which is what Keras expects with its ``initial_step``: ``BackupAndRestore`` (this
+module's, which saves the feed's state with each backup) starts that epoch's step counter at
+30 and takes 70 batches.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from hydrofeed._native import Batch, Ragged
 from hydrofeed.exceptions import HydrofeedError
 from hydrofeed.feed import DataFeed
 
-__all__ = ["dataset", "distributed_dataset", "spec_of"]
+__all__ = ["BackupAndRestore", "dataset", "distributed_dataset", "spec_of"]
 
 
 def _dtype(t: pa.DataType) -> Any:
@@ -104,9 +110,15 @@ def dataset(
     list column whose rows all have that many values (Avro and ORC arrays) becomes a dense
     tensor, and a fixed-size one is reshaped; rows of another length raise ``ValueError``.
 
-    ``steps_per_epoch`` (default: ``HYDROFEED_STEPS_PER_EPOCH`` when set) is the number of
-    batches in each epoch: the dataset's cardinality, so Keras shows progress, and an epoch of
-    another length fails at its end instead of passing unnoticed.
+    ``steps_per_epoch`` (default: ``HYDROFEED_STEPS_PER_EPOCH`` when set, else
+    ``feed.steps_per_epoch()``) is the number of batches in each epoch: the dataset's
+    cardinality, so Keras shows progress, and an epoch of another length fails at its end
+    instead of passing unnoticed. In a run resumed mid-epoch the cardinality stays the whole
+    epoch's (``cardinality()``, ``len()``: what Keras' ``initial_step`` counts from), while the
+    first iteration yields the ``steps_per_epoch - feed.initial_step()`` batches left of its
+    epoch; hydrofeed checks every epoch's count itself there (``tf.data``'s own check, kept in
+    every other run, would refuse the shorter epoch), and transformations after this dataset
+    see an unknown cardinality.
     """
     if batch_size is not None:
         feed._ask_batch_size(batch_size)
@@ -145,6 +157,9 @@ def dataset(
     feed._feed.warn_pressure = False
     calls = [0]
 
+    # Set below for a run resumed mid-epoch: (resumed epoch, its batches, other epochs').
+    counts: list[tuple[int, int, int]] = []
+
     def gen() -> Iterator[Any]:
         calls[0] += 1
         b: Batch
@@ -152,6 +167,15 @@ def dataset(
         for b in epochs.epoch():
             n += 1
             yield pick({k: _value(b[k], dense.get(k)) for k in names}), np.int64(b.ticket)
+        if n and counts:
+            first, left, whole = counts[0]
+            want = left if epochs.current == first else whole
+            if n != want:
+                raise HydrofeedError(
+                    f"epoch {epochs.current} of the feed was expected to contain {want} elements "
+                    f"but contained {n} (steps_per_epoch={whole}; the run resumed in epoch "
+                    f"{first} with {left} steps left)"
+                )
         if n == 0 and per_epoch:
             done = epochs.epochs_started
             raise HydrofeedError(
@@ -180,8 +204,29 @@ def dataset(
     if per_epoch:
         steps_per_epoch = _steps_per_epoch(feed, steps_per_epoch)
         if steps_per_epoch is not None:
+            resumed = feed._resumed()
+            if resumed is not None and resumed[1] != steps_per_epoch:
+                # Resumed mid-epoch: the first epoch is shorter, the cardinality the whole one.
+                counts.append((resumed[0], resumed[1], steps_per_epoch))
+                return _sized(ds, steps_per_epoch)
             ds = ds.apply(tf.data.experimental.assert_cardinality(steps_per_epoch))
     return ds
+
+
+def _sized(ds: tf.data.Dataset, n: int) -> tf.data.Dataset:
+    """``ds`` reporting ``n`` as its cardinality (``cardinality()``, ``len()``, what Keras
+    reads) without tf.data's count check, which would refuse the shorter epoch of a resumed
+    run: the generator checks each epoch's count instead."""
+    from tensorflow.python.data.ops import dataset_ops
+
+    class _Sized(dataset_ops.UnaryUnchangedStructureDataset):  # type: ignore[misc]
+        def __init__(self, inp: tf.data.Dataset) -> None:
+            super().__init__(inp, inp._variant_tensor)
+
+        def cardinality(self) -> Any:
+            return tf.constant(n, dtype=tf.int64)
+
+    return _Sized(ds)
 
 
 def _steps_per_epoch(feed: DataFeed, given: int | None) -> int | None:
@@ -217,8 +262,13 @@ def distributed_dataset(
     ``strategy.distribute_datasets_from_function`` with auto-sharding off (sharding again would
     drop rows). **Batch sizes**: the feed's batch is one replica's batch; the global batch of a
     step is ``batch_size * strategy.num_replicas_in_sync``. Pass ``global_batch_size`` to have
-    that checked. ``ds.steps_per_epoch`` is the steps of each epoch (give it to ``model.fit``:
-    Keras cannot count a distributed dataset); ``None`` where the feed cannot say.
+    that checked. ``ds.steps_per_epoch`` is the steps of each whole epoch (give it to
+    ``model.fit``: Keras cannot count a distributed dataset); ``None`` where the feed cannot
+    say. In a run resumed mid-epoch the stream's first epoch has ``steps_per_epoch -
+    ds.initial_step`` batches (``ds.initial_epoch``, ``ds.initial_step``: the feed's
+    :meth:`~hydrofeed.DataFeed.initial_epoch` and :meth:`~hydrofeed.DataFeed.initial_step`);
+    tf-keras takes that many when its ``BackupAndRestore`` resumes at the same step (this
+    module's :func:`BackupAndRestore` saves the feed's state with each backup).
 
     **Epochs**: the dataset is one stream of every epoch the feed has, and ``model.fit`` takes
     ``steps_per_epoch`` batches of it per epoch; give ``fit`` the feed's epochs
@@ -252,4 +302,79 @@ def distributed_dataset(
 
     dist = strategy.distribute_datasets_from_function(fn)
     dist.steps_per_epoch = steps_per_epoch
+    dist.initial_epoch = feed.initial_epoch()
+    dist.initial_step = feed.initial_step()
     return dist
+
+
+def BackupAndRestore(  # noqa: N802 (a class to users)
+    feed: DataFeed,
+    backup_dir: str,
+    save_freq: int | str = "epoch",
+    delete_checkpoint: bool = True,
+    state_path: str | None = None,
+) -> Any:
+    """tf-keras' ``BackupAndRestore`` that saves the feed's state with each backup, so that a
+    job killed mid-epoch resumes the model and the feed at the same step::
+
+        cb = hf.tf.BackupAndRestore(feed, "ckpt/backup", save_freq=50)
+        model.fit(hf.tf.dataset(feed, 64, x="x", y="y"), epochs=E, callbacks=[cb])
+        # after a crash: hydrofeed launch --resume ckpt/backup/feed_state.json -- python train.py
+
+    Each backup writes ``feed.state()`` (every batch Keras took so far, none it did not) to
+    ``state_path`` (default ``<backup_dir>/feed_state.json``; rank 0 writes it, every rank acks)
+    right after tf-keras' checkpoint. On restore tf-keras starts the epoch's step counter at
+    its ``initial_step`` and takes ``steps_per_epoch - initial_step`` batches; the resumed feed's
+    first epoch has exactly ``steps_per_epoch - feed.initial_step()``. At the start of ``fit``
+    this callback checks that the two positions (epoch, step) agree and raises
+    ``HydrofeedError`` naming both when they do not (a state file from elsewhere, or a crash
+    between the two writes). Needs tf-keras (``TF_USE_LEGACY_KERAS=1``): Keras 3 restores a
+    backup from the epoch's first step.
+    """
+    base = tf.keras.callbacks.BackupAndRestore
+    if not base.__module__.startswith("tf_keras"):
+        raise ValueError(
+            "hydrofeed.tf.BackupAndRestore needs tf-keras (pip install tf-keras, "
+            "TF_USE_LEGACY_KERAS=1 before importing TensorFlow): Keras 3 restores a backup from "
+            "the first step of its epoch, which the resumed feed has passed"
+        )
+    path = state_path or os.path.join(backup_dir, "feed_state.json")
+
+    class _FeedBackupAndRestore(base):  # type: ignore[misc, valid-type]
+        def _backup(self, epoch: int, batch: int = 0) -> None:
+            super()._backup(epoch, batch)
+            state = feed.state()
+            if int(os.environ.get("HYDROFEED_RANK", "0")) == 0:
+                from hydrofeed._state import save_state
+
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                save_state(state, path)
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            super().on_train_begin(logs)
+            steps = self.params.get("steps")
+            if steps is None:
+                return
+            # tf-keras' own reading of its backup, as fit does it ("train": ModeKeys.TRAIN).
+            keras = self._training_state.maybe_load_initial_counters_from_ckpt(steps, 0, "train")
+            ours = (feed.initial_epoch(), feed.initial_step())
+            # (0, 0): no backup, and fit's own initial_epoch is not ours to see; then only a
+            # feed resumed mid-epoch is certain to disagree.
+            if ours[1] is None or (tuple(keras) == (0, 0) and ours[1] == 0):
+                return
+            if tuple(keras) != ours:
+                raise HydrofeedError(
+                    f"tf-keras resumes at epoch {keras[0]} step {keras[1]} (its backup in "
+                    f"{backup_dir}), the feed at epoch {ours[0]} step {ours[1]}: resume with the "
+                    f"feed state saved with that backup (hydrofeed launch --resume {path})"
+                )
+
+        def on_train_end(self, logs: Any = None) -> None:
+            super().on_train_end(logs)
+            if self.delete_checkpoint and int(os.environ.get("HYDROFEED_RANK", "0")) == 0:
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
+
+    return _FeedBackupAndRestore(backup_dir, save_freq=save_freq, delete_checkpoint=delete_checkpoint)

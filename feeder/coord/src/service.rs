@@ -453,6 +453,9 @@ pub fn metrics_reply(m: &Machine, now_ms: u64) -> proto::MetricsReply {
                 },
             })
             .collect(),
+        resumed: m
+            .resumed_at()
+            .map(|(epoch, steps)| proto::Resumed { epoch, steps }),
     }
 }
 

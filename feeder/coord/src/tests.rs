@@ -555,3 +555,33 @@ fn a_rank_kept_alive_by_its_supervisor_takes_its_restarted_feeder_back_however_l
     assert!(!m.keep_alive(0, 1_001).unwrap());
     assert!(m.request_work(0, inc2, None, 1_002).is_err());
 }
+
+/// A run stopped after 30 of its 100 steps resumes with 70 steps left in that epoch (under
+/// drop and pad, whatever the remainder), the next epoch whole; a state saved at an epoch's
+/// end resumes at the next epoch with all its steps; a fresh machine says nothing.
+#[test]
+fn a_resumed_machine_tells_the_steps_left_in_its_first_epoch() {
+    for (rem, rows) in [(Remainder::Drop, [100, 101]), (Remainder::Pad, [100, 99])] {
+        let mut m = Machine::new(splits(&rows), cfg(1, 2, 3, 0, rem)).unwrap();
+        assert_eq!((m.quota(), m.resumed_at()), (200, None));
+        let inc = m.join(0, "h", 0).unwrap();
+        let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else {
+            panic!("no lease")
+        };
+        assert!(l.rows >= 60);
+        m.ack(0, inc, l.lease, l.split, 60, 0).unwrap();
+        let st = m.state();
+        let r = Machine::resume(splits(&rows), cfg(1, 9, 1, 0, rem), &st).unwrap();
+        assert_eq!(r.resumed_at(), Some((0, 70)), "{rem:?}");
+        // Epoch 0 done: the state resumes at epoch 1, every step of it ahead.
+        m.ack(0, inc, l.lease, l.split, l.rows, 0).unwrap();
+        while m.epoch() == 0 {
+            let Work::Lease(l) = m.request_work(0, inc, None, 0).unwrap() else {
+                panic!("no lease")
+            };
+            m.ack(0, inc, l.lease, l.split, l.rows, 0).unwrap();
+        }
+        let r = Machine::resume(splits(&rows), cfg(1, 9, 1, 0, rem), &m.state()).unwrap();
+        assert_eq!(r.resumed_at(), Some((1, 100)), "{rem:?}");
+    }
+}

@@ -533,6 +533,31 @@ impl Feed {
         r.map_err(error::FeedTimeoutError::new_err)
     }
 
+    /// Where a resumed run began: `(epoch, steps)`, the epoch the coordinator resumed in and
+    /// the steps each rank had left in it; `None` for a run that did not resume (or resumed
+    /// a finished state). Raises `FeedTimeoutError` after `timeout` seconds.
+    #[staticmethod]
+    #[pyo3(signature = (address, token, timeout=30.0))]
+    fn coordinator_resumed(
+        py: Python<'_>,
+        address: &str,
+        token: &str,
+        timeout: f64,
+    ) -> PyResult<Option<(u32, u64)>> {
+        use hydrofeed_coord::client::CoordClient;
+        use hydrofeed_coord::token::Token;
+        let timeout = secs("timeout", timeout)?;
+        let token = Token::new(token).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let addr = address.to_string();
+        let what = format!("where the run resumed, from the coordinator at {addr}");
+        let r: Result<Option<(u32, u64)>, String> = blocking::call(py, &what, move || {
+            let mut c = CoordClient::connect(&addr, &token, timeout).map_err(|e| e.to_string())?;
+            let m = c.metrics().map_err(|e| e.to_string())?;
+            Ok(m.resumed.map(|r| (r.epoch, r.steps)))
+        })?;
+        r.map_err(error::FeedTimeoutError::new_err)
+    }
+
     /// Stops reading: tells the feeder, closes the ring. Batches already handed out stay valid.
     /// From another thread, a `next()` blocked there returns `None` within 100 ms.
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -355,6 +355,8 @@ pub struct Machine {
     keep_log: bool,
     /// Built by [`Machine::resume`]: the batch size is the state's.
     resumed: bool,
+    /// The epoch a resumed machine started in and each rank's quota there (rows).
+    resumed_at: Option<(u32, u64)>,
     /// The fixed order's dealing (`cfg.order` is `Some`).
     fixed: Option<Fixed>,
     /// A resumed epoch of the fixed order dealt by the ledger (a resume over a changed
@@ -471,6 +473,9 @@ impl Machine {
         } else {
             m.start_epoch(state.epoch);
         }
+        if !m.finished {
+            m.resumed_at = Some((m.epoch, m.quota));
+        }
         Ok(m)
     }
 
@@ -538,6 +543,7 @@ impl Machine {
             log_seq: 0,
             keep_log: true,
             resumed: false,
+            resumed_at: None,
             fixed,
             by_ledger_epoch: None,
             input: None,
@@ -632,6 +638,13 @@ impl Machine {
     /// Rows per rank in the current epoch (`steps * batch_size`).
     pub fn quota(&self) -> u64 {
         self.quota
+    }
+
+    /// For a machine built by [`Machine::resume`] (and not finished then): the epoch it
+    /// resumed in and the steps each rank had left in it, its quota over the batch size
+    /// (fewer than a whole epoch's when the state was saved mid-epoch).
+    pub fn resumed_at(&self) -> Option<(u32, u64)> {
+        self.resumed_at.map(|(e, q)| (e, q / self.cfg.batch_size))
     }
 
     /// Steps per rank of the completed epochs.
