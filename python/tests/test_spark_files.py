@@ -219,3 +219,9 @@ def test_orc_written_by_spark_in_a_zone_east_of_utc(spark, tmp_path):
     t = pa.Table.from_batches(list(hf.read(out))).combine_chunks()
     got = dict(zip(t.column("id").to_pylist(), _as_micros(t.column("t").chunk(0))))
     assert got == expected, [(i, expected[i], got.get(i)) for i in sorted(expected) if got.get(i) != expected[i]][:5]
+    # Hive's reading: the writer's wall clocks (Kolkata), read as UTC.
+    walls = spark.read.orc(out).selectExpr("id", f"unix_micros(from_utc_timestamp(t, '{JVM_ZONE}'))").collect()
+    t = pa.Table.from_batches(list(hf.read(out, orc_timestamps="wall"))).combine_chunks()
+    got = dict(zip(t.column("id").to_pylist(), _as_micros(t.column("t").chunk(0))))
+    assert got == {r[0]: r[1] for r in walls}
+    assert any(got[i] != expected[i] for i in expected)

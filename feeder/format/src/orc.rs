@@ -15,6 +15,9 @@
 //!   re-reads the tail (a few KiB).
 //! - Projection: top-level names (nested columns whole), in the order given.
 //! - Codecs: orc-rust always has zlib, snappy, lzo, lz4 and zstd.
+//! - Timestamps: the instants of the writer's zone (Spark's reading) or its wall clocks
+//!   (Hive's), as `opts.orc_timestamps` says; `JULIAN_GREGORIAN` files' dates and timestamps
+//!   in the proleptic calendar; microseconds in files Spark wrote (docs/formats.md).
 
 use std::sync::Arc;
 
