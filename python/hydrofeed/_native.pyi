@@ -62,6 +62,7 @@ class Reader:
         batch_rows: int = 65536,
         batch_size: int | None = None,
         schema: pa.Schema | None = None,
+        orc_timestamps: str = "instant",
     ) -> Reader: ...
     @property
     def schema(self) -> pa.Schema: ...

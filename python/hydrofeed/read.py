@@ -18,6 +18,7 @@ def read(
     *,
     batch_size: int | None = None,
     schema: pa.Schema | None = None,
+    orc_timestamps: str = "instant",
 ) -> Reader:
     """Reads ``path`` (file, directory, glob; local or ``hdfs://``) and yields its batches.
 
@@ -34,6 +35,11 @@ def read(
     tell. ``on_error="raise"`` stops at corrupt input with :class:`hydrofeed.DataError` naming
     file and byte offset; ``"skip"`` skips (and counts) bad records. Decoding runs with the GIL
     released. The batches are handed over through the Arrow C data interface without a copy.
+
+    ``orc_timestamps`` says how ORC ``timestamp`` columns written in a zone other than UTC are
+    read (docs/formats.md): ``"instant"`` (default) the instants the writer's zone gives their
+    wall clocks, as Spark reads them back; ``"wall"`` those wall clocks read as UTC, as Hive
+    and pyarrow.orc read them.
     """
     reader = Reader(
         path,
@@ -43,5 +49,6 @@ def read(
         batch_rows=batch_rows,
         batch_size=batch_size,
         schema=schema,
+        orc_timestamps=orc_timestamps,
     )
     return reader

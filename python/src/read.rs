@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use hydrofeed_format::split::Format;
-use hydrofeed_format::{open_split, plan, OnError, Plan, ReadOptions, Rebatcher, SplitReader};
+use hydrofeed_format::{
+    open_split, plan, OnError, OrcTimestamps, Plan, ReadOptions, Rebatcher, SplitReader,
+};
 use hydrofeed_storage::{open_storage, Storage};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -62,6 +64,17 @@ pub(crate) fn parse_format(f: Option<&str>) -> PyResult<Option<Format>> {
             )))
         }
     })
+}
+
+/// `orc_timestamps=`: how ORC timestamps of a writer's zone other than UTC are read.
+pub(crate) fn parse_orc_timestamps(s: &str) -> PyResult<OrcTimestamps> {
+    match s {
+        "instant" => Ok(OrcTimestamps::Instant),
+        "wall" => Ok(OrcTimestamps::Wall),
+        other => Err(PyValueError::new_err(format!(
+            "orc_timestamps={other:?}: expected 'instant' or 'wall'"
+        ))),
+    }
 }
 
 pub(crate) fn parse_on_error(s: &str) -> PyResult<OnError> {
@@ -168,7 +181,7 @@ impl Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None))]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -179,6 +192,7 @@ impl Reader {
         batch_rows: usize,
         batch_size: Option<usize>,
         schema: Option<pyo3_arrow::PySchema>,
+        orc_timestamps: &str,
     ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
@@ -193,6 +207,7 @@ impl Reader {
             // The readers decode about `batch_size` rows at a time when it is given.
             batch_rows: batch_size.unwrap_or(batch_rows),
             schema: schema.map(|s| s.into_inner()),
+            orc_timestamps: parse_orc_timestamps(orc_timestamps)?,
             ..ReadOptions::default()
         };
         let path = path.to_string();

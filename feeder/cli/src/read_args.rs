@@ -10,7 +10,7 @@ use anyhow::Context;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use hydrofeed_format::split::Format;
-use hydrofeed_format::{OnError, ReadOptions};
+use hydrofeed_format::{OnError, OrcTimestamps, ReadOptions};
 
 /// A file format as the command line names it: `--format` of every subcommand that reads, and
 /// of `gen` and `bench decode`, which write or measure them.
@@ -35,6 +35,16 @@ impl From<FormatArg> for Format {
             FormatArg::Tfrecord => Format::Tfrecord,
         }
     }
+}
+
+/// How ORC timestamps written in a zone other than UTC are read (`--orc-timestamps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OrcTimestampsArg {
+    /// The instants the writer's zone gives their wall clocks, as Spark reads them (default).
+    #[default]
+    Instant,
+    /// The writer's wall clocks read as UTC, as Hive and pyarrow.orc read them.
+    Wall,
 }
 
 /// How an input is read: the flags of `hydrofeed inspect`, `serve`, `feeder`, `coordinator`
@@ -65,6 +75,10 @@ pub struct ReadArgs {
     /// stream): for TFRecord instead of inferring it, for Avro as the reader schema.
     #[arg(long)]
     pub schema: Option<PathBuf>,
+    /// How ORC timestamps written in a zone other than UTC are read: `instant` (as Spark
+    /// reads them) or `wall` (as Hive reads them).
+    #[arg(long, value_enum, default_value_t)]
+    pub orc_timestamps: OrcTimestampsArg,
 }
 
 impl ReadArgs {
@@ -79,6 +93,10 @@ impl ReadArgs {
                 OnError::Skip
             } else {
                 OnError::Raise
+            },
+            orc_timestamps: match self.orc_timestamps {
+                OrcTimestampsArg::Instant => OrcTimestamps::Instant,
+                OrcTimestampsArg::Wall => OrcTimestamps::Wall,
             },
             ..ReadOptions::default()
         })
@@ -104,6 +122,10 @@ impl ReadArgs {
         if let Some(s) = &self.schema {
             args.push("--schema".into());
             args.push(s.into());
+        }
+        if self.orc_timestamps != OrcTimestampsArg::default() {
+            args.push("--orc-timestamps".into());
+            args.push("wall".into());
         }
         args
     }
@@ -193,6 +215,7 @@ mod tests {
             format: Some(FormatArg::Avro),
             skip_errors: true,
             schema: Some(json_schema(dir)),
+            orc_timestamps: OrcTimestampsArg::Wall,
         }
     }
 
@@ -208,8 +231,11 @@ mod tests {
             "--skip-errors",
             "--schema",
             schema.to_str().unwrap(),
+            "--orc-timestamps",
+            "wall",
         ]);
         let o = read.options().unwrap();
+        assert_eq!(o.orc_timestamps, OrcTimestamps::Wall);
         assert_eq!(o.columns, Some(vec!["label".into(), "image".into()]));
         assert_eq!(o.format, Some(Format::Tfrecord));
         assert_eq!(o.on_error, OnError::Skip);
@@ -231,6 +257,7 @@ mod tests {
         let o = read.options().unwrap();
         assert!(o.columns.is_none() && o.format.is_none() && o.schema.is_none());
         assert_eq!(o.on_error, OnError::Raise);
+        assert_eq!(o.orc_timestamps, OrcTimestamps::Instant);
         assert!(read.to_args().is_empty());
     }
 

@@ -37,6 +37,19 @@ pub enum OnError {
     Skip,
 }
 
+/// How ORC `timestamp` columns (without a time zone) are read when a stripe names a writer's
+/// time zone other than UTC (the Java writer records the JVM's zone). See docs/formats.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrcTimestamps {
+    /// The instant the writer's zone gives each wall clock, as Spark reads them back on the
+    /// cluster that wrote them (default).
+    #[default]
+    Instant,
+    /// The wall clock the writer saw, read as UTC, as Hive and the ORC C++ reader (pyarrow)
+    /// read them.
+    Wall,
+}
+
 /// Options for planning and reading.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -52,6 +65,8 @@ pub struct ReadOptions {
     pub schema: Option<SchemaRef>,
     /// Target bytes per split when a format splits by byte range.
     pub split_bytes: u64,
+    /// How ORC timestamps written in a zone other than UTC are read.
+    pub orc_timestamps: OrcTimestamps,
 }
 
 impl Default for ReadOptions {
@@ -63,6 +78,7 @@ impl Default for ReadOptions {
             format: None,
             schema: None,
             split_bytes: 64 << 20,
+            orc_timestamps: OrcTimestamps::Instant,
         }
     }
 }

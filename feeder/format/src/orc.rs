@@ -15,25 +15,54 @@
 //!   re-reads the tail (a few KiB).
 //! - Projection: top-level names (nested columns whole), in the order given.
 //! - Codecs: orc-rust always has zlib, snappy, lzo, lz4 and zstd.
+//! - Timestamps: the instants of the writer's zone (Spark's reading) or its wall clocks
+//!   (Hive's), as `opts.orc_timestamps` says; `JULIAN_GREGORIAN` files' dates and timestamps
+//!   in the proleptic calendar; microseconds in files Spark wrote (docs/formats.md).
 
 use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
 use orc_rust::arrow_reader::ArrowReader;
 use orc_rust::projection::ProjectionMask;
+use orc_rust::schema::TimestampPrecision;
 use orc_rust::ArrowReaderBuilder;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
 use super::parquet::check_against;
 use super::units::{unit_splits, Projection, UnitBatches, UnitReader, UnitSize, Units};
-use super::{ReadOptions, SplitReader};
+use super::{OrcTimestamps, ReadOptions, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
 const FORMAT: &str = "orc";
 
-fn builder(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderBuilder<StorageChunks>> {
+/// The footer key naming the Spark version that wrote a file.
+const SPARK_VERSION_KEY: &str = "org.apache.spark.version";
+
+/// A reader of the file's tail, set up as `opts` say: timestamps as instants or wall clocks;
+/// microseconds in a file Spark wrote (Spark's own unit: the range of years 1 to 9999, which
+/// nanoseconds lack), else nanoseconds.
+fn builder(
+    chunks: &StorageChunks,
+    path: &str,
+    opts: &ReadOptions,
+) -> Result<ArrowReaderBuilder<StorageChunks>> {
+    let b = tail(chunks, path)?;
+    let spark = b
+        .file_metadata()
+        .user_custom_metadata()
+        .contains_key(SPARK_VERSION_KEY);
+    let precision = if spark {
+        TimestampPrecision::Microsecond
+    } else {
+        TimestampPrecision::Nanosecond
+    };
+    Ok(b.with_timestamp_precision(precision)
+        .with_timestamp_instants(opts.orc_timestamps == OrcTimestamps::Instant))
+}
+
+fn tail(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderBuilder<StorageChunks>> {
     let len = chunks.file().len();
     let at = || {
         loc(
@@ -83,7 +112,7 @@ pub fn plan_file(
 ) -> Result<(SchemaRef, Vec<Split>)> {
     let chunks = StorageChunks::new(storage.open(&file.path)?);
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
-    let b = builder(&chunks, &file.path)?;
+    let b = builder(&chunks, &file.path, opts)?;
     let units: Vec<UnitSize> = stripes(&b).iter().map(|s| s.size).collect();
     let splits = unit_splits(
         &file.path,
@@ -115,6 +144,7 @@ pub(crate) struct Stripes {
     stripes: Vec<StripeInfo>,
     columns: Option<Vec<String>>,
     batch_rows: usize,
+    opts: ReadOptions,
 }
 
 /// Opens an ORC split: the stripes it names, projected to `opts.columns`.
@@ -132,7 +162,7 @@ fn open_reader(
     };
     let chunks = StorageChunks::new(storage.open(&split.path)?);
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
-    let b = builder(&chunks, &split.path)?;
+    let b = builder(&chunks, &split.path, opts)?;
     let stripes = stripes(&b);
     if (first as usize) + (count as usize) > stripes.len() {
         return Err(Error::InvalidArgument(format!(
@@ -157,6 +187,7 @@ fn open_reader(
         stripes,
         columns: opts.columns.clone(),
         batch_rows: opts.batch_rows.max(1),
+        opts: opts.clone(),
     };
     Ok(UnitReader::new(
         units,
@@ -186,7 +217,7 @@ impl Stripes {
     }
 
     fn stripe_reader(&self, stripe: usize) -> Result<ArrowReader<StorageChunks>> {
-        let b = builder(&self.chunks, &self.path)?;
+        let b = builder(&self.chunks, &self.path, &self.opts)?;
         let mask = match &self.columns {
             None => ProjectionMask::all(),
             Some(c) => ProjectionMask::named_roots(b.file_metadata().root_data_type(), c),

@@ -46,6 +46,7 @@ pub struct ArrowReaderBuilder<R> {
     pub(crate) row_selection: Option<RowSelection>,
     pub(crate) timestamp_precision: TimestampPrecision,
     pub(crate) predicate: Option<Predicate>,
+    pub(crate) timestamp_instants: bool,
 }
 
 impl<R> ArrowReaderBuilder<R> {
@@ -60,6 +61,7 @@ impl<R> ArrowReaderBuilder<R> {
             row_selection: None,
             timestamp_precision: TimestampPrecision::default(),
             predicate: None,
+            timestamp_instants: false,
         }
     }
 
@@ -132,6 +134,16 @@ impl<R> ArrowReaderBuilder<R> {
     ///     .with_timestamp_precision(TimestampPrecision::Microsecond)
     ///     .build();
     /// ```
+    /// Reads TIMESTAMP columns (without a time zone) as the instants their writer's time zone
+    /// gives their wall clocks, as Spark reads them (with the reader in the writer's zone),
+    /// instead of as those wall clocks read as UTC, as Hive reads them (the default). The two
+    /// agree when the stripe names no writer time zone or UTC. TIMESTAMP_INSTANT columns are
+    /// instants either way.
+    pub fn with_timestamp_instants(mut self, instants: bool) -> Self {
+        self.timestamp_instants = instants;
+        self
+    }
+
     pub fn with_timestamp_precision(mut self, precision: TimestampPrecision) -> Self {
         self.timestamp_precision = precision;
         self
@@ -217,6 +229,7 @@ impl<R: ChunkReader> ArrowReaderBuilder<R> {
             projected_data_type,
             stripe_index: 0,
             file_byte_range: self.file_byte_range,
+            timestamp_instants: self.timestamp_instants,
         };
         ArrowReader {
             cursor,
@@ -352,6 +365,7 @@ pub(crate) struct Cursor<R> {
     pub projected_data_type: RootDataType,
     pub stripe_index: usize,
     pub file_byte_range: Option<Range<usize>>,
+    pub timestamp_instants: bool,
 }
 
 impl<R: ChunkReader> Cursor<R> {
@@ -384,7 +398,11 @@ impl<R: ChunkReader> Iterator for Cursor<R> {
                     &self.file_metadata,
                     &self.projected_data_type.clone(),
                     info,
-                );
+                )
+                .map(|mut s| {
+                    s.set_timestamp_instants(self.timestamp_instants);
+                    s
+                });
                 self.stripe_index += 1;
                 stripe
             })

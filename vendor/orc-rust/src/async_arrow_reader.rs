@@ -101,6 +101,10 @@ impl<R: AsyncChunkReader + 'static> StripeFactory<R> {
             info,
         )
         .await
+        .map(|mut s| {
+            s.set_timestamp_instants(inner.timestamp_instants);
+            s
+        })
     }
 
     /// Read the next stripe from the file.
@@ -308,6 +312,7 @@ impl<R: AsyncChunkReader + 'static> ArrowReaderBuilder<R> {
             projected_data_type,
             stripe_index: 0,
             file_byte_range: self.file_byte_range,
+            timestamp_instants: self.timestamp_instants,
         };
         ArrowStreamReader::new(
             cursor,

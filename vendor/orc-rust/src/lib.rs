@@ -55,6 +55,7 @@ pub mod arrow_writer;
 #[cfg(feature = "async")]
 pub mod async_arrow_reader;
 pub mod bloom_filter;
+pub mod calendar;
 mod column;
 pub mod compression;
 #[allow(dead_code)]

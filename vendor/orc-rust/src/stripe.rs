@@ -122,6 +122,25 @@ pub struct Stripe {
     stream_map: StreamMap,
     number_of_rows: usize,
     tz: Option<chrono_tz::Tz>,
+    /// TIMESTAMP columns read as the instants the writer's zone gives their wall clocks (as
+    /// Spark reads them) rather than as those wall clocks (as Hive reads them).
+    instants: bool,
+    /// The file counts days before 1582-10-15 in the hybrid Julian/Gregorian calendar.
+    hybrid_calendar: bool,
+}
+
+/// The writer's time zone a stripe footer names; an error for a name the tz database lacks.
+fn writer_tz(footer: &StripeFooter) -> Result<Option<chrono_tz::Tz>> {
+    match footer.writer_timezone.as_deref() {
+        None | Some("") => Ok(None),
+        Some(name) => match name.parse::<chrono_tz::Tz>() {
+            Ok(tz) => Ok(Some(tz)),
+            Err(_) => crate::error::OutOfSpecSnafu {
+                msg: format!("unknown writer time zone {name:?} in the stripe footer"),
+            }
+            .fail(),
+        },
+    }
 }
 
 impl Stripe {
@@ -164,11 +183,7 @@ impl Stripe {
             stream_offset += length;
         }
 
-        let tz = footer
-            .writer_timezone
-            .as_ref()
-            // TODO: make this return error
-            .map(|a| a.parse::<chrono_tz::Tz>().unwrap());
+        let tz = writer_tz(&footer)?;
 
         Ok(Self {
             columns,
@@ -178,6 +193,8 @@ impl Stripe {
             },
             number_of_rows: info.number_of_rows() as usize,
             tz,
+            instants: false,
+            hybrid_calendar: file_metadata.hybrid_calendar(),
         })
     }
 
@@ -227,11 +244,7 @@ impl Stripe {
             stream_offset += length;
         }
 
-        let tz = footer
-            .writer_timezone
-            .as_ref()
-            // TODO: make this return error
-            .map(|a| a.parse::<chrono_tz::Tz>().unwrap());
+        let tz = writer_tz(&footer)?;
 
         Ok(Self {
             columns,
@@ -241,6 +254,8 @@ impl Stripe {
             },
             number_of_rows: info.number_of_rows() as usize,
             tz,
+            instants: false,
+            hybrid_calendar: file_metadata.hybrid_calendar(),
         })
     }
 
@@ -258,6 +273,21 @@ impl Stripe {
 
     pub fn writer_tz(&self) -> Option<chrono_tz::Tz> {
         self.tz
+    }
+
+    /// Whether TIMESTAMP columns read as instants (see
+    /// [`ArrowReaderBuilder::with_timestamp_instants`](crate::ArrowReaderBuilder::with_timestamp_instants)).
+    pub fn timestamp_instants(&self) -> bool {
+        self.instants
+    }
+
+    pub(crate) fn set_timestamp_instants(&mut self, instants: bool) {
+        self.instants = instants;
+    }
+
+    /// Whether the file counts days before 1582-10-15 in the hybrid Julian/Gregorian calendar.
+    pub fn hybrid_calendar(&self) -> bool {
+        self.hybrid_calendar
     }
 
     /// Parse row indexes from the stripe index section

@@ -153,6 +153,30 @@ type Float32ArrayDecoder = PrimitiveArrayDecoder<Float32Type>;
 type Float64ArrayDecoder = PrimitiveArrayDecoder<Float64Type>;
 type DateArrayDecoder = PrimitiveArrayDecoder<Date32Type>; // TODO: does ORC encode as i64 or i32?
 
+/// Dates of a file in the hybrid Julian/Gregorian calendar, read into the proleptic Gregorian
+/// calendar with the same year, month and day ([`crate::calendar`]).
+struct HybridDateArrayDecoder(DateArrayDecoder);
+
+impl ArrayBatchDecoder for HybridDateArrayDecoder {
+    fn next_batch(
+        &mut self,
+        batch_size: usize,
+        parent_present: Option<&NullBuffer>,
+    ) -> Result<ArrayRef> {
+        let array = self.0.next_primitive_batch(batch_size, parent_present)?;
+        let array: PrimitiveArray<Date32Type> = array.unary(|d: i32| {
+            let days = crate::calendar::hybrid_to_proleptic_days(d as i64);
+            // Before 1582 the calendars differ by at most a few days: no overflow.
+            days as i32
+        });
+        Ok(Arc::new(array))
+    }
+
+    fn skip_values(&mut self, n: usize, parent_present: Option<&NullBuffer>) -> Result<()> {
+        self.0.skip_values(n, parent_present)
+    }
+}
+
 struct BooleanArrayDecoder {
     iter: Box<dyn PrimitiveValueDecoder<bool> + Send>,
     present: Option<PresentDecoder>,
@@ -466,7 +490,12 @@ pub fn array_decoder_factory(
             let iter = stripe.stream_map().get(column, Kind::Data);
             let iter = get_signed_int_decoder(iter, column.rle_version());
             let present = PresentDecoder::from_stripe(stripe, column);
-            Box::new(DateArrayDecoder::new(iter, present))
+            let inner = DateArrayDecoder::new(iter, present);
+            if stripe.hybrid_calendar() {
+                Box::new(HybridDateArrayDecoder(inner))
+            } else {
+                Box::new(inner)
+            }
         }
         (DataType::Struct { .. }, ArrowDataType::Struct(fields)) => {
             Box::new(StructArrayDecoder::new(column, fields.clone(), stripe)?)

@@ -34,7 +34,7 @@ use arrow::datatypes::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
 };
 use arrow::{array::ArrayRef, buffer::NullBuffer};
-use chrono::offset::TimeZone;
+use chrono::offset::{Offset, TimeZone};
 use chrono::TimeDelta;
 use chrono_tz::{Tz, UTC};
 
@@ -77,9 +77,21 @@ fn get_timestamp_decoder<T: ArrowTimestampType + Send>(
     seconds_since_unix_epoch: i64,
 ) -> Box<dyn ArrayBatchDecoder> {
     let inner = get_inner_timestamp_decoder::<T>(column, stripe, seconds_since_unix_epoch);
-    match stripe.writer_tz() {
-        Some(writer_tz) => Box::new(TimestampOffsetArrayDecoder { inner, writer_tz }),
-        None => Box::new(inner),
+    match (
+        stripe.writer_tz(),
+        stripe.timestamp_instants(),
+        stripe.hybrid_calendar(),
+    ) {
+        (Some(writer_tz), false, false) => {
+            Box::new(TimestampOffsetArrayDecoder { inner, writer_tz })
+        }
+        (_, true, false) | (None, false, false) => Box::new(inner),
+        (zone, instants, true) => Box::new(TimestampZoneCalendarDecoder {
+            inner,
+            zone: zone.unwrap_or(UTC),
+            wall: !instants && zone.is_some(),
+            hybrid: true,
+        }),
     }
 }
 
@@ -90,7 +102,12 @@ fn get_timestamp_instant_decoder<T: ArrowTimestampType + Send>(
     // TIMESTAMP_INSTANT is encoded as UTC so we don't check writer timezone in stripe
     let inner =
         get_inner_timestamp_decoder::<T>(column, stripe, ORC_EPOCH_UTC_SECONDS_SINCE_UNIX_EPOCH);
-    Box::new(TimestampInstantArrayDecoder(inner))
+    Box::new(TimestampInstantArrayDecoder(TimestampZoneCalendarDecoder {
+        inner,
+        zone: UTC,
+        wall: false,
+        hybrid: stripe.hybrid_calendar(),
+    }))
 }
 
 fn decimal128_decoder(
@@ -290,9 +307,125 @@ impl<T: ArrowTimestampType> ArrayBatchDecoder for TimestampOffsetArrayDecoder<T>
     }
 }
 
+/// Timestamps of a writer's zone and calendar: the wall clocks of `zone` (read as UTC) when
+/// `wall`, else the instants; and when `hybrid`, those before 1582-10-15 (in `zone`) moved from
+/// the hybrid Julian/Gregorian calendar to the proleptic Gregorian one, keeping their calendar
+/// fields ([`crate::calendar`]), as Spark's `RebaseDateTime.rebaseJulianToGregorianMicros` does.
+struct TimestampZoneCalendarDecoder<T: ArrowTimestampType> {
+    inner: PrimitiveArrayDecoder<T>,
+    zone: Tz,
+    wall: bool,
+    hybrid: bool,
+}
+
+/// The offset from UTC of `zone` at the instant `secs`, in seconds (the tz database's).
+fn offset_seconds(zone: Tz, secs: i64) -> Option<i64> {
+    let at = chrono::DateTime::from_timestamp(secs, 0)?.naive_utc();
+    Some(zone.offset_from_utc_datetime(&at).fix().local_minus_utc() as i64)
+}
+
+/// 1900-01-01T00:00:00Z: `java.util.TimeZone` (the Java writer's and Spark's hybrid calendar
+/// side) knows no transition before it and gives earlier instants the zone's present
+/// standard offset, where the tz database has local mean time.
+const JAVA_ZONE_HISTORY_START: i64 = -2_208_988_800;
+
+/// The offset `java.util.TimeZone` gives `zone` at the instant `secs`.
+fn java_offset_seconds(zone: Tz, secs: i64) -> Option<i64> {
+    if secs >= JAVA_ZONE_HISTORY_START {
+        return offset_seconds(zone, secs);
+    }
+    // The present standard offset: that of 2015-01-01 (the ORC epoch) without daylight saving.
+    let at = chrono::DateTime::from_timestamp(ORC_EPOCH_UTC_SECONDS_SINCE_UNIX_EPOCH, 0)?;
+    let offset = zone.offset_from_utc_datetime(&at.naive_utc());
+    Some(chrono_tz::OffsetComponents::base_utc_offset(&offset).num_seconds())
+}
+
+/// The instant of the wall clock `local` (seconds, read as UTC) in `zone`, as
+/// `LocalDateTime.atZone` gives it: the earlier of two, the later offset in a gap.
+fn instant_of_wall(zone: Tz, local: i64) -> Option<i64> {
+    let wall = chrono::DateTime::from_timestamp(local, 0)?.naive_utc();
+    let offset = match zone.offset_from_local_datetime(&wall) {
+        chrono::LocalResult::Single(o) | chrono::LocalResult::Ambiguous(o, _) => {
+            o.fix().local_minus_utc() as i64
+        }
+        chrono::LocalResult::None => offset_seconds(zone, local - 86_400)?,
+    };
+    Some(local - offset)
+}
+
+impl<T: ArrowTimestampType> TimestampZoneCalendarDecoder<T> {
+    fn next_timestamps(
+        &mut self,
+        batch_size: usize,
+        parent_present: Option<&NullBuffer>,
+    ) -> Result<arrow::array::PrimitiveArray<T>> {
+        let array = self
+            .inner
+            .next_primitive_batch(batch_size, parent_present)?;
+        if !self.wall && !self.hybrid {
+            return Ok(array);
+        }
+        let per_second: i64 = match T::UNIT {
+            TimeUnit::Second => 1,
+            TimeUnit::Millisecond => 1_000,
+            TimeUnit::Microsecond => 1_000_000,
+            TimeUnit::Nanosecond => 1_000_000_000,
+        };
+        // Before 1900 (and a day's margin) a Java writer's hybrid instants differ from the
+        // proleptic ones: in the calendar before 1582-10-15, in the zone's offset before 1900.
+        let old_before = ((JAVA_ZONE_HISTORY_START + 86_400) as i128 * per_second as i128)
+            .max(i64::MIN as i128) as i64;
+        let (zone, wall, hybrid) = (self.zone, self.wall, self.hybrid);
+        let convert = |v: i64| -> Option<i64> {
+            let old = hybrid && v < old_before;
+            if !wall && !old {
+                return Some(v);
+            }
+            let secs = v.div_euclid(per_second);
+            let sub = v.rem_euclid(per_second);
+            if !old {
+                let offset = offset_seconds(zone, secs)?;
+                return v.checked_add(offset.checked_mul(per_second)?);
+            }
+            // Spark's `RebaseDateTime.rebaseJulianToGregorianMicros`: the wall clock of the
+            // hybrid calendar with `java.util.TimeZone`'s offset, the same calendar fields in
+            // the proleptic calendar, and their instant with the tz database's offset.
+            let local = secs.checked_add(java_offset_seconds(zone, secs)?)?;
+            let day = local.div_euclid(86_400);
+            let local = crate::calendar::hybrid_to_proleptic_days(day)
+                .checked_mul(86_400)?
+                .checked_add(local.rem_euclid(86_400))?;
+            let out = if wall {
+                local
+            } else {
+                instant_of_wall(zone, local)?
+            };
+            out.checked_mul(per_second)?.checked_add(sub)
+        };
+        Ok(array
+            .try_unary::<_, T, _>(|ts| convert(ts).ok_or(()))
+            // A value out of the unit's range becomes null, as in `TimestampOffsetArrayDecoder`.
+            .unwrap_or_else(|()| array.unary_opt::<_, T>(convert)))
+    }
+}
+
+impl<T: ArrowTimestampType> ArrayBatchDecoder for TimestampZoneCalendarDecoder<T> {
+    fn next_batch(
+        &mut self,
+        batch_size: usize,
+        parent_present: Option<&NullBuffer>,
+    ) -> Result<ArrayRef> {
+        Ok(Arc::new(self.next_timestamps(batch_size, parent_present)?))
+    }
+
+    fn skip_values(&mut self, n: usize, parent_present: Option<&NullBuffer>) -> Result<()> {
+        self.inner.skip_values(n, parent_present)
+    }
+}
+
 /// Wrapper around PrimitiveArrayDecoder to allow specifying the timezone of the output
 /// timestamp array as UTC.
-struct TimestampInstantArrayDecoder<T: ArrowTimestampType>(PrimitiveArrayDecoder<T>);
+struct TimestampInstantArrayDecoder<T: ArrowTimestampType>(TimestampZoneCalendarDecoder<T>);
 
 impl<T: ArrowTimestampType> ArrayBatchDecoder for TimestampInstantArrayDecoder<T> {
     fn next_batch(
@@ -302,7 +435,7 @@ impl<T: ArrowTimestampType> ArrayBatchDecoder for TimestampInstantArrayDecoder<T
     ) -> Result<ArrayRef> {
         let array = self
             .0
-            .next_primitive_batch(batch_size, parent_present)?
+            .next_timestamps(batch_size, parent_present)?
             .with_timezone("UTC");
         let array = Arc::new(array) as ArrayRef;
         Ok(array)

@@ -72,6 +72,8 @@ pub struct FileMetadata {
     user_custom_metadata: HashMap<String, Vec<u8>>,
     /// The maximum number of rows in each index entry (default 10,000)
     row_index_stride: Option<u32>,
+    /// The calendar of dates and timestamps the footer declares.
+    calendar: crate::proto::CalendarKind,
 }
 
 impl FileMetadata {
@@ -135,6 +137,10 @@ impl FileMetadata {
             stripes,
             user_custom_metadata,
             row_index_stride: footer.row_index_stride,
+            calendar: footer
+                .calendar
+                .and_then(|c| crate::proto::CalendarKind::try_from(c).ok())
+                .unwrap_or(crate::proto::CalendarKind::UnknownCalendar),
         })
     }
 
@@ -168,6 +174,20 @@ impl FileMetadata {
     /// Default is 10,000 according to ORC spec.
     ///
     /// If `None` is returned, it means row indexes are not enabled for this file.
+    /// The calendar of dates and timestamps the footer declares (`UnknownCalendar` when it
+    /// does not say).
+    pub fn calendar(&self) -> crate::proto::CalendarKind {
+        self.calendar
+    }
+
+    /// Whether dates and timestamps before 1582-10-15 are counted in the hybrid
+    /// Julian/Gregorian calendar (the footer says `JULIAN_GREGORIAN`); they are read into
+    /// Arrow's proleptic Gregorian calendar keeping their calendar fields
+    /// ([`crate::calendar`]).
+    pub fn hybrid_calendar(&self) -> bool {
+        self.calendar == crate::proto::CalendarKind::JulianGregorian
+    }
+
     pub fn row_index_stride(&self) -> Option<usize> {
         self.row_index_stride.map(|s| s as usize)
     }
