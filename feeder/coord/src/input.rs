@@ -420,12 +420,7 @@ fn fixed_acked(
                     }
                     continue;
                 }
-                let rows: Vec<(u32, u64)> = w
-                    .lanes
-                    .iter()
-                    .flatten()
-                    .flat_map(|p| (p.first..p.first + p.rows).map(move |r| (p.split, r)))
-                    .collect();
+                let rows = w.rows();
                 for (i, &j) in cs.permutation(k).iter().enumerate() {
                     let pos = w.start + i as u64;
                     if pos >= seg.from && pos < seg.to {

@@ -216,6 +216,18 @@ pub struct Window {
     pub lanes: Vec<Vec<Span>>,
 }
 
+impl Window {
+    /// Every (split, row) of the window, lane after lane (before the permutation): it costs
+    /// memory per row.
+    pub fn rows(&self) -> Vec<(u32, u64)> {
+        self.lanes
+            .iter()
+            .flatten()
+            .flat_map(|p| (p.first..p.first + p.rows).map(move |r| (p.split, r)))
+            .collect()
+    }
+}
+
 impl ChunkStream {
     /// The stream of `chunk` of the sequence cut for `workers` ranks of `batch` rows.
     pub fn new(
@@ -369,12 +381,7 @@ pub fn expand(
     }
     for k in cs.window_of(seg.from)..=cs.window_of(seg.to - 1) {
         let w = cs.window(&seq, k);
-        let rows: Vec<(u32, u64)> = w
-            .lanes
-            .iter()
-            .flatten()
-            .flat_map(|p| (p.first..p.first + p.rows).map(move |r| (p.split, r)))
-            .collect();
+        let rows = w.rows();
         for (i, &j) in cs.permutation(k).iter().enumerate() {
             let pos = w.start + i as u64;
             if pos >= seg.from && pos < seg.to {
