@@ -119,3 +119,34 @@ def test_resume_over_a_changed_input_is_refused_or_resumes_the_unchanged_files_e
              for r in range(WORKERS)}
     assert len(steps) == 1, steps
     no_leftovers(str(tmp_path))
+
+
+def test_spark_file_mode_coordinator_refuses_a_changed_input_or_resumes_it_when_allowed(
+    hf_bin: str, data4: Path, tmp_path: Path
+) -> None:
+    """`TFCluster.train_files(resume=..., allow_changed_input=...)` starts its driver's
+    coordinator through `files.Coordinator`: a state over other files is refused naming the
+    file, and resumed when allowed."""
+    from hydrofeed.exceptions import FeedFilesError
+    from hydrofeed.spark import files
+
+    d = tmp_path / "input"
+    shutil.copytree(data4, d)
+    r1 = launch(hf_bin, d, tmp_path / "a", WORKERS, "--seed", "5", batch=BATCH,
+                env={"STOP_AFTER": str(STOP)}, timeout=180)
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    state = str(tmp_path / "a" / "state.json")
+    named, _, _, _ = change(d, "add")
+
+    def start(**kw) -> files.Coordinator:
+        return files.Coordinator(str(d), WORKERS, BATCH, 1, 5, True, "drop", host="127.0.0.1",
+                                 resume=state, tls=False, start_timeout=60, **kw)
+
+    with pytest.raises(FeedFilesError, match=named):
+        start()
+    c = start(allow_changed_input=True)
+    try:
+        assert c.poll() is None
+        assert any("re-planned" in line and named in line for line in c.tail), list(c.tail)
+    finally:
+        c.close()

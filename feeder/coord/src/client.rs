@@ -445,6 +445,13 @@ impl CoordClient {
 
     /// The resumable state.
     pub fn state(&mut self) -> Result<State> {
+        State::from_json(&self.state_json()?)
+    }
+
+    /// The resumable state as the coordinator wrote it: what to save, since parsing it here
+    /// and writing it again would drop the fields this build does not know (a coordinator of
+    /// another version), the input's fingerprint included.
+    pub fn state_json(&mut self) -> Result<String> {
         let t = self.call_timeout;
         let r = self.call(
             "the state",
@@ -452,7 +459,7 @@ impl CoordClient {
             t,
             |mut c, r| async move { c.get_state(r).await },
         )?;
-        State::from_json(&r.state_json)
+        Ok(r.state_json)
     }
 
     /// Counters.

@@ -117,6 +117,7 @@ class TFCluster:
         remainder: str = "drop",
         feed_timeout: float = 600,
         resume: Any = None,
+        allow_changed_input: bool = False,
         skip_errors: bool = False,
         memory_mb: int = 512,
         decode_threads: int = 0,
@@ -136,9 +137,12 @@ class TFCluster:
         next epoch), ``num_epochs`` times (0 means 10, as in ``train``); ``shuffle`` orders the
         splits (files, row groups, stripes, blocks) by ``seed`` per epoch. ``resume``: a state
         from ``feed.state()`` on a trainer (dict, JSON text or a path) or returned by an earlier
-        call: only the rows not consumed yet are fed. ``schema`` (a ``pyarrow.Schema``): read with
-        it, as ``hydrofeed.read(schema=)`` does (TFRecord: instead of inferring it; Avro: the reader
-        schema). Returns the final state (every row acked).
+        call: only the rows not consumed yet are fed. The state holds a fingerprint of its input
+        (every file's path, size and modification time): a resume over files that changed is
+        refused naming the first, unless ``allow_changed_input``, which resumes over the files
+        that did not change exactly once and reads changed and new files whole. ``schema`` (a
+        ``pyarrow.Schema``): read with it, as ``hydrofeed.read(schema=)`` does (TFRecord: instead
+        of inferring it; Avro: the reader schema). Returns the final state (every row acked).
 
         ``order`` (``"fixed"``, the default with ``remainder="drop"``, or ``"dynamic"``): under the
         fixed order every worker's rows and their order follow from ``seed``, run after run, and
@@ -184,6 +188,7 @@ class TFCluster:
             "schema": _files.schema_text(schema) if schema is not None else None,
             "order": _files.order_args(order, shuffle_buffer, cycle_length),
             "tls": bool(tls),
+            "allow_changed_input": bool(allow_changed_input),
         }
         state = _files.state_text(resume)
         while True:
@@ -227,6 +232,7 @@ class TFCluster:
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
                 host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
                 order=o.get("order"), hdfs_tokens=tokens, tls=o["tls"],
+                allow_changed_input=o.get("allow_changed_input", False),
             )  # fmt: skip
         finally:
             if resume_path:

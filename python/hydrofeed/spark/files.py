@@ -69,6 +69,7 @@ class Coordinator:
         order: list[str] | None = None,
         hdfs_tokens: str | None = None,
         tls: bool = True,
+        allow_changed_input: bool = False,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -93,6 +94,8 @@ class Coordinator:
         ]  # fmt: skip
         if resume is not None:
             args += ["--resume", resume]
+            if allow_changed_input:
+                args.append("--allow-changed-input")
         else:
             args += ["--epochs", str(epochs), "--seed", str(seed), "--remainder", remainder]
             if not shuffle:

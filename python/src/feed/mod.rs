@@ -517,7 +517,7 @@ impl Feed {
                     .find(|w| w.rank == rank)
                     .map_or(0, |w| w.rows_acked);
                 if acked >= min_rows_acked {
-                    return c.state().map(|s| s.to_json()).map_err(|e| e.to_string());
+                    return c.state_json().map_err(|e| e.to_string());
                 }
                 if t0.elapsed() > timeout {
                     return Err(format!(
