@@ -14,12 +14,14 @@ use crate::split::{Format, Split};
 pub use hydrofeed_error::{Error, Location, Result};
 
 pub mod avro;
+mod calendar;
 pub mod gen;
 mod io;
 pub mod listing;
 pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
+mod parquet_spark;
 pub mod rebatch;
 pub mod split;
 pub mod tfrecord;

@@ -15,6 +15,8 @@
 //!   span two row groups.
 //! - Projection: top-level column names (a nested list/struct column comes whole, with all its
 //!   leaves) via `ProjectionMask::roots`; batches come in the order the names were given.
+//! - Spark's files (`parquet_spark.rs`): INT96 read in microseconds; values Spark wrote in
+//!   the hybrid calendar (`LEGACY` rebase mode, Spark 2) rebased as Spark reads them.
 //! - Codecs: whatever the workspace enables on `parquet` (snappy, gzip, brotli, lz4, lz4_raw,
 //!   zstd); a codec not built in is a `DataError` naming the row group.
 
@@ -29,6 +31,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
+use super::parquet_spark::{int96_micros, legacy, rebase_batch, SparkLegacy};
 use super::units::{unit_splits, Projection, UnitBatches, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
 use crate::split::{Format, Split, SplitUnit};
@@ -65,7 +68,19 @@ fn load(chunks: &StorageChunks, path: &str) -> Result<ArrowReaderMetadata> {
             })
         })
     })?;
-    Ok(with_stored_zones(meta))
+    Ok(with_int96_micros(with_stored_zones(meta)))
+}
+
+/// INT96 columns as `timestamp[us]` (their range is years 1 to 9999 and more).
+fn with_int96_micros(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    let Some((schema, _)) = int96_micros(meta.metadata(), meta.schema()) else {
+        return meta;
+    };
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(schema),
+    )
+    .unwrap_or(meta)
 }
 
 /// The time zones of the file's stored Arrow schema (`ARROW:schema`, written by pyarrow and
@@ -230,6 +245,8 @@ pub(crate) struct RowGroups {
     meta: ArrowReaderMetadata,
     mask: ProjectionMask,
     batch_rows: usize,
+    /// Spark's hybrid-calendar values to rebase, if any.
+    spark: Option<Arc<SparkLegacy>>,
 }
 
 /// Opens a Parquet split: the row groups it names, projected to `opts.columns`.
@@ -267,6 +284,10 @@ fn open_reader(
         Some(sorted) => ProjectionMask::roots(meta.parquet_schema(), sorted),
     };
     check_against(&split.path, &projection.schema, schema)?;
+    let paths = int96_micros(meta.metadata(), meta.schema())
+        .map(|(_, p)| p)
+        .unwrap_or_default();
+    let spark = legacy(meta.metadata(), paths).map(Arc::new);
     let units = RowGroups {
         path: split.path.clone(),
         split: split.id,
@@ -274,6 +295,7 @@ fn open_reader(
         meta,
         mask,
         batch_rows: opts.batch_rows.max(1),
+        spark,
     };
     Ok(UnitReader::new(
         units,
@@ -430,7 +452,18 @@ impl Units for RowGroups {
     }
 
     fn open(&self, rg: usize, skip: u64) -> Result<UnitBatches> {
-        Ok(Box::new(self.rg_reader(rg, skip)?))
+        let r = self.rg_reader(rg, skip)?;
+        Ok(match &self.spark {
+            None => Box::new(r),
+            Some(how) => {
+                let how = how.clone();
+                Box::new(
+                    r.map(move |b| {
+                        b.and_then(|b| rebase_batch(b, &how).map_err(|e| e.to_string()))
+                    }),
+                )
+            }
+        })
     }
 
     fn skips_within(&self) -> bool {
