@@ -332,7 +332,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let mut g = self.shared.lock();
         let host = (!r.host.is_empty()).then_some(r.host.as_str());
         let w =
-            g.m.request_work(r.rank, r.incarnation, host, now)
+            g.m.request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
                 .map_err(status_of)?;
         flush_log(&mut g, false);
         use proto::work_reply::Kind;

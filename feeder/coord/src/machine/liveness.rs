@@ -17,6 +17,7 @@ impl Machine {
         if self.ranks[rank as usize].alive {
             self.requeue_rank(rank);
         }
+        self.granted[rank as usize] = None;
         let r = &mut self.ranks[rank as usize];
         r.joined = true;
         r.alive = true;

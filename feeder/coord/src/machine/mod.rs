@@ -364,6 +364,9 @@ pub struct Machine {
     input: Option<InputFingerprint>,
     /// What a resume changed about the streams, for the caller to log.
     resume_note: Option<String>,
+    /// The last lease granted to each rank's incarnation, sent again to a request that did
+    /// not see it ([`Machine::request_work_after`]).
+    granted: Vec<Option<Lease>>,
 }
 
 impl Machine {
@@ -513,6 +516,7 @@ impl Machine {
             )));
         }
         let ranks = vec![RankInfo::default(); cfg.workers as usize];
+        let granted = vec![None; cfg.workers as usize];
         let fixed = cfg.order.map(|spec| Fixed::new(spec, cfg.workers));
         Ok(Self {
             cfg,
@@ -542,6 +546,7 @@ impl Machine {
             by_ledger_epoch: None,
             input: None,
             resume_note: None,
+            granted,
         })
     }
 
