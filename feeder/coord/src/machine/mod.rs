@@ -604,7 +604,18 @@ impl Machine {
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
             order: self.fixed_state(),
             input: self.input.clone(),
+            journal: None,
         }
+    }
+
+    /// The id the next lease gets (the journal's compaction saves it).
+    pub fn next_lease_id(&self) -> u64 {
+        self.next_lease
+    }
+
+    /// Sets the id the next lease gets (a journal's recovery: ids are never reused).
+    pub fn set_next_lease_id(&mut self, id: u64) {
+        self.next_lease = self.next_lease.max(id);
     }
 
     /// Records the fingerprint of the input this machine's plan was made from: the states it
