@@ -124,3 +124,38 @@ def test_a_coordinator_killed_is_named_by_feeders_and_trainers(
         assert t.returncode != 0, (r, t.stdout[-2000:])
         assert "CoordinatorError" in t.stderr, t.stderr[-3000:]
         assert want in t.stderr, t.stderr[-3000:]
+
+
+def test_a_coordinator_restarted_on_its_journal_continues_the_job(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """`hydrofeed coordinator --journal D`, `kill -9`ed mid-epoch and started again on the same
+    journal and port within the feeders' `--coordinator-timeout`: the feeders find it again,
+    and the job ends with exit status 0 everywhere and every row id exactly once per epoch."""
+    journal = tmp_path / "journal"
+    job = Job(hf_bin, data7, tmp_path, "--journal", str(journal), coordinator_timeout=60,
+              epochs=2)
+    try:
+        job.wait_steps(0, 40)
+        job.coord.send_signal(signal.SIGKILL)
+        job.coord.communicate()
+        time.sleep(1)
+        job.coord = job.start_coordinator(job.addr)
+        res = job.finish()
+    finally:
+        job.kill()
+    for p in res:
+        assert p.returncode == 0, (p.args[:2], p.returncode, p.stderr[-3000:])
+    assert "continuing the job from the journal" in res[-1].stderr, res[-1].stderr[-3000:]
+    ids = all_ids(job.out, WORKERS)
+    per_epoch = TOTAL - TOTAL % (WORKERS * BATCH)
+    assert len(ids) == 2 * per_epoch, len(ids)
+    for epoch in range(2):
+        got = [i for k in range(WORKERS) for s in _steps(job.out, k) if s["epoch"] == epoch
+               for i in s["ids"]]
+        assert len(got) == len(set(got)) == per_epoch, (epoch, len(got), len(set(got)))
+
+
+def _steps(out: Path, rank: int) -> list[dict]:
+    return [json.loads(line) for line in (out / f"rank-{rank}.jsonl").read_text().splitlines()
+            if '"ids"' in line]
