@@ -174,7 +174,10 @@ impl Svc {
 
 /// Leases outstanding and each rank's incarnation and rows of the epoch (none once finished:
 /// there is no epoch then).
-fn outstanding_view(m: &Machine) -> (usize, Vec<(bool, bool, u64, u64, u64)>) {
+/// A rank's `(joined, alive, incarnation, assigned, acked)`.
+type RankView = (bool, bool, u64, u64, u64);
+
+fn outstanding_view(m: &Machine) -> (usize, Vec<RankView>) {
     let f = !m.finished();
     (
         m.outstanding(),

@@ -110,7 +110,7 @@ fn lost_coordinator() -> Option<Error> {
 
 /// The stop hook of every rank's writer: a stop asked for, or the coordinator lost by a rank.
 fn stop_or_lost() -> bool {
-    stop_requested() || LOST.lock().map_or(false, |g| g.is_some())
+    stop_requested() || LOST.lock().is_ok_and(|g| g.is_some())
 }
 
 /// What `hydrofeed feeder` does.
