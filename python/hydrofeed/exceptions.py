@@ -107,10 +107,14 @@ no restarted feeder took the trainer back within ``rejoin_timeout``. The Spark f
 socket's :class:`TransportError` is a subclass.
 """
 
-CoordinatorError.__doc__ = """A coordinator protocol or state error.
+CoordinatorError.__doc__ = """A coordinator protocol or state error, or a lost coordinator.
 
 Raised where a coordinator error reaches this process through the compiled module (a
-coordinator state that cannot be read, a request it refuses). A coordinator that does not answer
+coordinator state that cannot be read, a request it refuses), and by ``DataFeed.next()`` /
+``batches()`` when the feeder lost its coordinator: it did not answer for the feeder's
+``--coordinator-timeout`` (killed, its host down, its port closed); the message is the
+feeder's, naming the coordinator's address and the stage ("coordinator at HOST:PORT
+unreachable for 60 s while acking (lease 12): ..."). A coordinator that does not answer
 ``DataFeed.state()`` / ``steps_per_epoch()`` in time raises :class:`FeedTimeoutError` instead.
 """
 

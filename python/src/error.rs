@@ -104,7 +104,9 @@ pub fn feeder(e: FeedError) -> PyErr {
         FeedError::Schema { .. } => SchemaError::new_err(msg),
         FeedError::Timeout { .. } | FeedError::Stalled { .. } => FeedTimeoutError::new_err(msg),
         FeedError::PeerLost(_) => PeerLostError::new_err(msg),
-        FeedError::Coordinator(_) => CoordinatorError::new_err(msg),
+        FeedError::Coordinator(_) | FeedError::CoordinatorLost { .. } => {
+            CoordinatorError::new_err(msg)
+        }
         FeedError::InvalidArgument(_) => PyValueError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
     }
@@ -120,6 +122,7 @@ pub fn from_frame(code: ErrorCode, msg: &str, peer: u32) -> PyErr {
         ErrorCode::PermissionDenied => PyPermissionError::new_err(msg),
         ErrorCode::Timeout => FeedTimeoutError::new_err(msg),
         ErrorCode::InvalidArgument => PyValueError::new_err(msg),
+        ErrorCode::Coordinator => CoordinatorError::new_err(msg),
         ErrorCode::Other => HydrofeedError::new_err(msg),
     }
 }

@@ -11,8 +11,10 @@ use anyhow::Context;
 
 use crate::read_args::ReadArgs;
 use hydrofeed_coord::input::InputFingerprint;
-use hydrofeed_coord::service::{self, ServiceOptions};
+use hydrofeed_coord::journal::{self, Journal};
+use hydrofeed_coord::service::{self, Journaled, ServiceOptions};
 use hydrofeed_coord::token::Token;
+use hydrofeed_coord::Roster;
 use hydrofeed_coord::{Config, Machine, Remainder, SplitInfo, Stage, State};
 
 /// Arguments of `hydrofeed coordinator`.
@@ -75,6 +77,12 @@ pub struct Args {
     /// Append every assignment to this JSONL log.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Journal every lease granted and every batch of acks in this directory (fsynced before
+    /// each answer, compacted at epoch boundaries), with the job's token: a coordinator
+    /// started again on the same directory (after `kill -9`, a lost host) continues the job,
+    /// and feeders that kept trying it (`--coordinator-timeout`) carry on exactly once.
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
     /// Serve Prometheus text metrics on this address (`GET /metrics`).
     #[arg(long)]
     pub metrics: Option<SocketAddr>,
@@ -132,12 +140,55 @@ fn splits_of(args: &Args) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerp
     ))
 }
 
+/// The machine of a resume from `st` (`--resume`, or a journal's state), with the checks of
+/// the flags against the state.
+fn resume_machine(
+    args: &Args,
+    splits: Vec<SplitInfo>,
+    input: Option<&InputFingerprint>,
+    mut cfg: Config,
+    st: State,
+) -> anyhow::Result<Machine> {
+    let st = crate::resume_state(st, input, args.allow_changed_input, "hydrofeed coordinator")?;
+    for (what, given, saved) in [
+        ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
+        ("--seed", args.seed, st.seed),
+        ("--batch-size", Some(args.batch_size), st.batch_size),
+    ] {
+        if let Some(g) = given {
+            anyhow::ensure!(
+                g == saved,
+                "{what} {g} differs from the resumed state's {saved}"
+            );
+        }
+    }
+    anyhow::ensure!(
+        !(args.no_shuffle && st.shuffle),
+        "--no-shuffle differs from the resumed state, which shuffles"
+    );
+    if let Some(r) = args.remainder {
+        anyhow::ensure!(
+            r == st.remainder,
+            "--remainder differs from the resumed state's {:?}",
+            st.remainder
+        );
+    }
+    cfg.seed = st.seed;
+    cfg.order = None;
+    args.order.check_resume(&st)?;
+    let m = Machine::resume(splits, cfg, &st)?;
+    if let Some(note) = m.resume_note() {
+        tracing::warn!("{note}");
+    }
+    Ok(m)
+}
+
 /// Runs `hydrofeed coordinator`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
     let tls = args.tls.load(args.listen)?;
     let (splits, input) = splits_of(&args)?;
-    let mut cfg = Config {
+    let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
         shuffle: !args.no_shuffle,
@@ -150,57 +201,90 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         ..Config::new(args.workers, args.batch_size)
     };
-    let m = match &args.resume {
-        Some(p) => {
-            let st = read_state(p)?;
-            let st = crate::resume_state(
-                st,
-                input.as_ref(),
-                args.allow_changed_input,
-                "hydrofeed coordinator",
+    let m = match &args.journal {
+        Some(dir) if hydrofeed_coord::journal::exists(dir) => None,
+        _ => Some(match &args.resume {
+            Some(p) => {
+                let st = read_state(p)?;
+                resume_machine(&args, splits.clone(), input.as_ref(), cfg.clone(), st)
+                    .with_context(|| format!("resuming from {}", p.display()))?
+            }
+            None => Machine::new(splits.clone(), cfg.clone())?,
+        }),
+    };
+    let roster = || Roster::new(args.workers, args.ps, args.evaluators);
+    let (m, journaled) = match (&args.journal, m) {
+        (None, Some(m)) => (m, None),
+        (Some(dir), Some(m)) => {
+            let j = Journal::create(dir, &m, &roster(), 0)?;
+            let roster = roster();
+            (
+                m,
+                Some(Journaled {
+                    journal: j,
+                    roster,
+                    now_ms: 0,
+                }),
             )
-            .with_context(|| format!("resuming from {}", p.display()))?;
-            for (what, given, saved) in [
-                ("--epochs", args.epochs.map(u64::from), u64::from(st.epochs)),
-                ("--seed", args.seed, st.seed),
-                ("--batch-size", Some(args.batch_size), st.batch_size),
-            ] {
-                if let Some(g) = given {
-                    anyhow::ensure!(
-                        g == saved,
-                        "{what} {g} differs from the resumed state's {saved}"
-                    );
-                }
-            }
-            anyhow::ensure!(
-                !(args.no_shuffle && st.shuffle),
-                "--no-shuffle differs from the resumed state, which shuffles"
-            );
-            if let Some(r) = args.remainder {
-                anyhow::ensure!(
-                    r == st.remainder,
-                    "--remainder differs from the resumed state's {:?}",
-                    st.remainder
-                );
-            }
-            cfg.seed = st.seed;
-            args.order.check_resume(&st)?;
-            let m = Machine::resume(splits, cfg, &st)?;
-            if let Some(note) = m.resume_note() {
-                tracing::warn!("{note}");
-            }
-            m
         }
-        None => Machine::new(splits, cfg)?,
+        (Some(dir), None) => {
+            let rec = journal::recover(
+                dir,
+                |st| {
+                    resume_machine(
+                        &args,
+                        splits.clone(),
+                        input.as_ref(),
+                        cfg.clone(),
+                        st.clone(),
+                    )
+                    .map_err(|e| hydrofeed_coord::Error::Coordinator(format!("{e:#}")))
+                },
+                roster(),
+            )
+            .with_context(|| format!("recovering the job from the journal in {}", dir.display()))?;
+            // On stderr: the first line on stdout stays the address.
+            eprintln!(
+                "hydrofeed coordinator: continuing the job from the journal in {}: epoch {}, {} records replayed{}",
+                dir.display(),
+                rec.machine.epoch(),
+                rec.replayed,
+                rec.dropped
+                    .as_ref()
+                    .map(|d| format!(" (a torn tail dropped: {d})"))
+                    .unwrap_or_default()
+            );
+            let j = Journaled {
+                journal: rec.journal,
+                roster: rec.roster,
+                now_ms: rec.now_ms,
+            };
+            (rec.machine, Some(j))
+        }
+        (None, None) => unreachable!("a machine without a journal"),
     };
     let mut m = m;
     if let Some(fp) = input {
         m.set_input(fp);
     }
-    let token = match Token::from_env()? {
-        Some(t) => t,
-        None => {
+    let token = match (Token::from_env()?, &args.journal) {
+        (Some(t), _) => t,
+        (None, None) => {
             let t = Token::generate()?;
+            t.write(&args.token_file)?;
+            t
+        }
+        // The job's token lives in the journal: a coordinator started again on it keeps it,
+        // so the feeders' calls still pass.
+        (None, Some(dir)) => {
+            let kept = dir.join("token");
+            let t = if kept.is_file() {
+                Token::read(&kept)?
+            } else {
+                let t = Token::generate()?;
+                t.write(&kept)?;
+                t
+            };
             t.write(&args.token_file)?;
             t
         }
@@ -224,7 +308,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(p) = &args.state_out {
         crate::state_file::write_state(p, &m.state())?;
     }
-    let svc = service::spawn(m, opts, args.listen, args.metrics)?;
+    let svc = service::spawn_journaled(m, journaled, opts, args.listen, args.metrics)?;
     // Ctrl-C and SIGTERM (a preemption: YARN, Kubernetes) end it, the state written at once;
     // caught before the address is printed, so a signal sent as soon as it is seen counts.
     let rt = tokio::runtime::Builder::new_current_thread()

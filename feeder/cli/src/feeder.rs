@@ -75,6 +75,11 @@ pub struct Args {
     /// registers. Needs `--ranks`.
     #[arg(long, hide = true)]
     pub rejoin: bool,
+    /// Seconds a call keeps trying a coordinator that does not answer (killed, restarting on
+    /// its journal, its host down) before the feeder fails naming it and the stage (exit
+    /// status 5, and every trainer gets the reason).
+    #[arg(long, env = "HYDROFEED_COORDINATOR_TIMEOUT", default_value_t = 60.0)]
+    pub coordinator_timeout: f64,
 }
 
 /// Exit status of a feeder whose trainer left before its end of feed (the trainer's own exit
@@ -84,6 +89,11 @@ pub const TRAINER_LEFT_EXIT: i32 = 3;
 /// Exit status of a feeder one of whose trainers took no batch for `--stall-timeout` (its ring
 /// stayed full): the trainer's failure, which the message names (`trainer rank R (pid P)`).
 pub const TRAINER_STALLED_EXIT: i32 = 4;
+
+/// Exit status of a feeder that lost its coordinator: it did not answer for
+/// `--coordinator-timeout` (killed, host down, port closed); the message names its address
+/// and the stage.
+pub const COORDINATOR_LOST_EXIT: i32 = 5;
 
 extern "C" fn on_stop_signal(sig: libc::c_int) {
     static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -140,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         keep_going: args.keep_going,
         batch_size_from_trainers: args.batch_size_from_trainers,
         rejoin: args.rejoin,
+        coordinator_timeout: super::secs("--coordinator-timeout", args.coordinator_timeout)?,
     };
     stop_on_signals();
     let t0 = std::time::Instant::now();
@@ -147,6 +158,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Ok(r) => r,
         Err(e @ hydrofeed_error::Error::PeerLost(_)) => {
             return Err(super::Exit::new(TRAINER_LEFT_EXIT, e.to_string()).into())
+        }
+        Err(e @ hydrofeed_error::Error::CoordinatorLost { .. }) => {
+            return Err(super::Exit::new(COORDINATOR_LOST_EXIT, e.to_string()).into())
         }
         Err(e @ hydrofeed_error::Error::Stalled { .. }) => {
             return Err(super::Exit::new(TRAINER_STALLED_EXIT, e.to_string()).into())

@@ -88,6 +88,30 @@ pub struct CoordClient {
     inner: CoordinatorClient<InterceptedService<Channel, AddToken>>,
     addr: String,
     call_timeout: Duration,
+    /// How long a call keeps trying a coordinator that does not answer (see
+    /// [`CoordClient::with_retry`]).
+    retry_for: Duration,
+    auth: AddToken,
+    /// What [`CoordClient::connect_tls`] dialled, to dial again after a lost connection.
+    endpoint: Endpoint,
+}
+
+/// The first pause between two tries of a coordinator that does not answer; it doubles up to
+/// [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest pause between two tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// Whether a status means the coordinator did not answer (refused, reset, gone, never
+/// reached), as opposed to an answer it sent.
+fn unanswered(s: &Status) -> bool {
+    s.code() == tonic::Code::Unavailable
+        || (std::error::Error::source(s).is_some()
+            && !matches!(
+                s.code(),
+                tonic::Code::Unauthenticated | tonic::Code::InvalidArgument
+            ))
 }
 
 impl std::fmt::Debug for AddToken {
@@ -148,7 +172,8 @@ impl CoordClient {
                 .map_err(|e| Error::InvalidArgument(format!("TLS for {uri}: {}", causes(&e))))?;
         }
         let t0 = std::time::Instant::now();
-        let ch = rt.block_on(async { tokio::time::timeout(connect_timeout, ep.connect()).await });
+        let ch = rt
+            .block_on(async { tokio::time::timeout(connect_timeout, ep.clone().connect()).await });
         let ch = match ch {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -170,12 +195,16 @@ impl CoordClient {
         let v = format!("Bearer {}", token.as_str())
             .parse()
             .map_err(|_| Error::InvalidArgument("token is not valid metadata".into()))?;
-        let inner = CoordinatorClient::with_interceptor(ch, AddToken(v));
+        let auth = AddToken(v);
+        let inner = CoordinatorClient::with_interceptor(ch, auth.clone());
         let mut c = Self {
             rt,
             inner,
             addr: addr.to_string(),
             call_timeout: Duration::from_secs(30),
+            retry_for: Duration::ZERO,
+            auth,
+            endpoint: ep,
         };
         let left = connect_timeout
             .saturating_sub(t0.elapsed())
@@ -226,10 +255,79 @@ impl CoordClient {
         )))
     }
 
+    /// [`CoordClient::connect_tls`] that keeps trying for `retry_for` while the coordinator
+    /// is unreachable (not started yet, restarting), with a growing pause between tries; the
+    /// client it returns retries its calls as long ([`CoordClient::with_retry`]). Gives up
+    /// with [`Error::CoordinatorLost`] naming the address.
+    pub fn connect_retrying(
+        addr: &str,
+        token: &Token,
+        connect_timeout: Duration,
+        tls: Option<&ClientTls>,
+        retry_for: Duration,
+    ) -> Result<Self> {
+        let t0 = std::time::Instant::now();
+        let mut pause = FIRST_BACKOFF;
+        loop {
+            let e = match Self::connect_tls(addr, token, connect_timeout, tls) {
+                Ok(c) => return Ok(c.with_retry(retry_for)),
+                Err(e @ (Error::PeerLost(_) | Error::Timeout { .. })) => e,
+                Err(e) => return Err(e),
+            };
+            if t0.elapsed() + pause > retry_for {
+                return Err(Error::CoordinatorLost {
+                    addr: addr.to_string(),
+                    stage: "connecting".into(),
+                    secs: t0.elapsed().as_secs_f64(),
+                    detail: e.to_string(),
+                });
+            }
+            tracing::debug!("coordinator at {addr}: {e}; trying again in {pause:?}");
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(MAX_BACKOFF);
+        }
+    }
+
     /// Sets the deadline of each call (default 30 s).
     pub fn with_call_timeout(mut self, t: Duration) -> Self {
         self.call_timeout = t;
         self
+    }
+
+    /// Keeps trying a call for `t` while the coordinator does not answer (refused, reset,
+    /// no reply within the call's deadline), dialling it again with a growing pause (0.1 s
+    /// doubling to 2 s) between tries, so a coordinator restarted within `t` is found again;
+    /// then fails with [`Error::CoordinatorLost`], naming the address and the stage. Default
+    /// zero: one try. Every call the feeder retries is idempotent at the coordinator (acks are
+    /// cumulative or ranges; a repeated work request is answered with the lease it was given).
+    pub fn with_retry(mut self, t: Duration) -> Self {
+        self.retry_for = t;
+        self
+    }
+
+    /// The address this client dials.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Dials the coordinator again (after a lost connection), within `within`.
+    fn redial(&mut self, within: Duration) -> std::result::Result<(), String> {
+        let ep = self.endpoint.clone();
+        let ch = self
+            .rt
+            .block_on(async { tokio::time::timeout(within, ep.connect()).await });
+        match ch {
+            Ok(Ok(ch)) => {
+                // The token stays; only the channel is new.
+                self.inner = CoordinatorClient::with_interceptor(ch, self.auth.clone());
+                Ok(())
+            }
+            Ok(Err(e)) => Err(causes(&e)),
+            Err(_) => Err(format!(
+                "no connection within {:.1} s",
+                within.as_secs_f64()
+            )),
+        }
     }
 
     fn err(&self, what: &str, s: Status) -> Error {
@@ -251,24 +349,65 @@ impl CoordClient {
         }
     }
 
-    fn call<T, R, F, Fut>(&mut self, what: &str, msg: T, timeout: Duration, f: F) -> Result<R>
+    /// One call, tried again while the coordinator does not answer (see
+    /// [`CoordClient::with_retry`]). `what` names the call in errors ("an ack"), `stage` what
+    /// the caller was doing ("acking (lease 12)").
+    fn call<T, R, F, Fut>(
+        &mut self,
+        what: &str,
+        stage: &str,
+        msg: T,
+        timeout: Duration,
+        f: F,
+    ) -> Result<R>
     where
-        F: FnOnce(CoordinatorClient<InterceptedService<Channel, AddToken>>, Request<T>) -> Fut,
+        T: Clone,
+        F: Fn(CoordinatorClient<InterceptedService<Channel, AddToken>>, Request<T>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<R>, Status>>,
     {
-        let mut req = Request::new(msg);
-        req.set_timeout(timeout);
-        let c = self.inner.clone();
-        let r = self
-            .rt
-            .block_on(async { tokio::time::timeout(timeout, f(c, req)).await });
-        match r {
-            Ok(Ok(resp)) => Ok(resp.into_inner()),
-            Ok(Err(s)) => Err(self.err(what, s)),
-            Err(_) => Err(Error::Timeout {
-                what: format!("{what} at the coordinator {}", self.addr),
-                secs: timeout.as_secs_f64(),
-            }),
+        let t0 = std::time::Instant::now();
+        let mut pause = FIRST_BACKOFF;
+        loop {
+            let mut req = Request::new(msg.clone());
+            req.set_timeout(timeout);
+            let c = self.inner.clone();
+            let r = self
+                .rt
+                .block_on(async { tokio::time::timeout(timeout, f(c, req)).await });
+            let detail = match r {
+                Ok(Ok(resp)) => return Ok(resp.into_inner()),
+                Ok(Err(s)) if !unanswered(&s) => return Err(self.err(what, s)),
+                Ok(Err(s)) => causes(&s),
+                Err(_) if self.retry_for.is_zero() => {
+                    return Err(Error::Timeout {
+                        what: format!("{what} at the coordinator {}", self.addr),
+                        secs: timeout.as_secs_f64(),
+                    })
+                }
+                Err(_) => format!("no answer within {:.1} s", timeout.as_secs_f64()),
+            };
+            let mut detail = detail;
+            loop {
+                if t0.elapsed() + pause > self.retry_for {
+                    return Err(Error::CoordinatorLost {
+                        addr: self.addr.clone(),
+                        stage: stage.to_string(),
+                        secs: t0.elapsed().as_secs_f64(),
+                        detail,
+                    });
+                }
+                tracing::debug!(
+                    "coordinator at {} ({stage}): {detail}; trying again in {pause:?}",
+                    self.addr
+                );
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_BACKOFF);
+                let left = self.retry_for.saturating_sub(t0.elapsed());
+                match self.redial(left.clamp(Duration::from_millis(100), Duration::from_secs(5))) {
+                    Ok(()) => break,
+                    Err(e) => detail = e,
+                }
+            }
         }
     }
 
@@ -295,12 +434,9 @@ impl CoordClient {
             consumed: consumed.iter().map(proto::proto_piece).collect(),
         };
         let t = self.call_timeout;
-        let r = self.call(
-            "register",
-            msg,
-            t,
-            |mut c, r| async move { c.register(r).await },
-        )?;
+        let r = self.call("register", "registering", msg, t, |mut c, r| async move {
+            c.register(r).await
+        })?;
         Ok(Registered {
             rank: r.rank,
             incarnation: r.incarnation,
@@ -326,6 +462,7 @@ impl CoordClient {
         };
         let r = self.call(
             "the cluster spec",
+            "waiting for the cluster spec",
             msg,
             timeout + Duration::from_secs(5),
             |mut c, r| async move { c.wait_cluster_spec(r).await },
@@ -337,15 +474,32 @@ impl CoordClient {
 
     /// Asks for work.
     pub fn request_work(&mut self, rank: u32, incarnation: u64, host: &str) -> Result<Work> {
+        self.request_work_after(rank, incarnation, host, None)
+    }
+
+    /// Asks for work, saying the last lease received (`Some(0)`: none yet), so a retried
+    /// request whose reply was lost gets that lease again (`Machine::request_work_after`).
+    pub fn request_work_after(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        host: &str,
+        known: Option<u64>,
+    ) -> Result<Work> {
         let msg = proto::WorkRequest {
             rank,
             incarnation,
             host: host.to_string(),
+            known_lease: known,
         };
         let t = self.call_timeout;
-        let r = self.call("a work request", msg, t, |mut c, r| async move {
-            c.request_work(r).await
-        })?;
+        let r = self.call(
+            "a work request",
+            "requesting a lease",
+            msg,
+            t,
+            |mut c, r| async move { c.request_work(r).await },
+        )?;
         use proto::work_reply::Kind;
         match r.kind {
             Some(Kind::Lease(l)) => Ok(Work::Lease(Lease {
@@ -387,7 +541,13 @@ impl CoordClient {
         };
         let t = self.call_timeout;
         Ok(self
-            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .call(
+                "an ack",
+                &format!("acking (lease {lease})"),
+                msg,
+                t,
+                |mut c, r| async move { c.ack(r).await },
+            )?
             .epoch)
     }
 
@@ -414,7 +574,13 @@ impl CoordClient {
         };
         let t = self.call_timeout;
         Ok(self
-            .call("an ack", msg, t, |mut c, r| async move { c.ack(r).await })?
+            .call(
+                "an ack",
+                &format!("acking (lease {lease})"),
+                msg,
+                t,
+                |mut c, r| async move { c.ack(r).await },
+            )?
             .epoch)
     }
 
@@ -437,9 +603,13 @@ impl CoordClient {
         };
         let t = self.call_timeout;
         Ok(self
-            .call("a heartbeat", msg, t, |mut c, r| async move {
-                c.heartbeat(r).await
-            })?
+            .call(
+                "a heartbeat",
+                "heartbeating",
+                msg,
+                t,
+                |mut c, r| async move { c.heartbeat(r).await },
+            )?
             .alive)
     }
 
@@ -455,6 +625,7 @@ impl CoordClient {
         let t = self.call_timeout;
         let r = self.call(
             "the state",
+            "reading the state",
             proto::GetStateRequest {},
             t,
             |mut c, r| async move { c.get_state(r).await },
@@ -467,6 +638,7 @@ impl CoordClient {
         let t = self.call_timeout;
         self.call(
             "metrics",
+            "reading the metrics",
             proto::MetricsRequest {},
             t,
             |mut c, r| async move { c.metrics(r).await },

@@ -156,6 +156,11 @@ impl Roster {
         Ok(rank)
     }
 
+    /// The registrations, by rank (a journal's compaction saves them).
+    pub fn registrations(&self) -> Vec<Registration> {
+        self.ranks.iter().flatten().cloned().collect()
+    }
+
     /// Ranks not registered yet.
     pub fn missing(&self) -> Vec<u32> {
         (0..self.ranks.len() as u32)

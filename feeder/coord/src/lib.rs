@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 pub mod client;
 pub mod cluster;
 pub mod input;
+pub mod journal;
 mod ledger;
 mod machine;
 #[cfg(feature = "grpc")]
@@ -156,6 +157,10 @@ pub struct State {
     /// The input the state was made from (version 2; absent in version 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<input::InputFingerprint>,
+    /// Where this state stands in the coordinator's journal (`--journal`): the journal file
+    /// that follows it. Absent in a state not written by a journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<journal::JournalPos>,
 }
 
 /// Where the fixed order stands: what each rank has left of the current epoch, a few

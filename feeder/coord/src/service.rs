@@ -19,6 +19,7 @@ use hydrofeed_tfbridge::Piece;
 use tonic::{Request, Response, Status};
 
 use super::cluster::{Registration, Role, Roster};
+use super::journal::{self, Entry, Journal};
 use super::machine::{LivenessEvent, Machine, Work, WorkerCounters};
 use super::proto::{self, coordinator_server::CoordinatorServer};
 use super::tls::{causes, ServerTls};
@@ -49,12 +50,49 @@ struct Inner {
     roster: Roster,
     log: Option<BufWriter<File>>,
     log_path: Option<PathBuf>,
+    /// `--journal`: every change recorded before its call is answered.
+    journal: Option<Journal>,
 }
+
+impl Inner {
+    /// Appends `e` to the journal, if there is one, and makes it durable.
+    fn record(&mut self, e: &Entry) -> Result<()> {
+        match self.journal.as_mut() {
+            Some(j) => j.append(e).and_then(|()| j.sync()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Records a compaction when the journal is due one (no lease outstanding, an epoch closed).
+fn compact(g: &mut Inner, now: u64) {
+    let Inner {
+        m, roster, journal, ..
+    } = g;
+    if let Some(j) = journal.as_mut() {
+        match j.maybe_compact(m, roster, now, COMPACT_AFTER) {
+            Ok(true) => tracing::info!(
+                generation = j.generation(),
+                epoch = m.epoch(),
+                "journal compacted"
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::error!("journal compaction: {e}"),
+        }
+    }
+}
+
+/// Records after which the journal is compacted at the next moment no lease is outstanding,
+/// even within an epoch.
+const COMPACT_AFTER: u64 = 100_000;
 
 /// State shared by the handlers, the ticker and the metrics endpoint.
 pub struct Shared {
     inner: Mutex<Inner>,
     start: Instant,
+    /// The clock's value at `start` (a coordinator recovered from its journal goes on from
+    /// the last time recorded).
+    clock_base_ms: u64,
     registered: tokio::sync::watch::Sender<u64>,
     opts: ServiceOptions,
 }
@@ -68,6 +106,16 @@ impl std::fmt::Debug for Shared {
 impl Shared {
     /// Wraps a machine (new or resumed).
     pub fn new(m: Machine, opts: ServiceOptions) -> Result<Arc<Self>> {
+        Self::with_journal(m, None, opts)
+    }
+
+    /// Wraps a machine with a journal: a new one ([`Journal::create`]) or one a recovery
+    /// returned with the machine, its roster and its clock.
+    pub fn with_journal(
+        m: Machine,
+        journal: Option<Journaled>,
+        opts: ServiceOptions,
+    ) -> Result<Arc<Self>> {
         let w = m.config().workers;
         let log = match &opts.log_path {
             Some(p) => Some(BufWriter::new(
@@ -86,21 +134,27 @@ impl Shared {
             None => None,
         };
         let (tx, _) = tokio::sync::watch::channel(0);
+        let (journal, roster, clock_base_ms) = match journal {
+            Some(j) => (Some(j.journal), j.roster, j.now_ms),
+            None => (None, Roster::new(w, opts.ps, opts.evaluators), 0),
+        };
         Ok(Arc::new(Self {
             inner: Mutex::new(Inner {
                 m,
-                roster: Roster::new(w, opts.ps, opts.evaluators),
+                roster,
                 log,
                 log_path: opts.log_path.clone(),
+                journal,
             }),
             start: Instant::now(),
+            clock_base_ms,
             registered: tx,
             opts,
         }))
     }
 
     fn now_ms(&self) -> u64 {
-        self.start.elapsed().as_millis() as u64
+        self.clock_base_ms + self.start.elapsed().as_millis() as u64
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -130,6 +184,14 @@ impl Shared {
         let now = self.now_ms();
         let mut g = self.lock();
         for ev in g.m.tick(now) {
+            if let LivenessEvent::Dead { rank, .. } = &ev {
+                if let Err(e) = g.record(&Entry::Dead {
+                    rank: *rank,
+                    now_ms: now,
+                }) {
+                    tracing::error!("journal: {e}");
+                }
+            }
             match ev {
                 LivenessEvent::Stalled {
                     rank,
@@ -241,17 +303,20 @@ impl proto::coordinator_server::Coordinator for CoordService {
             gpus: r.gpus,
             role: role_of(r.role),
         };
-        let w = g.m.config().workers;
-        let dead: Vec<bool> = g.m.ranks().iter().map(|r| r.joined && !r.alive).collect();
-        let gone = |r: u32| r < w && dead[r as usize];
-        let rank = g.roster.register_replacing(reg, gone).map_err(status_of)?;
-        let incarnation = if rank < g.m.config().workers {
-            let consumed: Vec<Piece> = r.consumed.iter().map(proto::piece_of).collect();
-            g.m.rejoin(rank, &r.host, now, &consumed)
-                .map_err(status_of)?
-        } else {
-            1
+        let consumed: Vec<Piece> = r.consumed.iter().map(proto::piece_of).collect();
+        let (rank, incarnation) = {
+            let Inner { m, roster, .. } = &mut *g;
+            journal::register(m, roster, &reg, &consumed, now).map_err(status_of)?
         };
+        g.record(&Entry::Register {
+            reg,
+            consumed: consumed
+                .iter()
+                .map(|p| (p.lease, p.split, p.rows))
+                .collect(),
+            now_ms: now,
+        })
+        .map_err(status_of)?;
         let cfg = g.m.config().clone();
         let (num_splits, total_rows) = (g.m.split_rows().len() as u32, g.m.total_rows());
         drop(g);
@@ -332,8 +397,19 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let mut g = self.shared.lock();
         let host = (!r.host.is_empty()).then_some(r.host.as_str());
         let w =
-            g.m.request_work(r.rank, r.incarnation, host, now)
+            g.m.request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
                 .map_err(status_of)?;
+        if let Work::Lease(l) = &w {
+            let e = Entry::Grant {
+                rank: r.rank,
+                incarnation: r.incarnation,
+                host: host.map(str::to_string),
+                known: r.known_lease,
+                lease: l.lease,
+                now_ms: now,
+            };
+            g.record(&e).map_err(status_of)?;
+        }
         flush_log(&mut g, false);
         use proto::work_reply::Kind;
         let kind = match w {
@@ -361,13 +437,23 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let r = req.into_inner();
         let now = self.shared.now_ms();
         let mut g = self.shared.lock();
-        if r.ranges.is_empty() {
-            g.m.ack(r.rank, r.incarnation, r.lease, r.split, r.rows_acked, now)
+        let ranges: Vec<(u64, u64)> = if r.ranges.is_empty() {
+            vec![(0, r.rows_acked)]
         } else {
-            let ranges: Vec<(u64, u64)> = r.ranges.iter().map(|x| (x.offset, x.rows)).collect();
-            g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
-        }
+            r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
+        };
+        g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
+            .map_err(status_of)?;
+        g.record(&Entry::Ack {
+            rank: r.rank,
+            incarnation: r.incarnation,
+            lease: r.lease,
+            split: r.split,
+            ranges,
+            now_ms: now,
+        })
         .map_err(status_of)?;
+        compact(&mut g, now);
         flush_log(&mut g, false);
         Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
     }
@@ -534,11 +620,33 @@ impl Drop for RunningService {
     }
 }
 
+/// A journal for the service, with the roster and clock that go with it.
+#[derive(Debug)]
+pub struct Journaled {
+    /// The journal, open for appending.
+    pub journal: Journal,
+    /// The roster (recovered, or new).
+    pub roster: Roster,
+    /// The clock's value at start (the last time recorded, or 0).
+    pub now_ms: u64,
+}
+
 /// Starts the service on `listen` (port 0: an ephemeral one) on a thread of its own with a
 /// small multi-threaded runtime, over TLS when `opts.tls` says so; with `metrics`, also the
 /// Prometheus endpoint (plain HTTP: it serves counters, no token, no state).
 pub fn spawn(
     m: Machine,
+    opts: ServiceOptions,
+    listen: SocketAddr,
+    metrics: Option<SocketAddr>,
+) -> Result<RunningService> {
+    spawn_journaled(m, None, opts, listen, metrics)
+}
+
+/// [`spawn`] with a journal (`hydrofeed coordinator --journal`).
+pub fn spawn_journaled(
+    m: Machine,
+    journal: Option<Journaled>,
     opts: ServiceOptions,
     listen: SocketAddr,
     metrics: Option<SocketAddr>,
@@ -551,7 +659,7 @@ pub fn spawn(
             })?,
         None => tonic::transport::Server::builder(),
     };
-    let shared = Shared::new(m, opts)?;
+    let shared = Shared::with_journal(m, journal, opts)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("hydrofeed-coord")

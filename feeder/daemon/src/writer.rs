@@ -355,8 +355,12 @@ impl Writer {
         self.put(&f)
     }
 
-    /// Best effort: tells the trainer why the feed stops.
+    /// Best effort: tells the trainer why the feed stops. Acks of a coordinator that is gone
+    /// are no longer forwarded on the way (each would wait for it again, and fail the write).
     pub(crate) fn error(&mut self, e: &Error) {
+        if matches!(e, Error::CoordinatorLost { .. }) {
+            self.on_ack = None;
+        }
         let code = match e {
             Error::Data { .. } | Error::Io { .. } | Error::Hdfs { .. } => ErrorCode::Data,
             Error::Schema { .. } => ErrorCode::Schema,
@@ -364,6 +368,7 @@ impl Writer {
             Error::PermissionDenied { .. } => ErrorCode::PermissionDenied,
             Error::Timeout { .. } | Error::Stalled { .. } => ErrorCode::Timeout,
             Error::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            Error::CoordinatorLost { .. } | Error::Coordinator(_) => ErrorCode::Coordinator,
             _ => ErrorCode::Other,
         };
         let f = error_frame(

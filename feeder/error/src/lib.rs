@@ -112,6 +112,20 @@ pub enum Error {
     /// Coordinator protocol or state error.
     #[error("coordinator: {0}")]
     Coordinator(String),
+    /// The coordinator did not answer for the whole retry window (`--coordinator-timeout`):
+    /// killed, its host down, its port closed. Names its address and what the caller was
+    /// doing.
+    #[error("coordinator at {addr} unreachable for {secs:.0} s while {stage}: {detail}")]
+    CoordinatorLost {
+        /// The coordinator's address, as the caller dialled it.
+        addr: String,
+        /// What the caller was doing: "requesting a lease", "acking (lease 12)", ...
+        stage: String,
+        /// How long it tried, in seconds.
+        secs: f64,
+        /// The last failure (the transport's error, or the call's deadline).
+        detail: String,
+    },
     /// Bad argument or configuration.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -507,7 +507,10 @@ impl Feed {
         // A gRPC call that may wait up to `timeout`: on a thread of its own, so Ctrl-C is
         // answered meanwhile.
         let r: Result<String, String> = blocking::call(py, &what, move || {
-            let mut c = CoordClient::connect(&addr, &token, timeout).map_err(|e| e.to_string())?;
+            // A coordinator restarting (on its journal) is waited for, within `timeout`.
+            let tls = hydrofeed_coord::tls::ClientTls::from_env().map_err(|e| e.to_string())?;
+            let mut c = CoordClient::connect_retrying(&addr, &token, timeout, tls.as_ref(), timeout)
+                .map_err(|e| e.to_string())?;
             let t0 = Instant::now();
             loop {
                 let m = c.metrics().map_err(|e| e.to_string())?;

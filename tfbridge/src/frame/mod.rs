@@ -104,6 +104,8 @@ pub enum ErrorCode {
     Timeout = 6,
     /// Bad argument (e.g. the batch size the trainer asked for).
     InvalidArgument = 7,
+    /// The feeder lost its coordinator: the message names its address and the stage.
+    Coordinator = 8,
 }
 
 impl ErrorCode {
@@ -117,6 +119,7 @@ impl ErrorCode {
             5 => Self::Io,
             6 => Self::Timeout,
             7 => Self::InvalidArgument,
+            8 => Self::Coordinator,
             _ => Self::Other,
         }
     }

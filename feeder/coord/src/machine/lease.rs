@@ -93,8 +93,40 @@ impl Machine {
         host: Option<&str>,
         now_ms: u64,
     ) -> Result<Work> {
+        self.request_work_after(rank, incarnation, host, None, now_ms)
+    }
+
+    /// [`Machine::request_work`] of a feeder that says which lease it received last
+    /// (`known`: its id, 0 for none): when a later one was granted to this incarnation and is
+    /// still outstanding, its reply was lost (a retried call, a coordinator restarted on its
+    /// journal), and that lease is the answer again, not a new one. `None`: a new request.
+    pub fn request_work_after(
+        &mut self,
+        rank: u32,
+        incarnation: u64,
+        host: Option<&str>,
+        known: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Work> {
         self.check_live(rank, incarnation)?;
         self.touch(rank, now_ms);
+        if let (Some(k), Some(l)) = (known, &self.granted[rank as usize]) {
+            let outstanding = self
+                .leases
+                .get(&l.lease)
+                .is_some_and(|s| s.rank == rank && s.incarnation == incarnation);
+            if l.lease > k && outstanding {
+                return Ok(Work::Lease(l.clone()));
+            }
+        }
+        let w = self.next_work(rank, host)?;
+        if let Work::Lease(l) = &w {
+            self.granted[rank as usize] = Some(l.clone());
+        }
+        Ok(w)
+    }
+
+    fn next_work(&mut self, rank: u32, host: Option<&str>) -> Result<Work> {
         if self.finished {
             self.ranks[rank as usize].stage = Stage::Done;
             return Ok(Work::EndOfFeed {

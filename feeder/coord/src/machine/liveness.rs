@@ -17,6 +17,7 @@ impl Machine {
         if self.ranks[rank as usize].alive {
             self.requeue_rank(rank);
         }
+        self.granted[rank as usize] = None;
         let r = &mut self.ranks[rank as usize];
         r.joined = true;
         r.alive = true;
@@ -151,10 +152,7 @@ impl Machine {
             let silent_ms = now_ms.saturating_sub(r.last_seen_ms);
             if silent_ms >= self.cfg.dead_after_ms {
                 let (host, stage) = (r.host.clone(), r.stage);
-                let requeued_rows = self.requeue_rank(rank);
-                let r = &mut self.ranks[rank as usize];
-                r.alive = false;
-                self.counters.deaths += 1;
+                let requeued_rows = self.declare_dead(rank);
                 ev.push(LivenessEvent::Dead {
                     rank,
                     host,
@@ -175,6 +173,40 @@ impl Machine {
             }
         }
         ev
+    }
+
+    /// Declares `rank` dead (what [`Machine::tick`] does to a silent one; a journal's replay
+    /// of it): its un-acked rows go back to the queue. Returns the rows re-queued.
+    pub fn declare_dead(&mut self, rank: u32) -> u64 {
+        let Some(r) = self.ranks.get(rank as usize) else {
+            return 0;
+        };
+        if !r.joined || !r.alive {
+            return 0;
+        }
+        let requeued = self.requeue_rank(rank);
+        self.ranks[rank as usize].alive = false;
+        self.counters.deaths += 1;
+        requeued
+    }
+
+    /// Sets a rank as a journal's compaction saved it (no lease outstanding then): joined,
+    /// alive, incarnation, host; heard from at once.
+    pub fn restore_rank(
+        &mut self,
+        rank: u32,
+        joined: bool,
+        alive: bool,
+        incarnation: u64,
+        host: &str,
+    ) -> Result<()> {
+        self.check_rank(rank)?;
+        let r = &mut self.ranks[rank as usize];
+        r.joined = joined;
+        r.alive = alive;
+        r.incarnation = incarnation;
+        r.host = host.to_string();
+        Ok(())
     }
 
     /// Puts the un-acked rows of every lease of `rank` back at the head of the queue (pad

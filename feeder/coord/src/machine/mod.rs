@@ -366,6 +366,9 @@ pub struct Machine {
     input: Option<InputFingerprint>,
     /// What a resume changed about the streams, for the caller to log.
     resume_note: Option<String>,
+    /// The last lease granted to each rank's incarnation, sent again to a request that did
+    /// not see it ([`Machine::request_work_after`]).
+    granted: Vec<Option<Lease>>,
 }
 
 impl Machine {
@@ -518,6 +521,7 @@ impl Machine {
             )));
         }
         let ranks = vec![RankInfo::default(); cfg.workers as usize];
+        let granted = vec![None; cfg.workers as usize];
         let fixed = cfg.order.map(|spec| Fixed::new(spec, cfg.workers));
         Ok(Self {
             cfg,
@@ -548,6 +552,7 @@ impl Machine {
             by_ledger_epoch: None,
             input: None,
             resume_note: None,
+            granted,
         })
     }
 
@@ -605,7 +610,18 @@ impl Machine {
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
             order: self.fixed_state(),
             input: self.input.clone(),
+            journal: None,
         }
+    }
+
+    /// The id the next lease gets (the journal's compaction saves it).
+    pub fn next_lease_id(&self) -> u64 {
+        self.next_lease
+    }
+
+    /// Sets the id the next lease gets (a journal's recovery: ids are never reused).
+    pub fn set_next_lease_id(&mut self, id: u64) {
+        self.next_lease = self.next_lease.max(id);
     }
 
     /// Records the fingerprint of the input this machine's plan was made from: the states it

@@ -78,6 +78,41 @@ fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
 }
 
+/// The first rank's [`Error::CoordinatorLost`], for the other ranks to end with the same reason:
+/// every trainer of the feeder gets it in an error frame, not a ring closed without a word.
+static LOST: std::sync::Mutex<Option<(String, String, f64, String)>> = std::sync::Mutex::new(None);
+
+/// Records `e` if it is the feeder's first lost coordinator.
+fn note_lost(e: &Error) {
+    if let Error::CoordinatorLost {
+        addr,
+        stage,
+        secs,
+        detail,
+    } = e
+    {
+        let mut g = LOST.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert_with(|| (addr.clone(), stage.clone(), *secs, detail.clone()));
+    }
+}
+
+/// The lost coordinator another rank found, as this rank's error.
+fn lost_coordinator() -> Option<Error> {
+    let g = LOST.lock().unwrap_or_else(|p| p.into_inner());
+    g.as_ref()
+        .map(|(addr, stage, secs, detail)| Error::CoordinatorLost {
+            addr: addr.clone(),
+            stage: stage.clone(),
+            secs: *secs,
+            detail: detail.clone(),
+        })
+}
+
+/// The stop hook of every rank's writer: a stop asked for, or the coordinator lost by a rank.
+fn stop_or_lost() -> bool {
+    stop_requested() || LOST.lock().is_ok_and(|g| g.is_some())
+}
+
 /// What `hydrofeed feeder` does.
 #[derive(Debug, Clone)]
 pub struct FeederOptions {
@@ -123,6 +158,10 @@ pub struct FeederOptions {
     /// rank first takes back its trainer, which re-attaches and reports the rows it read after
     /// its last ack (`Control::Rejoin`), then registers with that report. Needs `ranks`.
     pub rejoin: bool,
+    /// How long a call keeps trying a coordinator that does not answer (killed, restarting,
+    /// its host down) before the feeder fails with [`Error::CoordinatorLost`]: a coordinator
+    /// restarted on its journal within it is found again and the feed goes on.
+    pub coordinator_timeout: Duration,
 }
 
 /// What one rank of a finished feeder did.
@@ -224,6 +263,20 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
                     tracing::info!("rank {rank}: {m}");
                     lost.push(format!("rank {rank}: {m}"));
                 }
+                Ok(Err(e @ Error::CoordinatorLost { .. })) => {
+                    // Every rank ends with this reason (`stop_or_lost`): wait a little for
+                    // them to tell their trainers.
+                    note_lost(&e);
+                    tracing::error!("rank {rank}: {e}");
+                    first_err = Some(e);
+                    let t0 = Instant::now();
+                    while handles.iter().any(|(_, h)| !h.is_finished())
+                        && t0.elapsed() < Duration::from_secs(5)
+                    {
+                        thread::sleep(Duration::from_millis(20));
+                    }
+                    break;
+                }
                 Ok(Err(e)) => {
                     first_err = Some(e);
                     break;
@@ -251,12 +304,14 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
     }
 }
 
+/// A client of the coordinator that keeps trying it for `--coordinator-timeout`.
 fn connect(opts: &FeederOptions) -> Result<CoordClient> {
-    CoordClient::connect_tls(
+    CoordClient::connect_retrying(
         &opts.coordinator,
         &opts.token,
         Duration::from_secs(30),
         opts.tls.as_ref(),
+        opts.coordinator_timeout,
     )
 }
 
@@ -340,7 +395,9 @@ fn heartbeat(
     stop: &AtomicBool,
     every: Duration,
 ) {
-    let Ok(mut c) = connect(opts) else { return };
+    // Heartbeats only inform: a short retry (the ranks' own calls wait for the coordinator).
+    let Ok(c) = connect(opts) else { return };
+    let mut c = c.with_retry(every.min(Duration::from_secs(2)));
     let mut last = Instant::now() - every;
     loop {
         let done = stop.load(Ordering::Relaxed);

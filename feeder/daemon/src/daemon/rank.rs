@@ -17,7 +17,7 @@ use super::attach::{attach, Attached, Rejoin};
 use super::batch_size::agree_batch_size;
 use super::stats::RankStats;
 use super::work::{metered, Asker, Reader, LEASES_IN_FLIGHT};
-use super::{connect, stop_requested, Feeder};
+use super::{connect, lost_coordinator, note_lost, stop_or_lost, stop_requested, Feeder};
 use crate::pipeline::{Budget, Ended, EpochWriter, Event};
 use crate::writer::{self, Writer};
 use crate::{Error, Result};
@@ -111,6 +111,7 @@ pub(super) fn feed_rank(
         rank,
         inc,
         host: opts.host.clone(),
+        known: 0,
     };
     let reader = {
         let stop = reader_stop.clone();
@@ -122,11 +123,14 @@ pub(super) fn feed_rank(
     let _ = reader_thread.set(reader.thread().clone());
     let mut ew = EpochWriter::new(w, batch_size)
         .with_acks(book_sink(&book, st))
-        .stop_when(stop_requested);
+        .stop_when(stop_or_lost);
     if let Some((e, r)) = rejoin.as_ref().and_then(|r| Some((resumed_epoch(r)?, r))) {
         ew = ew.resume_in(e, r.epoch_rows);
     }
     let mut r = write_rank(&mut ew, &mut rx, &book, opts.stall_timeout);
+    if let Err(e) = &r {
+        note_lost(e);
+    }
     // Readers waiting for room or a unit stop; the reader thread at its next ask.
     budget.close();
     reader_stop.store(true, Ordering::Relaxed);
@@ -134,8 +138,11 @@ pub(super) fn feed_rank(
     let mut w = ew.into_writer();
     // Whatever ended the rank, what the trainer's code was handed is consumed (its hand-out
     // count is in the ring's header, also when it left without a last ack).
-    if let Err(e) = w.forward_handed() {
-        tracing::warn!(rank, "forwarding the trainer's last hand-outs: {e}");
+    // (Not to a coordinator that is gone: that would wait for it once more.)
+    if !matches!(r, Err(Error::CoordinatorLost { .. })) {
+        if let Err(e) = w.forward_handed() {
+            tracing::warn!(rank, "forwarding the trainer's last hand-outs: {e}");
+        }
     }
     if r.is_err() && w.said_bye() {
         // The trainer stopped reading on purpose (`terminate()`): what it acked is in the
@@ -221,6 +228,12 @@ fn write_rank(
     ew.writer().put_schema()?;
     let (steps, stopped) = match ew.run(rx)? {
         Ended::End(steps) => (steps, stop_requested()),
+        // Another rank lost the coordinator: this one ends with the same reason.
+        Ended::Stopped if !stop_requested() => {
+            ew.discard();
+            return Err(lost_coordinator()
+                .unwrap_or_else(|| Error::Internal("stopped without a reason".into())));
+        }
         // Stopped early: the batches written so far are this rank's steps.
         Ended::Stopped => (ew.report().batches, true),
         Ended::Exhausted => {

@@ -42,6 +42,8 @@ pub(super) struct Asker {
     pub(super) rank: u32,
     pub(super) inc: u64,
     pub(super) host: String,
+    /// The last lease received (0: none), sent with each request.
+    pub(super) known: u64,
 }
 
 impl Reader {
@@ -54,15 +56,20 @@ impl Reader {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            let w = match ask.client.request_work(ask.rank, ask.inc, &ask.host) {
-                Ok(w) => w,
-                Err(e) => {
-                    let _ = tx.send(Event::Failed(e));
-                    return;
-                }
-            };
+            let w =
+                match ask
+                    .client
+                    .request_work_after(ask.rank, ask.inc, &ask.host, Some(ask.known))
+                {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let _ = tx.send(Event::Failed(e));
+                        return;
+                    }
+                };
             match w {
                 Work::Lease(l) => {
+                    ask.known = ask.known.max(l.lease);
                     if let Some(t) = waited.take() {
                         st.work_wait_ms
                             .fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
