@@ -372,6 +372,26 @@ impl proto::coordinator_server::Coordinator for CoordService {
         Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
     }
 
+    async fn skipped(
+        &self,
+        req: Request<proto::SkippedRequest>,
+    ) -> Result<Response<proto::SkippedReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let range = crate::SkippedRange {
+            data_epoch: r.data_epoch,
+            path: r.path,
+            split: r.split,
+            start: r.start,
+            end: r.end,
+            reason: r.reason,
+        };
+        let mut g = self.shared.lock();
+        g.m.skipped(r.rank, r.incarnation, range, now)
+            .map_err(status_of)?;
+        Ok(Response::new(proto::SkippedReply {}))
+    }
+
     async fn heartbeat(
         &self,
         req: Request<proto::HeartbeatRequest>,

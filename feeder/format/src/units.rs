@@ -17,7 +17,7 @@ use arrow_schema::SchemaRef;
 
 use crate::io::{catch, guard, loc, panicked};
 use crate::split::{file_splits, Format, Split, SplitUnit};
-use crate::{Error, OnError, Result, SkipStats, SplitReader};
+use crate::{Error, OnError, Result, SkipStats, SkippedRows, SplitReader};
 
 /// Rows and (compressed) bytes of one unit, from the footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +176,10 @@ pub(crate) struct UnitReader<U: Units> {
     current: Option<(usize, UnitBatches)>,
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
+    /// The positions of the units skipped, from the split's first row.
+    gaps: Vec<SkippedRows>,
+    /// The split's first unit.
+    first: usize,
     done: bool,
     /// Rows of the next unit to pass over when it is opened ([`SplitReader::skip_rows`]).
     skip_in_next: u64,
@@ -203,6 +207,8 @@ impl<U: Units> UnitReader<U> {
             current: None,
             buffered: VecDeque::new(),
             skipped: SkipStats::default(),
+            gaps: Vec::new(),
+            first,
             done: false,
             skip_in_next: 0,
         }
@@ -216,8 +222,17 @@ impl<U: Units> UnitReader<U> {
             return Err(e);
         }
         tracing::warn!("skipping: {e}");
+        let at: u64 = (self.first..u).map(|v| self.units.rows(v)).sum();
+        let rows = self.units.rows(u);
         self.skipped.blocks += 1;
-        self.skipped.records += self.units.rows(u).saturating_sub(self.skip_in_next);
+        self.skipped.records += rows.saturating_sub(self.skip_in_next);
+        if rows > self.skip_in_next {
+            self.gaps.push(SkippedRows {
+                start: at + self.skip_in_next,
+                end: at + rows,
+                reason: SkippedRows::reason_of(&e),
+            });
+        }
         self.skip_in_next = 0;
         Ok(())
     }
@@ -307,6 +322,10 @@ impl<U: Units> SplitReader for UnitReader<U> {
 
     fn skipped(&self) -> SkipStats {
         self.skipped.clone()
+    }
+
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &self.gaps
     }
 
     fn skip_rows(&mut self, n: u64) -> u64 {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::ledger::Ledger;
+use super::ledger::{Ledger, SkippedRange};
 use super::{Remainder, SplitInfo, State};
 use crate::input::InputFingerprint;
 use crate::order::{OrderSpec, Segment};
@@ -27,6 +27,7 @@ mod lease;
 mod liveness;
 mod queue;
 mod seed;
+mod skipped;
 
 use fixed::Fixed;
 pub use fixed::SEGMENT_SPLIT;
@@ -288,6 +289,10 @@ pub struct Counters {
     pub rows_padded: u64,
     /// Rows acked in a training epoch that came from the next epoch's order (`wrap`).
     pub rows_wrapped: u64,
+    /// Rows skipped as corrupt under `--skip-errors` (all epochs, including earlier runs when
+    /// resumed); each was delivered as a padding row, also counted in `rows_padded`.
+    #[serde(default)]
+    pub rows_skipped: u64,
     /// Leases handed out.
     pub assignments: u64,
     /// Stalls reported.
@@ -364,6 +369,8 @@ pub struct Machine {
     input: Option<InputFingerprint>,
     /// What a resume changed about the streams, for the caller to log.
     resume_note: Option<String>,
+    /// Rows skipped as corrupt (`--skip-errors`), all epochs.
+    skipped: Vec<SkippedRange>,
 }
 
 impl Machine {
@@ -460,6 +467,8 @@ impl Machine {
         m.counters.rows_dropped = state.rows_dropped;
         m.counters.rows_padded = state.rows_padded;
         m.counters.rows_wrapped = state.rows_wrapped;
+        m.skipped = state.skipped.clone();
+        m.counters.rows_skipped = m.skipped.iter().map(|r| r.end - r.start).sum();
         if state.finished || state.epoch >= m.cfg.epochs {
             m.epoch = state.epoch;
             m.finished = true;
@@ -542,6 +551,7 @@ impl Machine {
             by_ledger_epoch: None,
             input: None,
             resume_note: None,
+            skipped: Vec::new(),
         })
     }
 
@@ -599,6 +609,7 @@ impl Machine {
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
             order: self.fixed_state(),
             input: self.input.clone(),
+            skipped: self.skipped.clone(),
         }
     }
 
