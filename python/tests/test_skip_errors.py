@@ -74,9 +74,10 @@ def write_orc(d: Path) -> Path:
     d.mkdir()
     for f in range(FILES):
         with open(d / f"part-{f:05d}.orc", "wb") as out:
-            # A tiny stripe size: pyorc cuts a stripe at the next row-index stride (UNIT rows).
-            with pyorc.Writer(out, "struct<id:bigint,x:float>", stripe_size=1,
-                              row_index_stride=UNIT, compression=pyorc.CompressionKind.ZLIB) as w:
+            # A tiny stripe size: the writer cuts a stripe after every batch of UNIT rows.
+            with pyorc.Writer(out, "struct<id:bigint,x:float>", stripe_size=1, batch_size=UNIT,
+                              memory_block_size=1024, compression_block_size=1024,
+                              compression=pyorc.CompressionKind.ZLIB) as w:
                 for i in range(f * ROWS, (f + 1) * ROWS):
                     w.write((i, float(i)))
     bad = d / f"part-{BAD_FILE:05d}.orc"
