@@ -49,10 +49,13 @@ pub struct StreamCtx<'a> {
     pub on_skipped: Option<&'a (dyn Fn(u32, u64) + Sync)>,
     /// Told each range of a span's rows that a reader skipped as corrupt (`--skip-errors`) and
     /// that went out as padding rows at their positions (rows of the split, from its first).
-    pub on_padded: Option<&'a (dyn Fn(&Split, SkippedRows) -> Result<()> + Sync)>,
+    pub on_padded: Option<OnPadded<'a>>,
     /// Readable rows to pad with when a whole split is unreadable (none: such a split fails).
     pub pad_source: Option<PadSource<'a>>,
 }
+
+/// Where a stream tells of rows skipped as corrupt and padded (rows of the split).
+pub type OnPadded<'a> = &'a (dyn Fn(&Split, SkippedRows) -> Result<()> + Sync);
 
 /// One lane's open reader and where it stands.
 #[derive(Default)]
