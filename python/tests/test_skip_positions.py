@@ -1,6 +1,6 @@
 """`launch --skip-errors` over a Parquet file with a corrupt row group: the rows of that row
 group are missing and no other row moves. Each lost row is replaced by a padding row (a copy of
-a neighbouring row of the same split), so every later row keeps its position, every rank keeps
+a readable row of the same split), so every later row keeps its position, every rank keeps
 its steps, and a row group read by two readers (a lease or lane starting inside the split) is
 never read twice (docs/arch/daemon.md, "Skipped corruption").
 
@@ -67,10 +67,10 @@ def test_a_skipped_row_group_moves_no_other_row(
     # Every readable row, less the rest dropped for equal steps.
     assert len(every - BAD - set(got)) <= drop, sorted(every - BAD - set(got))[:10]
     assert len(steps) == workers and len(set(steps)) == 1, steps
-    # What came more than once is padding: copies of one or two neighbouring rows standing
-    # for the 250 lost ones, never another row group read twice.
+    # What came more than once is padding standing for the 250 lost rows (copies of readable
+    # rows of the same split), never more: another row group read twice would exceed it.
     twice = {i: n for i, n in got.items() if n > 1}
     assert sum(n - 1 for n in twice.values()) <= len(BAD), twice
-    assert len(twice) <= 2, f"{len(twice)} distinct rows came twice: {sorted(twice)[:10]}"
+    assert set(twice) <= set(range(PER_FILE, 2 * PER_FILE)), sorted(set(twice))[:10]
     assert "padding" in r.stderr and "part-00001.parquet" in r.stderr, r.stderr[-3000:]
     no_leftovers(str(tmp_path))

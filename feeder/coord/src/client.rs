@@ -584,6 +584,29 @@ impl CoordClient {
             .epoch)
     }
 
+    /// Reports rows of a split skipped as corrupt (`--skip-errors`) and delivered as padding.
+    pub fn skipped(&mut self, rank: u32, incarnation: u64, r: &crate::SkippedRange) -> Result<()> {
+        let msg = proto::SkippedRequest {
+            rank,
+            incarnation,
+            data_epoch: r.data_epoch,
+            path: r.path.clone(),
+            split: r.split,
+            start: r.start,
+            end: r.end,
+            reason: r.reason.clone(),
+        };
+        let t = self.call_timeout;
+        self.call(
+            "a report of skipped rows",
+            &format!("reporting skipped rows of split {}", r.split),
+            msg,
+            t,
+            |mut c, r| async move { c.skipped(r).await },
+        )?;
+        Ok(())
+    }
+
     /// Sends a heartbeat; `false` means this incarnation was declared dead (re-register).
     pub fn heartbeat(
         &mut self,

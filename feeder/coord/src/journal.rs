@@ -106,6 +106,17 @@ pub enum Entry {
         /// Time.
         now_ms: u64,
     },
+    /// Rows a feeder skipped as corrupt and padded (`--skip-errors`).
+    Skipped {
+        /// Rank.
+        rank: u32,
+        /// Incarnation.
+        incarnation: u64,
+        /// The range.
+        range: crate::SkippedRange,
+        /// Time.
+        now_ms: u64,
+    },
     /// A rank declared dead by silence.
     Dead {
         /// Rank.
@@ -122,6 +133,7 @@ impl Entry {
             | Entry::Register { now_ms, .. }
             | Entry::Grant { now_ms, .. }
             | Entry::Ack { now_ms, .. }
+            | Entry::Skipped { now_ms, .. }
             | Entry::Dead { now_ms, .. } => *now_ms,
         }
     }
@@ -495,6 +507,14 @@ pub fn replay(m: &mut Machine, roster: &mut Roster, entries: &[Entry]) -> Result
                 now_ms,
             } => m
                 .ack_ranges(*rank, *incarnation, *lease, *split, ranges, *now_ms)
+                .map_err(|e| bad(e.to_string()))?,
+            Entry::Skipped {
+                rank,
+                incarnation,
+                range,
+                now_ms,
+            } => m
+                .skipped(*rank, *incarnation, range.clone(), *now_ms)
                 .map_err(|e| bad(e.to_string()))?,
             Entry::Dead { rank, .. } => {
                 m.declare_dead(*rank);

@@ -56,6 +56,19 @@ fn sample() -> Vec<Entry> {
             ranges: vec![(0, 64), (100, 3)],
             now_ms: 11,
         },
+        Entry::Skipped {
+            rank: 1,
+            incarnation: 2,
+            range: crate::SkippedRange {
+                data_epoch: 0,
+                path: "part-1.parquet".into(),
+                split: 3,
+                start: 100,
+                end: 200,
+                reason: "row group 1: bad page".into(),
+            },
+            now_ms: 12,
+        },
         Entry::Dead {
             rank: 0,
             now_ms: 12,
@@ -216,6 +229,27 @@ fn replay_equals_the_machine() {
             while steps < stop_at && !ended.iter().all(|&e| e) {
                 steps += 1;
                 let r = steps % 3;
+                if steps == 11 {
+                    // A feeder padded rows it could not read.
+                    s.now += 1;
+                    let range = crate::SkippedRange {
+                        data_epoch: 0,
+                        path: "part-1".into(),
+                        split: 1,
+                        start: 3,
+                        end: 9,
+                        reason: "corrupt".into(),
+                    };
+                    s.m.skipped(0, incs[0], range.clone(), s.now).unwrap();
+                    s.j.append(&Entry::Skipped {
+                        rank: 0,
+                        incarnation: incs[0],
+                        range,
+                        now_ms: s.now,
+                    })
+                    .unwrap();
+                    continue;
+                }
                 if steps == 23 {
                     // Rank 2 goes silent and is declared dead; it registers again.
                     s.now += 1;

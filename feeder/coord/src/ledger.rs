@@ -37,6 +37,62 @@ pub struct PartialSplit {
     pub acked: Vec<[u64; 2]>,
 }
 
+/// Rows of a split that a reader could not decode and skipped under `--skip-errors`: their
+/// positions were delivered as padding rows of the same epoch (acked like any position, so no
+/// later row moves), and are named here, in the state and in the run's summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedRange {
+    /// The data epoch that read them.
+    pub data_epoch: u32,
+    /// The file.
+    pub path: String,
+    /// Split id.
+    pub split: u32,
+    /// Rows `[start, end)` of the split.
+    pub start: u64,
+    /// One past the last row.
+    pub end: u64,
+    /// What was wrong (the unit and the decoder's words).
+    pub reason: String,
+}
+
+/// Adds `r` to `list` (sorted by data epoch, split and start; ranges of one split and epoch
+/// disjoint): a range reported again (a lease read twice after a death, a range that two
+/// spans of a stream report in parts) is merged with what is there. Returns the rows new to
+/// the list.
+pub(crate) fn add_skipped(list: &mut Vec<SkippedRange>, r: SkippedRange) -> u64 {
+    if r.start >= r.end {
+        return 0;
+    }
+    let key = |x: &SkippedRange| (x.data_epoch, x.split);
+    let same: Vec<usize> = (0..list.len())
+        .filter(|&i| key(&list[i]) == key(&r) && list[i].start <= r.end && r.start <= list[i].end)
+        .collect();
+    let (mut lo, mut hi) = (r.start, r.end);
+    let mut before = 0;
+    let mut reason = r.reason.clone();
+    for &i in &same {
+        lo = lo.min(list[i].start);
+        hi = hi.max(list[i].end);
+        before += list[i].end - list[i].start;
+        if i == same[0] {
+            reason = list[i].reason.clone();
+        }
+    }
+    for &i in same.iter().rev() {
+        list.remove(i);
+    }
+    let merged = SkippedRange {
+        start: lo,
+        end: hi,
+        reason,
+        ..r
+    };
+    let at = list.partition_point(|x| (key(x), x.start) < (key(&merged), merged.start));
+    list.insert(at, merged);
+    (hi - lo) - before
+}
+
 impl Ledger {
     pub(crate) fn new(num_splits: usize) -> Self {
         Self {
@@ -204,6 +260,29 @@ impl Ledger {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn skipped_ranges_merge_and_count_once() {
+        let r = |e, s, a, b| SkippedRange {
+            data_epoch: e,
+            path: "f".into(),
+            split: s,
+            start: a,
+            end: b,
+            reason: "bad".into(),
+        };
+        let mut l = Vec::new();
+        assert_eq!(add_skipped(&mut l, r(0, 1, 100, 200)), 100);
+        assert_eq!(add_skipped(&mut l, r(0, 1, 100, 200)), 0);
+        assert_eq!(add_skipped(&mut l, r(0, 1, 200, 250)), 50);
+        assert_eq!(add_skipped(&mut l, r(1, 1, 100, 200)), 100);
+        assert_eq!(add_skipped(&mut l, r(0, 0, 0, 10)), 10);
+        let got: Vec<_> = l
+            .iter()
+            .map(|x| (x.data_epoch, x.split, x.start, x.end))
+            .collect();
+        assert_eq!(got, vec![(0, 0, 0, 10), (0, 1, 100, 250), (1, 1, 100, 200)]);
+    }
 
     #[test]
     fn merges_and_completes() {

@@ -62,7 +62,7 @@ pub mod token;
 pub use hydrofeed_error::{Error, Result};
 
 pub use cluster::{ClusterSpec, Registration, Role, Roster};
-pub use ledger::{LedgerState, PartialSplit};
+pub use ledger::{LedgerState, PartialSplit, SkippedRange};
 pub use machine::{
     epoch_seed, mix64, shuffle_seed, split_order, Config, Counters, Lease, LivenessEvent, LogKind,
     LogRecord, Machine, OrderLease, RankInfo, Stage, Work, WorkerCounters, SEGMENT_SPLIT,
@@ -161,6 +161,10 @@ pub struct State {
     /// that follows it. Absent in a state not written by a journal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<journal::JournalPos>,
+    /// Rows skipped as corrupt under `--skip-errors` (each delivered as a padding row, counted
+    /// in `rows_padded`), per data epoch and split.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRange>,
 }
 
 /// Where the fixed order stands: what each rank has left of the current epoch, a few

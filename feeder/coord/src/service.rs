@@ -458,6 +458,44 @@ impl proto::coordinator_server::Coordinator for CoordService {
         Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
     }
 
+    async fn skipped(
+        &self,
+        req: Request<proto::SkippedRequest>,
+    ) -> Result<Response<proto::SkippedReply>, Status> {
+        let r = req.into_inner();
+        let now = self.shared.now_ms();
+        let range = crate::SkippedRange {
+            data_epoch: r.data_epoch,
+            path: r.path,
+            split: r.split,
+            start: r.start,
+            end: r.end,
+            reason: r.reason,
+        };
+        tracing::warn!(
+            rank = r.rank,
+            "skipped rows [{}, {}) of {} (split {}, data epoch {}): {}; padded",
+            range.start,
+            range.end,
+            range.path,
+            range.split,
+            range.data_epoch,
+            range.reason
+        );
+        let mut g = self.shared.lock();
+        g.m.skipped(r.rank, r.incarnation, range.clone(), now)
+            .map_err(status_of)?;
+        g.record(&Entry::Skipped {
+            rank: r.rank,
+            incarnation: r.incarnation,
+            range,
+            now_ms: now,
+        })
+        .map_err(status_of)?;
+        flush_log(&mut g, false);
+        Ok(Response::new(proto::SkippedReply {}))
+    }
+
     async fn heartbeat(
         &self,
         req: Request<proto::HeartbeatRequest>,

@@ -8,6 +8,7 @@
 //! - [`pipeline`]: what both are made of: a source of work, one epoch writer, one budget.
 
 pub mod daemon;
+mod fill;
 pub mod pipeline;
 pub mod serve;
 pub mod stream;

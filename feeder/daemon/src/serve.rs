@@ -232,6 +232,8 @@ fn feed(
                     pool: &pool,
                     budget: &budget,
                     on_skipped: None,
+                    on_padded: None,
+                    pad_source: Some(&|| crate::fill::first_readable(storage, plan, read, 0)),
                 };
                 let r = thread::scope(|s| {
                     let ctx = &ctx;

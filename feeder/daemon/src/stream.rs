@@ -18,10 +18,11 @@ use hydrofeed_coord::order::{ChunkStream, EpochSeq, Span, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
 use hydrofeed_format::split::Split;
-use hydrofeed_format::{Plan, ReadOptions, SplitReader};
+use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::Storage;
 use rayon::prelude::*;
 
+use crate::fill::{within, Filled, PadSource};
 use crate::pipeline::{batch_bytes, Budget, Permit, Place};
 use crate::{Error, Result};
 
@@ -46,13 +47,21 @@ pub struct StreamCtx<'a> {
     /// Told `(split, records)` when a lane leaves a split's reader: the corrupt records it
     /// skipped (`--skip-errors`) after the rows it passed over to reach its first row.
     pub on_skipped: Option<&'a (dyn Fn(u32, u64) + Sync)>,
+    /// Told each range of a span's rows that a reader skipped as corrupt (`--skip-errors`) and
+    /// that went out as padding rows at their positions (rows of the split, from its first).
+    pub on_padded: Option<OnPadded<'a>>,
+    /// Readable rows to pad with when a whole split is unreadable (none: such a split fails).
+    pub pad_source: Option<PadSource<'a>>,
 }
+
+/// Where a stream tells of rows skipped as corrupt and padded (rows of the split).
+pub type OnPadded<'a> = &'a (dyn Fn(&Split, SkippedRows) -> Result<()> + Sync);
 
 /// One lane's open reader and where it stands.
 #[derive(Default)]
-struct Lane {
+struct Lane<'a> {
     at: Option<(u32, u64)>,
-    reader: Option<Box<dyn SplitReader>>,
+    reader: Option<Filled<'a>>,
     carry: Option<RecordBatch>,
     /// Records the reader had skipped once it reached its first row.
     skipped_at_open: u64,
@@ -60,9 +69,9 @@ struct Lane {
     batch_rows: usize,
 }
 
-impl Lane {
+impl<'a> Lane<'a> {
     /// Reports the records the current reader skipped past its first row, and closes it.
-    fn close(&mut self, ctx: &StreamCtx<'_>) {
+    fn close(&mut self, ctx: &StreamCtx<'a>) {
         if let (Some(r), Some((split, _)), Some(f)) = (self.reader.take(), self.at, ctx.on_skipped)
         {
             let n = r.skipped().records.saturating_sub(self.skipped_at_open);
@@ -76,7 +85,7 @@ impl Lane {
     /// Appends the rows of `spans` (in order) to `out`.
     fn read(
         &mut self,
-        ctx: &StreamCtx<'_>,
+        ctx: &StreamCtx<'a>,
         spans: &[Span],
         out: &mut Vec<RecordBatch>,
     ) -> Result<()> {
@@ -101,11 +110,17 @@ impl Lane {
                 }
             }
             self.at = Some((p.split, p.first + p.rows));
+            // The span's positions that went out as padding: named to the coordinator.
+            if let (Some(f), Some(r)) = (ctx.on_padded, &self.reader) {
+                for g in within(r.padded(), p.first, p.first + p.rows) {
+                    f(&ctx.plan.splits[p.split as usize], g)?;
+                }
+            }
         }
         Ok(())
     }
 
-    fn next(&mut self, ctx: &StreamCtx<'_>, p: &Span, left: u64) -> Result<RecordBatch> {
+    fn next(&mut self, ctx: &StreamCtx<'a>, p: &Span, left: u64) -> Result<RecordBatch> {
         match self.reader.as_mut().and_then(|r| r.next()) {
             Some(b) => b,
             None => Err(split_short(
@@ -119,7 +134,7 @@ impl Lane {
 
     /// Opens the span's split at its first row: whole units before it are passed over
     /// unread, the rest of the head is decoded and dropped.
-    fn open(&mut self, ctx: &StreamCtx<'_>, p: &Span) -> Result<()> {
+    fn open(&mut self, ctx: &StreamCtx<'a>, p: &Span) -> Result<()> {
         let split = ctx.plan.splits.get(p.split as usize).ok_or_else(|| {
             Error::Coordinator(format!(
                 "the order names split {} but the plan has {}: the feeder's input is not the \
@@ -132,8 +147,9 @@ impl Lane {
         let mut read = ctx.read.clone();
         read.batch_rows = self.batch_rows;
         let mut r = hydrofeed_format::open_split(ctx.storage, ctx.plan, split, &read)?;
-        let mut skip = p.first - r.skip_rows(p.first);
-        self.reader = Some(r);
+        let passed = r.skip_rows(p.first);
+        let mut skip = p.first - passed;
+        self.reader = Some(Filled::new(r, split.rows, passed, ctx.pad_source));
         self.at = Some((p.split, p.first));
         while skip > 0 {
             let b = self.next(ctx, p, skip)?;
@@ -171,8 +187,8 @@ pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Er
 /// Reads the stream positions of `o`'s segment and hands them to `emit` in order, in batches
 /// of at most `batch_size` rows, each with the permit of its bytes (the caller drops it once
 /// the rows are taken); stops early (`Ok`) when `emit` returns `false` or the budget closed.
-pub fn read_segment(
-    ctx: &StreamCtx<'_>,
+pub fn read_segment<'a>(
+    ctx: &StreamCtx<'a>,
     o: &OrderLease,
     batch_size: usize,
     emit: impl FnMut(RecordBatch, Permit) -> bool,
@@ -202,7 +218,7 @@ pub fn read_segment(
         )));
     }
     let (k0, k1) = (cs.window_of(seg.from), cs.window_of(seg.to - 1));
-    let mut lanes: Vec<Lane> = Vec::new();
+    let mut lanes: Vec<Lane<'a>> = Vec::new();
     let lane_rows = (cs.len() / cs.windows() / u64::from(o.spec.cycle.max(1))) as usize;
     let lane_rows = lane_rows.clamp(LANE_BATCH_ROWS.0, LANE_BATCH_ROWS.1);
     let mut out = Out {

@@ -118,10 +118,39 @@ pub struct SkipStats {
     pub records: u64,
     /// Blocks (row groups, stripes, Avro blocks) skipped.
     pub blocks: u64,
-    /// Padding rows handed out in place of skipped ones (copies of a neighbouring row), so
-    /// that no later row moves: every skipped record of a format with row counts per unit
-    /// (Parquet, ORC).
-    pub padded: u64,
+}
+
+/// Rows of a split that `OnError::Skip` left out: positions `[start, end)` counted from the
+/// split's first row as the plan counts them (a unit whose rows the plan counted and the reader
+/// could not decode), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedRows {
+    /// First position left out.
+    pub start: u64,
+    /// One past the last.
+    pub end: u64,
+    /// The unit and what was wrong with it.
+    pub reason: String,
+}
+
+impl SkippedRows {
+    /// Rows left out.
+    pub fn rows(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// `e` as the reason of a skip: where in the file and what was wrong.
+    pub fn reason_of(e: &Error) -> String {
+        match e {
+            Error::Data { loc, detail, .. } => match (&loc.unit, loc.offset) {
+                (Some(u), Some(o)) => format!("{u} at byte {o}: {detail}"),
+                (Some(u), None) => format!("{u}: {detail}"),
+                (None, Some(o)) => format!("byte {o}: {detail}"),
+                (None, None) => detail.clone(),
+            },
+            e => e.to_string(),
+        }
+    }
 }
 
 /// A reader of one split.
@@ -130,6 +159,14 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
     fn schema(&self) -> SchemaRef;
     /// What was skipped so far under `OnError::Skip`.
     fn skipped(&self) -> SkipStats;
+    /// The positions `OnError::Skip` left out so far, in order. Every range that comes before
+    /// a row of a batch the reader returned is in it when that batch is returned, so a caller
+    /// that counts positions can tell which position each row holds. Records the plan never
+    /// counted (TFRecord records with a bad CRC, Avro blocks that cannot be framed) hold no
+    /// position and are not here.
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &[]
+    }
     /// Passes over whole units at the head of what is left to read (row groups, stripes, Avro
     /// blocks, TFRecord records) that hold at most `n` rows together, without reading or
     /// decoding them, and returns how many rows it passed over: 0 once reading has started,

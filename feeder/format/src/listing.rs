@@ -453,6 +453,10 @@ impl SplitReader for WithPartition {
         self.inner.skipped()
     }
 
+    fn skipped_rows(&self) -> &[crate::SkippedRows] {
+        self.inner.skipped_rows()
+    }
+
     fn skip_rows(&mut self, n: u64) -> u64 {
         self.inner.skip_rows(n)
     }

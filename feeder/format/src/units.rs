@@ -5,9 +5,7 @@
 //! decoding, and where a unit is for an error. [`UnitReader`] does the rest, the same for
 //! both: units in order, `OnError::Raise` (stream the unit's batches, stop at the first bad
 //! one) or `OnError::Skip` (decode a whole unit before handing any of it out, so a bad unit is
-//! dropped whole and counted, never half-delivered; its rows are replaced by as many padding
-//! rows, copies of the row next to it, so that every later row keeps its position in the split:
-//! readers and leases count rows to find where they are), a decoder panic caught as a `DataError`
+//! dropped whole and counted, never half-delivered), a decoder panic caught as a `DataError`
 //! at the unit, the projection's column order, and [`SplitReader::skip_rows`] passing whole
 //! units over without reading them (and, where the format can, the head of the next one
 //! without decoding it).
@@ -19,7 +17,7 @@ use arrow_schema::SchemaRef;
 
 use crate::io::{catch, guard, loc, panicked};
 use crate::split::{file_splits, Format, Split, SplitUnit};
-use crate::{Error, OnError, Result, SkipStats, SplitReader};
+use crate::{Error, OnError, Result, SkipStats, SkippedRows, SplitReader};
 
 /// Rows and (compressed) bytes of one unit, from the footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,15 +176,13 @@ pub(crate) struct UnitReader<U: Units> {
     current: Option<(usize, UnitBatches)>,
     buffered: VecDeque<RecordBatch>,
     skipped: SkipStats,
+    /// The positions of the units skipped, from the split's first row.
+    gaps: Vec<SkippedRows>,
+    /// The split's first unit.
+    first: usize,
     done: bool,
     /// Rows of the next unit to pass over when it is opened ([`SplitReader::skip_rows`]).
     skip_in_next: u64,
-    /// Rows passed over at the head of the unit being read (`skip_in_next` when it opened).
-    opened_skip: u64,
-    /// Rows of skipped units still to stand in for (`OnError::Skip`).
-    hole: u64,
-    /// The last row handed out: what a hole is filled with.
-    last_row: Option<RecordBatch>,
 }
 
 impl<U: Units> UnitReader<U> {
@@ -211,69 +207,39 @@ impl<U: Units> UnitReader<U> {
             current: None,
             buffered: VecDeque::new(),
             skipped: SkipStats::default(),
+            gaps: Vec::new(),
+            first,
             done: false,
             skip_in_next: 0,
-            opened_skip: 0,
-            hole: 0,
-            last_row: None,
         }
-    }
-
-    /// `n` copies of the one row of `row`.
-    fn fill(&self, row: &RecordBatch, n: u64) -> Result<RecordBatch> {
-        let idx = arrow_array::UInt32Array::from(vec![0u32; n as usize]);
-        let cols = row
-            .columns()
-            .iter()
-            .map(|c| arrow_select::take::take(c.as_ref(), &idx, None))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .and_then(|cols| RecordBatch::try_new(row.schema(), cols))
-            .map_err(|e| Error::Internal(format!("{}: padding rows: {e}", self.path)))?;
-        Ok(cols)
     }
 
     /// A bad unit: the error under `Raise` (or when it is not a data error), a count and a
     /// warning under `Skip`.
-    /// `passed`: the rows of the unit passed over at its head (not to be padded for).
-    fn bad(&mut self, u: usize, e: Error, passed: u64) -> Result<()> {
+    fn bad(&mut self, u: usize, e: Error) -> Result<()> {
         if self.on_error == OnError::Raise || !matches!(e, Error::Data { .. }) {
             self.done = true;
             return Err(e);
         }
         tracing::warn!("skipping: {e}");
+        let at: u64 = (self.first..u).map(|v| self.units.rows(v)).sum();
+        let rows = self.units.rows(u);
         self.skipped.blocks += 1;
-        let lost = self.units.rows(u).saturating_sub(passed);
-        self.skipped.records += lost;
-        self.hole += lost;
+        self.skipped.records += rows.saturating_sub(self.skip_in_next);
+        if rows > self.skip_in_next {
+            self.gaps.push(SkippedRows {
+                start: at + self.skip_in_next,
+                end: at + rows,
+                reason: SkippedRows::reason_of(&e),
+            });
+        }
         self.skip_in_next = 0;
         Ok(())
     }
 
     fn step(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if self.hole > 0 {
-                // A skipped unit's rows, in its place: copies of the row before it, or of the
-                // first row after it when it opens the reader.
-                let row = match (
-                    &self.last_row,
-                    self.buffered.iter().find(|b| b.num_rows() > 0),
-                ) {
-                    (Some(r), _) => Some(r.clone()),
-                    (None, Some(b)) => Some(b.slice(0, 1)),
-                    (None, None) => None,
-                };
-                if let Some(row) = row {
-                    let b = self.fill(&row, self.hole)?;
-                    self.skipped.padded += self.hole;
-                    self.hole = 0;
-                    self.last_row = Some(row);
-                    return Ok(Some(b));
-                }
-            }
             if let Some(b) = self.buffered.pop_front() {
-                if b.num_rows() > 0 && self.on_error == OnError::Skip {
-                    self.last_row = Some(b.slice(b.num_rows() - 1, 1));
-                }
                 return Ok(Some(b));
             }
             if self.done {
@@ -287,10 +253,10 @@ impl<U: Units> UnitReader<U> {
                 self.active = u;
                 match self.units.open(u, self.skip_in_next) {
                     Ok(b) => {
-                        self.opened_skip = std::mem::take(&mut self.skip_in_next);
+                        self.skip_in_next = 0;
                         self.current = Some((u, b));
                     }
-                    Err(e) => self.bad(u, e, self.skip_in_next)?,
+                    Err(e) => self.bad(u, e)?,
                 }
                 continue;
             };
@@ -326,7 +292,7 @@ impl<U: Units> UnitReader<U> {
                         self.buffered.push_back(b);
                     }
                 }
-                Err(e) => self.bad(u, e, self.opened_skip)?,
+                Err(e) => self.bad(u, e)?,
             }
         }
     }
@@ -356,6 +322,10 @@ impl<U: Units> SplitReader for UnitReader<U> {
 
     fn skipped(&self) -> SkipStats {
         self.skipped.clone()
+    }
+
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &self.gaps
     }
 
     fn skip_rows(&mut self, n: u64) -> u64 {

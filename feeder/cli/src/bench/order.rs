@@ -238,6 +238,8 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
             pool: &pool,
             budget: &budget,
             on_skipped: None,
+            on_padded: None,
+            pad_source: None,
         };
         let t0 = Instant::now();
         let mut n = 0u64;

@@ -522,8 +522,11 @@ impl<'a> Supervisor<'a> {
             let line = self
                 .feeder
                 .find_line(|l| l.strip_prefix(SKIPPED_LINE).map(str::to_string));
+            let ranges = svc
+                .shared
+                .with_machine(|m| padded_ranges(m.skipped_ranges()));
             format!(
-                ", skipped {}",
+                ", skipped {}{ranges}",
                 line.unwrap_or_else(|| "0 corrupt records".into())
             )
         } else {
@@ -540,6 +543,27 @@ impl<'a> Supervisor<'a> {
             steps,
         )
     }
+}
+
+/// The rows skipped as corrupt and delivered as padding, as the summary names them.
+fn padded_ranges(r: &[hydrofeed_coord::SkippedRange]) -> String {
+    if r.is_empty() {
+        return String::new();
+    }
+    let rows: u64 = r.iter().map(|x| x.end - x.start).sum();
+    let named: Vec<String> = r
+        .iter()
+        .map(|x| {
+            format!(
+                "{} rows [{}, {}) of split {} in epoch {} ({})",
+                x.path, x.start, x.end, x.split, x.data_epoch, x.reason
+            )
+        })
+        .collect();
+    format!(
+        "; {rows} rows skipped and padded with rows of the same epoch: {}",
+        named.join("; ")
+    )
 }
 
 impl Drop for Supervisor<'_> {

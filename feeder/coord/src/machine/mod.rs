@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::ledger::Ledger;
+use super::ledger::{Ledger, SkippedRange};
 use super::{Remainder, SplitInfo, State};
 use crate::input::InputFingerprint;
 use crate::order::{OrderSpec, Segment};
@@ -27,6 +27,7 @@ mod lease;
 mod liveness;
 mod queue;
 mod seed;
+mod skipped;
 
 use fixed::Fixed;
 pub use fixed::SEGMENT_SPLIT;
@@ -288,6 +289,10 @@ pub struct Counters {
     pub rows_padded: u64,
     /// Rows acked in a training epoch that came from the next epoch's order (`wrap`).
     pub rows_wrapped: u64,
+    /// Rows skipped as corrupt under `--skip-errors` (all epochs, including earlier runs when
+    /// resumed); each was delivered as a padding row, also counted in `rows_padded`.
+    #[serde(default)]
+    pub rows_skipped: u64,
     /// Leases handed out.
     pub assignments: u64,
     /// Stalls reported.
@@ -369,6 +374,8 @@ pub struct Machine {
     /// The last lease granted to each rank's incarnation, sent again to a request that did
     /// not see it ([`Machine::request_work_after`]).
     granted: Vec<Option<Lease>>,
+    /// Rows skipped as corrupt (`--skip-errors`), all epochs.
+    skipped: Vec<SkippedRange>,
 }
 
 impl Machine {
@@ -465,6 +472,8 @@ impl Machine {
         m.counters.rows_dropped = state.rows_dropped;
         m.counters.rows_padded = state.rows_padded;
         m.counters.rows_wrapped = state.rows_wrapped;
+        m.skipped = state.skipped.clone();
+        m.counters.rows_skipped = m.skipped.iter().map(|r| r.end - r.start).sum();
         if state.finished || state.epoch >= m.cfg.epochs {
             m.epoch = state.epoch;
             m.finished = true;
@@ -553,6 +562,7 @@ impl Machine {
             input: None,
             resume_note: None,
             granted,
+            skipped: Vec::new(),
         })
     }
 
@@ -611,6 +621,7 @@ impl Machine {
             order: self.fixed_state(),
             input: self.input.clone(),
             journal: None,
+            skipped: self.skipped.clone(),
         }
     }
 

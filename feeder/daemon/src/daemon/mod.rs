@@ -290,7 +290,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         }
         thread::sleep(Duration::from_millis(20));
     }
-    report_skipped(&stats, plan.format);
+    report_skipped(&stats);
     match first_err {
         Some(e) => Err(e),
         None if !lost.is_empty() => Err(Error::PeerLost(format!(

@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use hydrofeed_coord::client::{CoordClient, Registered};
-use hydrofeed_coord::Stage;
+use hydrofeed_coord::{SkippedRange, Stage};
+use hydrofeed_format::OnError;
 
 use super::acks::AckBook;
 use super::attach::{attach, Attached, Rejoin};
 use super::batch_size::agree_batch_size;
 use super::stats::RankStats;
-use super::work::{metered, Asker, Reader, LEASES_IN_FLIGHT};
+use super::work::{metered, Asker, Reader, SkipSink, LEASES_IN_FLIGHT};
 use super::{connect, lost_coordinator, note_lost, stop_or_lost, stop_requested, Feeder};
 use crate::pipeline::{Budget, Ended, EpochWriter, Event};
 use crate::writer::{self, Writer};
@@ -98,6 +99,16 @@ pub(super) fn feed_rank(
     let mut read = opts.read.clone();
     read.batch_rows = batch_size;
     let budget = Budget::new(f.rank_memory(), LEASES_IN_FLIGHT);
+    let report: Option<SkipSink> = if opts.read.on_error == OnError::Skip {
+        let c = Mutex::new(connect(opts)?);
+        Some(Arc::new(move |r: &SkippedRange| {
+            c.lock()
+                .map_err(|_| Error::Internal("coordinator client poisoned".into()))?
+                .skipped(rank, inc, r)
+        }))
+    } else {
+        None
+    };
     let reader = Arc::new(Reader {
         storage: metered(&f.storage, st),
         plan: f.plan.clone(),
@@ -105,6 +116,7 @@ pub(super) fn feed_rank(
         st: st.clone(),
         pool: f.pool.clone(),
         budget: budget.clone(),
+        report,
     });
     let ask = Asker {
         client: connect(opts)?,

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use hydrofeed_coord::Stage;
-use hydrofeed_format::split::Format;
 use hydrofeed_format::Plan;
 use hydrofeed_ipc::StatusWord;
 
@@ -67,10 +66,8 @@ pub struct RankStats {
 /// (`launch` puts it in its summary).
 pub const SKIPPED_LINE: &str = "hydrofeed feeder: skipped ";
 
-/// Prints [`SKIPPED_LINE`] with the count and the files, if any record was skipped. Parquet
-/// and ORC readers hand out a padding row (a copy of a neighbouring row) for each row of a
-/// skipped unit, so that no later row moves; the line says so.
-pub(super) fn report_skipped(stats: &[Arc<RankStats>], format: Format) {
+/// Prints [`SKIPPED_LINE`] with the count and the files, if any record was skipped.
+pub(super) fn report_skipped(stats: &[Arc<RankStats>]) {
     let n: u64 = stats
         .iter()
         .map(|s| s.skipped_records.load(Ordering::Relaxed))
@@ -85,16 +82,7 @@ pub(super) fn report_skipped(stats: &[Arc<RankStats>], format: Format) {
         }
     }
     let files: Vec<String> = files.into_iter().collect();
-    let padded = match format {
-        Format::Parquet | Format::Orc => {
-            format!(", replaced by {n} padding rows (copies of a neighbouring row)")
-        }
-        _ => String::new(),
-    };
-    eprintln!(
-        "{SKIPPED_LINE}{n} corrupt records in {}{padded}",
-        files.join(", ")
-    );
+    eprintln!("{SKIPPED_LINE}{n} corrupt records in {}", files.join(", "));
 }
 
 pub(super) const STAGES: [Stage; 7] = [

@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use hydrofeed_coord::client::CoordClient;
-use hydrofeed_coord::{Lease, OrderLease, Stage, Work};
-use hydrofeed_format::{Plan, ReadOptions, SplitReader};
+use hydrofeed_coord::{Lease, OrderLease, SkippedRange, Stage, Work};
+use hydrofeed_format::split::Split;
+use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::{BlockLocation, FileStatus, RandomAccess, Storage};
 
 use super::stats::RankStats;
+use crate::fill::{first_readable, within, Filled};
 use crate::pipeline::{batch_bytes, Budget, Event, Place, Rows, Tag};
 use crate::stream::{read_segment, split_short, StreamCtx};
 use crate::{Error, Result};
@@ -34,7 +36,12 @@ pub(super) struct Reader {
     pub(super) pool: Arc<rayon::ThreadPool>,
     /// The rank's bound: bytes of decoded batches and windows, leases in flight.
     pub(super) budget: Arc<Budget>,
+    /// Where the rows skipped as corrupt and padded go (the coordinator).
+    pub(super) report: Option<SkipSink>,
 }
+
+/// Tells the coordinator of rows skipped as corrupt and delivered as padding.
+pub(super) type SkipSink = Arc<dyn Fn(&SkippedRange) -> Result<()> + Send + Sync>;
 
 /// Where the reader asks for work.
 pub(super) struct Asker {
@@ -113,8 +120,32 @@ impl Reader {
         }
     }
 
+    /// Tells the coordinator that rows `g` of `split` (data epoch `data_epoch`) went out as
+    /// padding.
+    fn padded(&self, data_epoch: u32, split: &Split, g: SkippedRows) -> Result<()> {
+        let Some(f) = &self.report else {
+            return Ok(());
+        };
+        f(&SkippedRange {
+            data_epoch,
+            path: split.path.clone(),
+            split: split.id,
+            start: g.start,
+            end: g.end,
+            reason: g.reason,
+        })
+    }
+
+    /// Readable rows of the plan other than `split`'s, to pad with.
+    fn pad_rows(&self, split: u32) -> Result<arrow_array::RecordBatch> {
+        first_readable(&self.storage, &self.plan, &self.read, split)
+    }
+
     /// Reads a segment of the fixed order and sends its rows in stream order.
     fn read_stream(&self, l: &Lease, o: &OrderLease, tx: &Sender<Event>) -> Result<()> {
+        let data_epoch = o.segment.data_epoch;
+        let on_padded = |s: &Split, g: SkippedRows| self.padded(data_epoch, s, g);
+        let pad_source = || self.pad_rows(u32::MAX);
         let sc = StreamCtx {
             storage: &self.storage,
             plan: &self.plan,
@@ -122,6 +153,8 @@ impl Reader {
             pool: &self.pool,
             budget: &self.budget,
             on_skipped: Some(&|split, n| self.st.skipped_in(&self.plan, split, n)),
+            on_padded: Some(&on_padded),
+            pad_source: Some(&pad_source),
         };
         // Storage reads say `reading` while they run (`metered`).
         self.st.set_reader(Stage::Decoding);
@@ -152,16 +185,22 @@ impl Reader {
         // Opening, passing units over and decoding are `decoding`; the storage reads inside
         // them say `reading` while they run (`metered`).
         st.set_reader(Stage::Decoding);
-        let mut reader = hydrofeed_format::open_split(&self.storage, plan, split, &self.read)?;
+        let mut raw = hydrofeed_format::open_split(&self.storage, plan, split, &self.read)?;
         // Whole units before the lease's first row are passed over unread; only the rest of
         // the head is decoded and dropped.
-        let passed = reader.skip_rows(l.first_row);
+        let passed = raw.skip_rows(l.first_row);
         st.rows_passed.fetch_add(passed, Ordering::Relaxed);
+        // Rows skipped as corrupt keep their positions (padding rows of the same epoch in
+        // their place): the lease's rows after them are the rows the coordinator counts.
+        let pad_source = || self.pad_rows(l.split);
+        let mut reader = Filled::new(raw, split.rows, passed, Some(&pad_source));
+        let mut reported = 0;
+        let lease_end = l.first_row + l.rows;
         let (mut skip, mut left) = (l.first_row - passed, l.rows);
         // Records skipped before the lease's first row belong to another lease's range (the
         // readers re-decode a split's head): count only those after it.
         let mut skipped_before = (l.first_row == 0).then_some(0);
-        let note_skips = |reader: &dyn SplitReader, before: Option<u64>| {
+        let note_skips = |reader: &Filled<'_>, before: Option<u64>| {
             let n = reader.skipped().records - before.unwrap_or(0);
             if n > 0 {
                 st.skipped_records.fetch_add(n, Ordering::Relaxed);
@@ -194,11 +233,15 @@ impl Reader {
                 return Ok(());
             };
             let permit = Some(permit);
+            for g in within(&reader.padded()[reported..], l.first_row, lease_end) {
+                self.padded(l.data_epoch, split, g)?;
+            }
+            reported = reader.padded().len();
             if tx.send(Event::Rows(Rows { tag, batch, permit })).is_err() {
                 return Ok(()); // the writer is gone; it reports why
             }
             if left == 0 {
-                note_skips(reader.as_ref(), skipped_before);
+                note_skips(&reader, skipped_before);
                 return Ok(());
             }
             st.set_reader(Stage::Decoding);
@@ -392,6 +435,7 @@ mod tests {
             st: st.clone(),
             pool: crate::pipeline::decode_pool(1).unwrap(),
             budget: Budget::new(usize::MAX, 1),
+            report: None,
         };
         reader.read_lease(&lease, &tx).unwrap();
         done.store(true, Ordering::SeqCst);

@@ -38,7 +38,7 @@ use bytes::Bytes;
 use super::io::{catch, column_indices, guard, loc, panicked};
 use super::parquet::check_against;
 use super::Rebatcher;
-use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use super::{OnError, ReadOptions, SkipStats, SkippedRows, SplitReader};
 use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, RandomAccess, Storage};
@@ -276,6 +276,11 @@ pub struct AvroReader {
     batch_rows: usize,
     on_error: OnError,
     skipped: SkipStats,
+    /// Blocks whose data did not decode, by position (rows of the well-framed blocks before).
+    gaps: Vec<SkippedRows>,
+    /// Rows of the well-framed blocks taken so far (decoded, skipped or passed over): the
+    /// position of the next block's first row, as the plan counts rows.
+    pos: u64,
     done: bool,
     /// The columns holding a `duration` (checked per block, see [`check_durations`]).
     duration_columns: Vec<usize>,
@@ -338,6 +343,8 @@ impl AvroReader {
             batch_rows: opts.batch_rows.max(1),
             on_error: opts.on_error,
             skipped: SkipStats::default(),
+            gaps: Vec::new(),
+            pos: 0,
             done: false,
             held: None,
         })
@@ -412,6 +419,8 @@ impl AvroReader {
                 Ok(r) => r,
                 Err(msg) => Err(self.block_error(panicked(&msg))),
             };
+            let at = self.pos;
+            self.pos += b.count;
             match r {
                 Ok(Some(batch)) => {
                     self.pending.push(batch);
@@ -422,6 +431,13 @@ impl AvroReader {
                     tracing::warn!("skipping: {e}");
                     self.skipped.blocks += 1;
                     self.skipped.records += b.count;
+                    if b.count > 0 {
+                        self.gaps.push(SkippedRows {
+                            start: at,
+                            end: at + b.count,
+                            reason: SkippedRows::reason_of(&e),
+                        });
+                    }
                 }
                 Err(e) => return Err(e),
             }
@@ -483,6 +499,10 @@ impl SplitReader for AvroReader {
         s
     }
 
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &self.gaps
+    }
+
     /// Frames blocks (header, length, sync marker) without decoding them: a block's object
     /// count is in its header.
     fn skip_rows(&mut self, n: u64) -> u64 {
@@ -492,7 +512,10 @@ impl SplitReader for AvroReader {
         let mut passed = 0;
         loop {
             match self.walker.next_block() {
-                Ok(Some(b)) if passed + b.count <= n => passed += b.count,
+                Ok(Some(b)) if passed + b.count <= n => {
+                    passed += b.count;
+                    self.pos += b.count;
+                }
                 other => {
                     self.held = Some(other);
                     return passed;

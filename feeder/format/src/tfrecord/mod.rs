@@ -28,7 +28,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
-use super::{OnError, ReadOptions, SkipStats, SplitReader};
+use super::{OnError, ReadOptions, SkipStats, SkippedRows, SplitReader};
 use crate::split::{file_splits, Format, Split, SplitUnit};
 use crate::{Error, Result};
 use hydrofeed_error::Location;
@@ -332,6 +332,11 @@ pub struct TfrecordReader {
     record: u64,
     skipped: SkipStats,
     skipped_bytes: u64,
+    /// Valid records (both CRCs right) taken so far: the position of the next one, as the
+    /// plan counts rows.
+    valid: u64,
+    /// Valid records that did not decode, by position.
+    gaps: Vec<SkippedRows>,
     done: bool,
     /// What [`SplitReader::skip_rows`] met and left for [`Self::fill`] (never a valid record).
     held: Option<std::io::Result<Event>>,
@@ -385,6 +390,8 @@ impl TfrecordReader {
             record: 0,
             skipped: SkipStats::default(),
             skipped_bytes: 0,
+            valid: 0,
+            gaps: Vec::new(),
             done: false,
             held: None,
         })
@@ -444,8 +451,15 @@ impl TfrecordReader {
             match ev {
                 Event::Record { offset, at, len } => {
                     let r = self.decoder.push(&self.stream.buf()[at..at + len]);
+                    self.valid += 1;
                     if let Err(e) = r {
                         self.bad(offset, format!("bad tf.train.Example: {}", e.0))?;
+                        let reason = SkippedRows::reason_of(&self.error(offset, e.0));
+                        self.gaps.push(SkippedRows {
+                            start: self.valid - 1,
+                            end: self.valid,
+                            reason,
+                        });
                     }
                 }
                 Event::BadData { offset } => {
@@ -533,6 +547,10 @@ impl SplitReader for TfrecordReader {
         self.skipped.clone()
     }
 
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &self.gaps
+    }
+
     /// Frames records (their CRCs checked) without parsing them as `tf.train.Example`s; stops
     /// at anything but a valid record, which the next read then reports as it would have.
     fn skip_rows(&mut self, n: u64) -> u64 {
@@ -544,6 +562,7 @@ impl SplitReader for TfrecordReader {
             match self.stream.next_record() {
                 Ok(Event::Record { .. }) => {
                     passed += 1;
+                    self.valid += 1;
                     self.record += 1;
                 }
                 other => {

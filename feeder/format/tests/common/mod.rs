@@ -70,7 +70,6 @@ pub fn read_all(input: &str, opts: &ReadOptions) -> Result<(Plan, Vec<RecordBatc
         let k = r.skipped();
         sk.records += k.records;
         sk.blocks += k.blocks;
-        sk.padded += k.padded;
     }
     Ok((plan, out, sk))
 }
