@@ -20,6 +20,7 @@ pub fn stage_of(s: i32) -> MStage {
         Stage::TrainerIdle => MStage::TrainerIdle,
         Stage::WaitingWork => MStage::WaitingWork,
         Stage::Done => MStage::Done,
+        Stage::TrainerGone => MStage::TrainerGone,
     }
 }
 
@@ -33,6 +34,7 @@ pub fn proto_stage(s: MStage) -> Stage {
         MStage::TrainerIdle => Stage::TrainerIdle,
         MStage::WaitingWork => Stage::WaitingWork,
         MStage::Done => Stage::Done,
+        MStage::TrainerGone => Stage::TrainerGone,
     }
 }
 

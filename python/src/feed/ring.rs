@@ -85,6 +85,7 @@ fn stage_cause(rank: &str, s: Stage) -> String {
              process holds the ring?)"
         }
         Stage::Done => "done: it sent the end of the feed",
+        Stage::TrainerGone => "done with this rank: it saw its trainer leave",
     };
     format!("the ring is empty and the feeder of {rank} is {why}")
 }

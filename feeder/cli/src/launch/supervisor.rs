@@ -18,6 +18,7 @@ use indicatif::ProgressBar;
 use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::service::RunningService;
 use hydrofeed_coord::token::{Token, TOKEN_ENV};
+use hydrofeed_coord::Stage;
 use hydrofeed_feeder::daemon::SKIPPED_LINE;
 use hydrofeed_tfbridge::SOCKET_ENV;
 
@@ -422,6 +423,10 @@ impl<'a> Supervisor<'a> {
             t.status = Some(s);
             let rank = t.rank;
             if !s.success() && !interrupted && !t.killed {
+                // What the dead trainer was handed is in its ring's header: the feeder acks
+                // it once it sees the trainer gone. Wait for that (bounded) before the job
+                // ends and its state is taken, or the last batches handed out come again.
+                await_trainer_gone(self.job.svc, &mut self.feeder, rank);
                 if let Some(fs) = self.feeder.try_wait()? {
                     if failed_by_itself(fs) {
                         return Err(feeder_failed(&self.feeder, self.job.svc, fs));
@@ -543,6 +548,32 @@ impl<'a> Supervisor<'a> {
             steps,
         )
     }
+}
+
+/// How long a failed trainer's feeder gets to ack what that trainer was handed.
+const TRAINER_GONE_WAIT: Duration = Duration::from_secs(3);
+
+/// Waits until the feeder says `rank`'s trainer is gone (its hand-outs acked), the feeder
+/// exited, or [`TRAINER_GONE_WAIT`] passed.
+fn await_trainer_gone(svc: &RunningService, feeder: &mut ChildProc, rank: u32) {
+    let t0 = Instant::now();
+    while t0.elapsed() < TRAINER_GONE_WAIT {
+        let gone = svc.shared.with_machine(|m| {
+            m.ranks()
+                .get(rank as usize)
+                .is_none_or(|r| !r.alive || r.stage == Stage::TrainerGone)
+        });
+        if gone || !matches!(feeder.try_wait(), Ok(None)) {
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    tracing::warn!(
+        rank,
+        "the feeder did not report trainer rank {rank} gone within {} s: batches it handed \
+         out after its last ack may come again on resume",
+        TRAINER_GONE_WAIT.as_secs()
+    );
 }
 
 /// The rows skipped as corrupt and delivered as padding, as the summary names them.

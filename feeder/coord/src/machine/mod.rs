@@ -97,6 +97,9 @@ pub enum Stage {
     WaitingWork,
     /// End of feed reached.
     Done,
+    /// The rank's trainer is gone (it died or left before its end of feed); what it was
+    /// handed is acked. `launch` waits for it before it takes the state of a failed job.
+    TrainerGone,
 }
 
 impl Stage {
@@ -110,6 +113,7 @@ impl Stage {
             Stage::TrainerIdle => "trainer not consuming",
             Stage::WaitingWork => "waiting for work",
             Stage::Done => "done",
+            Stage::TrainerGone => "trainer gone",
         }
     }
 
@@ -124,6 +128,7 @@ impl Stage {
             Stage::TrainerIdle => 5,
             Stage::WaitingWork => 6,
             Stage::Done => 7,
+            Stage::TrainerGone => 8,
         }
     }
 
@@ -137,6 +142,7 @@ impl Stage {
             5 => Stage::TrainerIdle,
             6 => Stage::WaitingWork,
             7 => Stage::Done,
+            8 => Stage::TrainerGone,
             _ => return None,
         })
     }
@@ -724,7 +730,7 @@ mod stage_tests {
     #[test]
     fn stage_codes_round_trip() {
         let known: Vec<Stage> = (0..=u8::MAX).filter_map(Stage::from_code).collect();
-        assert_eq!(known.len(), 7);
+        assert_eq!(known.len(), 8);
         for s in known {
             assert_eq!(Stage::from_code(s.code()), Some(s));
         }

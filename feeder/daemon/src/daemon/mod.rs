@@ -370,8 +370,12 @@ fn run_rank(f: &Feeder, i: u32, stats: &Arc<RankStats>) -> Result<RankReport> {
     };
     let r = feed_rank(f, stats, &reg, client, attached);
     // A rank that failed keeps the stage it failed in: the last one its heartbeat reports.
-    if r.is_ok() {
-        stats.set(Stage::Done);
+    // One whose trainer left says so, after it acked what that trainer was handed (`launch`
+    // waits for it before it takes the state).
+    match &r {
+        Ok(_) => stats.set(Stage::Done),
+        Err(Error::PeerLost(_)) => stats.set(Stage::TrainerGone),
+        Err(_) => {}
     }
     stop.store(true, Ordering::Relaxed);
     // Its last heartbeat (the final stage) goes now, not after its pause.

@@ -85,7 +85,7 @@ pub(super) fn report_skipped(stats: &[Arc<RankStats>]) {
     eprintln!("{SKIPPED_LINE}{n} corrupt records in {}", files.join(", "));
 }
 
-pub(super) const STAGES: [Stage; 7] = [
+pub(super) const STAGES: [Stage; 8] = [
     Stage::Starting,
     Stage::Reading,
     Stage::Decoding,
@@ -93,6 +93,7 @@ pub(super) const STAGES: [Stage; 7] = [
     Stage::TrainerIdle,
     Stage::WaitingWork,
     Stage::Done,
+    Stage::TrainerGone,
 ];
 
 impl RankStats {
