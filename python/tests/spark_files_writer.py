@@ -1,4 +1,6 @@
-"""Writes the tables of ``test_spark_files.py`` with Spark itself and reads them back with Spark.
+"""Writes the tables of ``test_spark_files_matrix.py`` with Spark itself (ORC, Parquet, and Avro
+through ``spark-avro``, fetched from Maven at the installed PySpark's version) and reads them
+back with Spark.
 
 Run as a separate process (``python spark_files_writer.py OUT``), so that its JVM starts with
 the zone it is given (``TZ`` and ``-Duser.timezone``) whatever JVM the test process may
@@ -60,9 +62,13 @@ def main(out: str) -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    import pyspark
+
     jopt = f"-Duser.timezone={JVM_ZONE}"
     spark = (
         SparkSession.builder.master("local[2]")
+        # Spark's Avro data source, from Maven at Spark's own version.
+        .config("spark.jars.packages", f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}")
         .appName("hydrofeed-spark-files")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -166,6 +172,15 @@ def main(out: str) -> None:
             spark.conf.set("spark.sql.parquet.int96RebaseModeInWrite", mode)
             pq.repartition(2).write.partitionBy("part").parquet(path)
             keep(name, spark.read.parquet(path), pq_flat, "parquet", ts_type=ts_type, rebase=mode)
+
+    # Avro through spark-avro, under both rebase modes (LEGACY writes dates and timestamps in
+    # the hybrid calendar and says so in the header's metadata), with the same columns.
+    for mode in ("LEGACY", "CORRECTED"):
+        name = f"avro_{mode.lower()}"
+        path = os.path.join(out, name)
+        spark.conf.set("spark.sql.avro.datetimeRebaseModeInWrite", mode)
+        pq.repartition(2).write.partitionBy("part").format("avro").save(path)
+        keep(name, spark.read.format("avro").load(path), pq_flat, "avro", rebase=mode)
 
     with open(os.path.join(out, "done.json"), "w") as f:
         json.dump({"jvm_zone": JVM_ZONE, "session_zone": SESSION_ZONE, "spark": spark.version, "datasets": written}, f)

@@ -6,10 +6,11 @@ One Spark process (``spark_files_writer.py``) writes every dataset under a JVM z
 and reads each back with Spark; the tests read the same directories with ``hydrofeed.read`` and
 compare instants (epoch microseconds) and days, never wall-clock strings: ORC with zlib, snappy
 and zstd, and once with a JVM zone that has daylight saving time; Parquet with INT96,
-TIMESTAMP_MICROS and TIMESTAMP_MILLIS, each under the LEGACY and the CORRECTED rebase mode.
+TIMESTAMP_MICROS and TIMESTAMP_MILLIS, each under the LEGACY and the CORRECTED rebase mode;
+Avro through ``spark-avro`` under both rebase modes.
 The values reach across daylight-saving changes, historical offsets, 1900, the Gregorian
-cutover of 1582 and year 1, with nulls; the Parquet tables hold decimals 9/18/38, a map, a
-struct and a Hive partition directory with a null value.
+cutover of 1582 and year 1, with nulls; the Parquet and Avro tables hold decimals 9/18/38, a
+map, a struct and a Hive partition directory with a null value.
 
 Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), where they fail.
 """
@@ -38,6 +39,7 @@ ORC = ["orc_zlib", "orc_snappy", "orc_zstd", "orc_dst_jvm", "orc_modern"]
 PARQUET = [
     f"parquet_{t}_{m}" for t in ("int96", "timestamp_micros", "timestamp_millis") for m in ("legacy", "corrected")
 ]
+AVRO = ["avro_legacy", "avro_corrected"]
 
 
 def _unavailable(why: str) -> None:
@@ -201,4 +203,11 @@ def test_orc_wall_reading_is_the_writer_zones_wall_clock(spark_files: tuple[Path
 def test_parquet_written_by_spark_reads_as_spark_reads_it(spark_files: tuple[Path, dict[str, Any]], name: str) -> None:
     out, done = spark_files
     assert done["datasets"][name]["format"] == "parquet"
+    _compare(_spark_rows(out, name), _hydrofeed_rows(out / name))
+
+
+@pytest.mark.parametrize("name", AVRO)
+def test_avro_written_by_spark_reads_as_spark_reads_it(spark_files: tuple[Path, dict[str, Any]], name: str) -> None:
+    out, done = spark_files
+    assert done["datasets"][name]["format"] == "avro"
     _compare(_spark_rows(out, name), _hydrofeed_rows(out / name))

@@ -1,6 +1,7 @@
 //! Parquet files as Spark wrote them: INT96 timestamps in microseconds, and the values Spark
 //! wrote in its `LEGACY` rebase mode (hybrid Julian/Gregorian calendar) read back as Spark
-//! reads them.
+//! reads them. Avro files `spark-avro` wrote carry the same keys in their header and are
+//! rebased the same way ([`avro_legacy`]).
 //!
 //! - INT96 (Spark's `outputTimestampType=INT96`, Impala, Hive) holds a Julian day and the
 //!   nanoseconds of that day: years 1 to 9999 and beyond, which `timestamp[ns]` (the parquet
@@ -53,15 +54,37 @@ pub(crate) fn legacy(
     meta: &ParquetMetaData,
     int96_paths: HashSet<Vec<String>>,
 ) -> Option<SparkLegacy> {
-    let version = kv(meta, "org.apache.spark.version")??;
+    legacy_of(|key| kv(meta, key), int96_paths)
+}
+
+/// Spark's calendar of an Avro file (`spark-avro` writes the same keys into the header's
+/// metadata as Spark's Parquet writer into the footer: `org.apache.spark.legacyDateTime` under
+/// `datetimeRebaseModeInWrite=LEGACY`, with `org.apache.spark.timeZone`).
+pub(crate) fn avro_legacy(head: &arrow_avro::reader::HeaderInfo) -> Option<SparkLegacy> {
+    legacy_of(
+        |key| {
+            head.get(key)
+                .map(|v| std::str::from_utf8(v).ok().filter(|s| !s.is_empty()))
+        },
+        HashSet::new(),
+    )
+}
+
+/// Spark's calendar from a file's key/value metadata (`kv`: `None` when the key is absent,
+/// `Some(None)` when it has no value).
+fn legacy_of<'a>(
+    kv: impl Fn(&str) -> Option<Option<&'a str>>,
+    int96_paths: HashSet<Vec<String>>,
+) -> Option<SparkLegacy> {
+    let version = kv("org.apache.spark.version")??;
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    let datetime = kv(meta, "org.apache.spark.legacyDateTime").is_some() || v < (3, 0);
-    let int96 = kv(meta, "org.apache.spark.legacyINT96").is_some() || v < (3, 1);
+    let datetime = kv("org.apache.spark.legacyDateTime").is_some() || v < (3, 0);
+    let int96 = kv("org.apache.spark.legacyINT96").is_some() || v < (3, 1);
     if !datetime && !int96 {
         return None;
     }
-    let zone = kv(meta, "org.apache.spark.timeZone")
+    let zone = kv("org.apache.spark.timeZone")
         .flatten()
         .and_then(|z| z.parse::<Tz>().ok())
         .unwrap_or(chrono_tz::UTC);
@@ -174,9 +197,11 @@ fn rebase(a: &ArrayRef, path: &mut Vec<String>, how: &SparkLegacy) -> Result<Arr
             a.as_primitive::<Date32Type>()
                 .unary::<_, Date32Type>(julian_to_gregorian_days),
         ),
-        DataType::Timestamp(unit, _) => {
+        DataType::Timestamp(unit, tz) => {
+            // Spark rebases its `TimestampType` (an instant), never `TIMESTAMP_NTZ` (a
+            // wall clock without a zone, which it writes in the proleptic calendar).
             let int96 = how.int96_paths.contains(path.as_slice());
-            if (int96 && how.int96) || (!int96 && how.datetime) {
+            if (int96 && how.int96) || (!int96 && how.datetime && tz.is_some()) {
                 rebase_timestamps(a, *unit, how.zone)
             } else {
                 a.clone()

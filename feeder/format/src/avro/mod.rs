@@ -26,6 +26,7 @@
 //!   is dropped whole and counted, and reading resumes at the next sync marker; a truncated
 //!   tail ends the split.
 
+use crate::parquet_spark::{avro_legacy, rebase_batch, SparkLegacy};
 use std::io::BufRead;
 use std::sync::Arc;
 
@@ -287,6 +288,8 @@ pub struct AvroReader {
     /// What [`SplitReader::skip_rows`] framed and left for the next read (a block too large to
     /// pass over, the end, or an error).
     held: Option<Result<Option<BlockPos>>>,
+    /// Spark's hybrid calendar, when `spark-avro` wrote the file in its `LEGACY` rebase mode.
+    spark: Option<SparkLegacy>,
 }
 
 impl AvroReader {
@@ -305,6 +308,7 @@ impl AvroReader {
         };
         let file = storage.open(&split.path)?;
         let head = read_head(&file)?;
+        let spark = avro_legacy(&head.info);
         let full = file_schema(&head, &split.path, opts)?;
         let projection = match &opts.columns {
             None => None,
@@ -347,6 +351,7 @@ impl AvroReader {
             pos: 0,
             done: false,
             held: None,
+            spark,
         })
     }
 
@@ -400,7 +405,12 @@ impl AvroReader {
             check_durations(self.schema.field(i).name(), &batch.column(i).to_data())
                 .map_err(|e| self.block_error(e))?;
         }
-        Ok(Some(batch))
+        match &self.spark {
+            Some(how) => rebase_batch(batch, how)
+                .map(Some)
+                .map_err(|e| self.block_error(format!("Spark's hybrid calendar: {e}"))),
+            None => Ok(Some(batch)),
+        }
     }
 
     /// Decodes the next block into `pending`; `false` at the end of the split.

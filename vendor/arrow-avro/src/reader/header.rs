@@ -174,6 +174,11 @@ impl HeaderInfo {
         self.0.header.compression()
     }
 
+    /// Returns the value of the metadata key `key`, if any.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<&[u8]> {
+        self.0.header.get(key)
+    }
+
     /// Returns the length of the header in bytes.
     pub fn header_len(&self) -> u64 {
         self.0.header_len
