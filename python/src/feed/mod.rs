@@ -509,8 +509,9 @@ impl Feed {
         let r: Result<String, String> = blocking::call(py, &what, move || {
             // A coordinator restarting (on its journal) is waited for, within `timeout`.
             let tls = hydrofeed_coord::tls::ClientTls::from_env().map_err(|e| e.to_string())?;
-            let mut c = CoordClient::connect_retrying(&addr, &token, timeout, tls.as_ref(), timeout)
-                .map_err(|e| e.to_string())?;
+            let mut c =
+                CoordClient::connect_retrying(&addr, &token, timeout, tls.as_ref(), timeout)
+                    .map_err(|e| e.to_string())?;
             let t0 = Instant::now();
             loop {
                 let m = c.metrics().map_err(|e| e.to_string())?;
