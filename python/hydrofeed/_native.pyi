@@ -63,6 +63,7 @@ class Reader:
         batch_size: int | None = None,
         schema: pa.Schema | None = None,
         orc_timestamps: str = "instant",
+        snapshot: str | None = None,
     ) -> Reader: ...
     @property
     def schema(self) -> pa.Schema: ...

@@ -19,6 +19,7 @@ def read(
     batch_size: int | None = None,
     schema: pa.Schema | None = None,
     orc_timestamps: str = "instant",
+    snapshot: int | str | None = None,
 ) -> Reader:
     """Reads ``path`` (file, directory, glob; local or ``hdfs://``) and yields its batches.
 
@@ -40,6 +41,10 @@ def read(
     read (docs/formats.md): ``"instant"`` (default) the instants the writer's zone gives their
     wall clocks, as Spark reads them back; ``"wall"`` those wall clocks read as UTC, as Hive
     and pyarrow.orc read them.
+
+    A directory holding ``_delta_log/`` is read as a Delta Lake table: the live files of one
+    snapshot, never files a later commit removed. ``snapshot`` is a version (``int``) or an
+    RFC 3339 time (the newest commit at or before it); default the newest.
     """
     reader = Reader(
         path,
@@ -50,5 +55,6 @@ def read(
         batch_size=batch_size,
         schema=schema,
         orc_timestamps=orc_timestamps,
+        snapshot=None if snapshot is None else str(snapshot),
     )
     return reader

@@ -181,7 +181,7 @@ impl Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant"))]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant", snapshot=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -193,6 +193,7 @@ impl Reader {
         batch_size: Option<usize>,
         schema: Option<pyo3_arrow::PySchema>,
         orc_timestamps: &str,
+        snapshot: Option<String>,
     ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
@@ -208,6 +209,11 @@ impl Reader {
             batch_rows: batch_size.unwrap_or(batch_rows),
             schema: schema.map(|s| s.into_inner()),
             orc_timestamps: parse_orc_timestamps(orc_timestamps)?,
+            snapshot: snapshot
+                .as_deref()
+                .map(hydrofeed_format::delta::SnapshotSpec::parse)
+                .transpose()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
             ..ReadOptions::default()
         };
         let path = path.to_string();

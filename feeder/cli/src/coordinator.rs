@@ -110,7 +110,11 @@ pub(crate) fn read_state(p: &std::path::Path) -> anyhow::Result<State> {
 }
 
 /// The splits, and the input's fingerprint where there is an input (not `--splits`).
-fn splits_of(args: &Args) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerprint>)> {
+/// A table input is planned at the snapshot of `saved`, the state resumed.
+fn splits_of(
+    args: &Args,
+    saved: Option<&State>,
+) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerprint>)> {
     if let Some(p) = &args.splits {
         #[derive(serde::Deserialize)]
         struct S {
@@ -133,7 +137,17 @@ fn splits_of(args: &Args) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerp
         .as_deref()
         .expect("clap requires input or splits");
     let storage = hydrofeed_storage::open_storage(input)?;
-    let plan = hydrofeed_format::plan(&storage, input, &args.read.options()?)?;
+    let mut read = args.read.options()?;
+    crate::pin_snapshot(&mut read, saved, "hydrofeed coordinator")?;
+    let plan = hydrofeed_format::plan(&storage, input, &read)?;
+    if let Some(t) = &plan.table {
+        // Feeders started apart plan the input themselves: they must read this version.
+        eprintln!(
+            "hydrofeed coordinator: the {} table {} at version {}: start the feeders with \
+             --snapshot {}",
+            t.kind, t.id, t.version, t.version
+        );
+    }
     Ok((
         crate::split_infos(&plan),
         Some(crate::input_fingerprint(&plan)),
@@ -187,7 +201,8 @@ fn resume_machine(
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
     let tls = args.tls.load(args.listen)?;
-    let (splits, input) = splits_of(&args)?;
+    let saved = args.resume.as_deref().map(read_state).transpose()?;
+    let (splits, input) = splits_of(&args, saved.as_ref())?;
     let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -203,13 +218,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let m = match &args.journal {
         Some(dir) if hydrofeed_coord::journal::exists(dir) => None,
-        _ => Some(match &args.resume {
-            Some(p) => {
-                let st = read_state(p)?;
+        _ => Some(match (&args.resume, saved) {
+            (Some(p), Some(st)) => {
                 resume_machine(&args, splits.clone(), input.as_ref(), cfg.clone(), st)
                     .with_context(|| format!("resuming from {}", p.display()))?
             }
-            None => Machine::new(splits.clone(), cfg.clone())?,
+            _ => Machine::new(splits.clone(), cfg.clone())?,
         }),
     };
     let roster = || Roster::new(args.workers, args.ps, args.evaluators);

@@ -208,7 +208,42 @@ pub(crate) fn input_fingerprint(plan: &Plan) -> InputFingerprint {
             split_rows: rows.remove(f.path.as_str()).unwrap_or_default(),
         })
         .collect();
-    InputFingerprint::of_files(&plan.input, files)
+    InputFingerprint::of_files(&plan.input, files).with_table(plan.table.as_ref().map(|t| {
+        hydrofeed_coord::input::TableRef {
+            kind: t.kind.to_string(),
+            id: t.id.clone(),
+            version: t.version,
+        }
+    }))
+}
+
+/// The snapshot to plan a table input at when resuming `saved`: the state's, which a
+/// `--snapshot` given too must name. Says so on standard error, prefixed with `who`.
+pub(crate) fn pin_snapshot(
+    read: &mut hydrofeed_format::ReadOptions,
+    saved: Option<&hydrofeed_coord::State>,
+    who: &str,
+) -> anyhow::Result<()> {
+    use hydrofeed_format::delta::SnapshotSpec;
+    let Some(t) = saved.and_then(|s| s.input.as_ref()).and_then(|i| i.table()) else {
+        return Ok(());
+    };
+    match &read.snapshot {
+        None => read.snapshot = Some(SnapshotSpec::Version(t.version)),
+        Some(SnapshotSpec::Version(v)) if *v == t.version => {}
+        Some(other) => anyhow::bail!(
+            "--snapshot {other:?}: the resumed state read version {} of the {} table {}; a \
+             resume reads the snapshot it was made from (leave --snapshot out)",
+            t.version,
+            t.kind,
+            t.id
+        ),
+    }
+    eprintln!(
+        "{who}: resuming the {} table {} at its saved version {}",
+        t.kind, t.id, t.version
+    );
+    Ok(())
 }
 
 /// The state to resume `saved` with over the input of fingerprint `now` (`None`: splits given

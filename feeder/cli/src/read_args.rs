@@ -79,6 +79,11 @@ pub struct ReadArgs {
     /// reads them) or `wall` (as Hive reads them).
     #[arg(long, value_enum, default_value_t)]
     pub orc_timestamps: OrcTimestampsArg,
+    /// The snapshot of a table input (Delta Lake) to read: a version, or an RFC 3339 time
+    /// (the newest commit at or before it). Default: the newest at planning time, which the
+    /// job then keeps (its feeders and a resume read that one).
+    #[arg(long, value_name = "VERSION|TIME")]
+    pub snapshot: Option<String>,
 }
 
 impl ReadArgs {
@@ -98,6 +103,11 @@ impl ReadArgs {
                 OrcTimestampsArg::Instant => OrcTimestamps::Instant,
                 OrcTimestampsArg::Wall => OrcTimestamps::Wall,
             },
+            snapshot: self
+                .snapshot
+                .as_deref()
+                .map(hydrofeed_format::delta::SnapshotSpec::parse)
+                .transpose()?,
             ..ReadOptions::default()
         })
     }
@@ -126,6 +136,10 @@ impl ReadArgs {
         if self.orc_timestamps != OrcTimestampsArg::default() {
             args.push("--orc-timestamps".into());
             args.push("wall".into());
+        }
+        if let Some(s) = &self.snapshot {
+            args.push("--snapshot".into());
+            args.push(s.into());
         }
         args
     }
@@ -216,6 +230,7 @@ mod tests {
             skip_errors: true,
             schema: Some(json_schema(dir)),
             orc_timestamps: OrcTimestampsArg::Wall,
+            snapshot: Some("7".into()),
         }
     }
 

@@ -33,7 +33,22 @@ pub enum InputFingerprint {
         digest: String,
         /// In listing order (empty files included), which is split order.
         files: Vec<FileEntry>,
+        /// The table snapshot the files are (a Delta table's live files at a version): a
+        /// resume plans that snapshot again, whatever was committed since.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        table: Option<TableRef>,
     },
+}
+
+/// A table snapshot, as a state records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableRef {
+    /// `"delta"`.
+    pub kind: String,
+    /// The table's identity (Delta: `metaData.id`).
+    pub id: String,
+    /// The version (Delta) read.
+    pub version: u64,
 }
 
 /// One file of a [`InputFingerprint::Files`].
@@ -75,6 +90,25 @@ impl InputFingerprint {
         Self::Files {
             digest: format!("{:016x}", h.finish()),
             files,
+            table: None,
+        }
+    }
+
+    /// The same fingerprint, of the table snapshot `t`.
+    pub fn with_table(self, t: Option<TableRef>) -> Self {
+        match self {
+            Self::Files { digest, files, .. } => Self::Files {
+                digest,
+                files,
+                table: t,
+            },
+        }
+    }
+
+    /// The table snapshot, when the input is a table.
+    pub fn table(&self) -> Option<&TableRef> {
+        match self {
+            Self::Files { table, .. } => table.as_ref(),
         }
     }
 

@@ -15,6 +15,7 @@ pub use hydrofeed_error::{Error, Location, Result};
 
 pub mod avro;
 mod calendar;
+pub mod delta;
 pub mod gen;
 mod io;
 pub mod listing;
@@ -69,6 +70,8 @@ pub struct ReadOptions {
     pub split_bytes: u64,
     /// How ORC timestamps written in a zone other than UTC are read.
     pub orc_timestamps: OrcTimestamps,
+    /// The snapshot of a table input to read (default: the newest at planning time).
+    pub snapshot: Option<delta::SnapshotSpec>,
 }
 
 impl Default for ReadOptions {
@@ -81,6 +84,7 @@ impl Default for ReadOptions {
             schema: None,
             split_bytes: 64 << 20,
             orc_timestamps: OrcTimestamps::Instant,
+            snapshot: None,
         }
     }
 }
@@ -102,6 +106,8 @@ pub struct Plan {
     /// The schema every file is decoded with when it is not the file's own: the one given,
     /// or for Avro files of successive schemas the newest writer schema (the reader schema).
     pub read_schema: Option<SchemaRef>,
+    /// The table snapshot planned, when the input is a table: the files are its live ones.
+    pub table: Option<delta::TableSnapshot>,
 }
 
 impl Plan {
@@ -193,7 +199,8 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
 /// - `opts.schema`, when given, is the schema of the read; a dataset with no file to take a
 ///   schema from and none given is a `SchemaError` that says so.
 pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
-    let files = listing::list(storage, input, opts.format)?;
+    let files = listing::list(storage, input, opts.format, opts.snapshot.as_ref())?;
+    let table = files.table.clone();
     let format = files.format;
     let mut read_schema = opts.schema.clone();
     let mut planned = plan_files(storage, &files, opts);
@@ -252,6 +259,7 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         splits,
         read_schema,
         files: files.files.into_iter().map(|f| f.status).collect(),
+        table,
     })
 }
 

@@ -46,6 +46,8 @@ pub struct Listing {
     pub files: Vec<Listed>,
     /// Partition columns, in directory order.
     pub partition_fields: Vec<Field>,
+    /// The table snapshot the files are, when the input is a table (Delta Lake).
+    pub table: Option<crate::delta::TableSnapshot>,
 }
 
 /// The format a file name tells, if any.
@@ -148,8 +150,82 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// Lists the data files of `input`.
-pub fn list(storage: &Arc<dyn Storage>, input: &str, format: Option<Format>) -> Result<Listing> {
+/// The live files of the Delta table at `input`, at `snapshot`.
+fn list_delta(
+    storage: &Arc<dyn Storage>,
+    input: &str,
+    format: Option<Format>,
+    snapshot: Option<&crate::delta::SnapshotSpec>,
+) -> Result<Listing> {
+    if format.is_some_and(|f| f != Format::Parquet) {
+        return Err(Error::InvalidArgument(format!(
+            "{input}: a Delta table holds Parquet files, but --format says {format:?}"
+        )));
+    }
+    let t = crate::delta::snapshot(storage, input, snapshot)?;
+    tracing::info!(
+        "{input}: Delta table {} at version {}: {} live files",
+        t.snapshot.id,
+        t.snapshot.version,
+        t.files.len()
+    );
+    if t.files.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{input}: version {} of the Delta table holds no data file",
+            t.snapshot.version
+        )));
+    }
+    let files = t
+        .files
+        .into_iter()
+        .map(|f| Listed {
+            status: f.status,
+            partition: f
+                .partition
+                .into_iter()
+                .map(|(k, v)| (k, v.unwrap_or_else(|| HIVE_NULL.to_string())))
+                .collect(),
+        })
+        .collect();
+    let partition_fields = t
+        .partition_columns
+        .iter()
+        .map(|(k, int)| {
+            Field::new(
+                k,
+                if *int {
+                    DataType::Int64
+                } else {
+                    DataType::Utf8
+                },
+                true,
+            )
+        })
+        .collect();
+    Ok(Listing {
+        format: Format::Parquet,
+        files,
+        partition_fields,
+        table: Some(t.snapshot),
+    })
+}
+
+/// Lists the data files of `input` (a table's at `snapshot`).
+pub fn list(
+    storage: &Arc<dyn Storage>,
+    input: &str,
+    format: Option<Format>,
+    snapshot: Option<&crate::delta::SnapshotSpec>,
+) -> Result<Listing> {
+    if !is_glob(input) && crate::delta::is_table(storage, input) {
+        return list_delta(storage, input, format, snapshot);
+    }
+    if snapshot.is_some() {
+        return Err(Error::InvalidArgument(format!(
+            "{input}: a snapshot was given, but this is not a table (no {}/ below it)",
+            crate::delta::LOG_DIR
+        )));
+    }
     let mut found: Vec<(String, Listed)> = Vec::new();
     if is_glob(input) {
         // The directory above the first component with a glob character.
@@ -282,6 +358,7 @@ pub fn list(storage: &Arc<dyn Storage>, input: &str, format: Option<Format>) -> 
         format,
         files: found.into_iter().map(|(_, l)| l).collect(),
         partition_fields,
+        table: None,
     })
 }
 

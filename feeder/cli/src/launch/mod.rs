@@ -200,7 +200,7 @@ enum Ended {
 }
 
 /// Runs `hydrofeed launch`.
-pub fn run(args: Args) -> anyhow::Result<()> {
+pub fn run(mut args: Args) -> anyhow::Result<()> {
     let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
     anyhow::ensure!(workers >= 1, "--workers must be at least 1");
     super::secs("--stall-timeout", args.stall_timeout)?;
@@ -210,9 +210,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     catch_signals();
     // The feeder plans with the same options: split ids and row counts must agree.
-    let read = args.read.options()?;
+    let mut read = args.read.options()?;
+    let saved = args
+        .resume
+        .as_deref()
+        .map(super::coordinator::read_state)
+        .transpose()?;
+    crate::pin_snapshot(&mut read, saved.as_ref(), "hydrofeed launch")?;
     let storage = hydrofeed_storage::open_storage(&args.input)?;
     let plan = hydrofeed_format::plan(&storage, &args.input, &read)?;
+    if let Some(t) = &plan.table {
+        // The feeder reads the version planned here, not the newest when it starts.
+        args.read.snapshot = Some(t.version.to_string());
+        eprintln!(
+            "hydrofeed launch: the {} table {} at version {} ({} files)",
+            t.kind,
+            t.id,
+            t.version,
+            plan.files.len()
+        );
+    }
     let splits = crate::split_infos(&plan);
     let input = crate::input_fingerprint(&plan);
     let cfg = Config {
@@ -229,9 +246,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // From the trainers: a placeholder until they attached (1: every input has a step).
         ..Config::new(workers, args.batch_size.unwrap_or(1))
     };
-    let m = match &args.resume {
-        Some(p) => {
-            let st = super::coordinator::read_state(p)?;
+    let m = match (&args.resume, saved) {
+        (Some(p), Some(st)) => {
             let st = crate::resume_state(
                 st,
                 Some(&input),
@@ -260,7 +276,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             m
         }
-        None => Machine::new(splits, cfg)?,
+        _ => Machine::new(splits, cfg)?,
     };
     let mut m = m;
     m.set_input(input);
