@@ -1,0 +1,197 @@
+"""Delta Lake tables read in place (docs/formats.md, "Tables"): the live files of one snapshot,
+compared with delta-rs' own read of the same version (the ``deltalake`` package from PyPI wrote
+the table): appends, a delete that rewrote files, a checkpoint, an overwrite of one partition, a
+stray Parquet file no commit added; reading a version, a time, the newest; and ``launch`` at a
+snapshot pinned while another process commits, then resumed after more commits.
+
+Before: a Delta table's directory was read as a plain Hive-partitioned directory, so the files
+the delete and the overwrite removed and the stray file came too (rows twice, deleted rows back).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import hydrofeed
+
+from test_launch import TRAINER, all_ids, dropped, launch, no_leftovers
+
+deltalake = pytest.importorskip("deltalake")
+
+
+def rows(a: int, b: int) -> pa.Table:
+    return pa.table({
+        "id": pa.array(range(a, b), pa.int64()),
+        "x": pa.array([float(i) * 0.5 for i in range(a, b)], pa.float64()),
+        "p": pa.array([i % 3 for i in range(a, b)], pa.int64()),
+    })
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Versions 0..5: write 0..1000, append 1000..2000, delete id < 500, checkpoint, append
+    2000..2600, overwrite partition p=1 with 3000..3300 (p=1 ids only), append 4000..4100."""
+    from deltalake import DeltaTable, write_deltalake
+
+    d = tmp_path_factory.mktemp("delta") / "t"
+    write_deltalake(str(d), rows(0, 1000), partition_by=["p"])
+    write_deltalake(str(d), rows(1000, 2000), mode="append", partition_by=["p"])
+    DeltaTable(str(d)).delete("id < 500")
+    DeltaTable(str(d)).create_checkpoint()
+    write_deltalake(str(d), rows(2000, 2600), mode="append", partition_by=["p"])
+    p1 = rows(3000, 3900).filter(pc.equal(rows(3000, 3900)["p"], 1))
+    write_deltalake(str(d), p1, mode="overwrite", partition_by=["p"], predicate="p = 1")
+    write_deltalake(str(d), rows(4000, 4100), mode="append", partition_by=["p"])
+    # A writer that never committed: its file is in a partition directory, not in the log.
+    import pyarrow.parquet as pq
+
+    pq.write_table(rows(9000, 9050).drop_columns(["p"]), d / "p=0" / "part-uncommitted.parquet")
+    assert DeltaTable(str(d)).version() == 5
+    return d
+
+
+def ours(path: Path, **kw: object) -> pa.Table:
+    return pa.Table.from_batches(list(hydrofeed.read(str(path), **kw))).sort_by("id")
+
+
+def theirs(path: Path, version: int | None = None) -> pa.Table:
+    from deltalake import DeltaTable
+
+    t = DeltaTable(str(path), version=version).to_pyarrow_table()
+    return t.select(["id", "x", "p"]).sort_by("id")
+
+
+@pytest.mark.parametrize("version", [None, 0, 1, 2, 3, 4, 5])
+def test_each_version_reads_as_delta_rs_reads_it(table: Path, version: int | None) -> None:
+    got = ours(table, snapshot=version)
+    want = theirs(table, version)
+    assert got.num_rows == want.num_rows, (got.num_rows, want.num_rows)
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()
+    assert got.column("x").to_pylist() == want.column("x").to_pylist()
+    assert got.column("p").to_pylist() == want.column("p").to_pylist()
+    assert not set(got.column("id").to_pylist()) & set(range(9000, 9050)), "an uncommitted file was read"
+
+
+def test_a_time_reads_the_newest_commit_at_or_before_it(table: Path) -> None:
+    import datetime as dt
+    import json
+
+    log = table / "_delta_log"
+    ts = json.loads((log / "00000000000000000003.json").read_text().splitlines()[0])["commitInfo"]["timestamp"]
+    at = dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc).isoformat()
+    assert ours(table, snapshot=at).column("id").to_pylist() == theirs(table, 3).column("id").to_pylist()
+    with pytest.raises(ValueError, match="no commit"):
+        list(hydrofeed.read(str(table), snapshot="2000-01-01T00:00:00Z"))
+
+
+def test_refusals_name_what_is_wrong(table: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no version 99"):
+        list(hydrofeed.read(str(table), snapshot=99))
+    with pytest.raises(ValueError, match="not a table"):
+        list(hydrofeed.read(str(table / "p=0"), snapshot=1))
+    with pytest.raises(ValueError, match="neither a version"):
+        list(hydrofeed.read(str(table), snapshot="yesterday"))
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Path:
+    """A table of its own, for jobs that commit to it."""
+    from deltalake import write_deltalake
+
+    d = tmp_path / "live"
+    write_deltalake(str(d), rows(0, 3000), partition_by=["p"])
+    write_deltalake(str(d), rows(3000, 6000), mode="append", partition_by=["p"])
+    return d
+
+
+COMMITTER = """
+import sys, time
+import pyarrow as pa
+from deltalake import write_deltalake
+path, start = sys.argv[1], int(sys.argv[2])
+for k in range(int(sys.argv[3])):
+    a = start + k * 100
+    write_deltalake(path, pa.table({"id": pa.array(range(a, a + 100), pa.int64()),
+        "x": pa.array([0.0] * 100), "p": pa.array([i % 3 for i in range(a, a + 100)], pa.int64())}),
+        mode="append", partition_by=["p"])
+    time.sleep(0.05)
+"""
+
+
+def version_of(stderr: str) -> int:
+    m = re.search(r"the delta table \S+ at version (\d+)", stderr)
+    assert m, stderr[-3000:]
+    return int(m.group(1))
+
+
+def test_launch_reads_its_snapshot_while_another_process_commits(
+    hf_bin: str, live: Path, tmp_path: Path
+) -> None:
+    """A writer appends 100 rows every 50 ms while `launch --workers 2` trains: every row of the
+    version launch planned comes exactly once, none committed after it."""
+    w = subprocess.Popen([sys.executable, "-c", COMMITTER, str(live), "100000", "40"])
+    try:
+        time.sleep(0.3)
+        r = launch(hf_bin, live, tmp_path / "a", 2, env={"SLOW": "0.002"}, timeout=300)
+    finally:
+        w.wait(timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    v = version_of(r.stderr)
+    want = set(theirs(live, v).column("id").to_pylist())
+    got = all_ids(tmp_path / "a", 2)
+    twice = [i for i, n in Counter(got).items() if n > 1]
+    assert not twice, twice[:10]
+    assert set(got) <= want, sorted(set(got) - want)[:10]
+    assert len(want - set(got)) == dropped(r.stderr)
+    no_leftovers(str(tmp_path))
+
+
+def test_resume_after_more_commits_reads_the_saved_snapshot(
+    hf_bin: str, live: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C mid-epoch with --state-out; 500 more rows committed; --resume feeds the rest of
+    the saved version: both runs together deliver its rows exactly once, none of the new."""
+    out = tmp_path / "a"
+    out.mkdir()
+    state = tmp_path / "state.json"
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "2", "--input", str(live), "--batch-size", "50",
+         "--state-out", str(state), "--", sys.executable, TRAINER],
+        env=dict(os.environ, OUT=str(out), SLOW="0.01"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            f = out / "rank-0.jsonl"
+            if f.exists() and f.read_text().count("\n") >= 15:
+                break
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err[-3000:]
+    v = version_of(err)
+    first = all_ids(out, 2)
+    subprocess.run([sys.executable, "-c", COMMITTER, str(live), "200000", "5"], check=True)
+    r2 = launch(hf_bin, live, tmp_path / "b", 2, "--resume", str(state), batch=None, timeout=300)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    assert f"at its saved version {v}" in r2.stderr, r2.stderr[-3000:]
+    both = first + all_ids(tmp_path / "b", 2)
+    want = set(theirs(live, v).column("id").to_pylist())
+    assert len(both) == len(set(both)), "a row was delivered in both runs"
+    assert set(both) <= want, sorted(set(both) - want)[:10]
+    assert len(want - set(both)) == dropped(r2.stderr)
+    no_leftovers(str(tmp_path))
