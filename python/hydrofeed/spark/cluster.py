@@ -126,6 +126,7 @@ class TFCluster:
         cycle_length: int | None = None,
         order: str | None = None,
         tls: bool = True,
+        snapshot: int | str | None = None,
     ) -> dict[str, Any]:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
@@ -154,6 +155,10 @@ class TFCluster:
         is TLS with a CA made for the job, as well as the job token; ``False``: plain gRPC with
         the token alone. On a secure HDFS the driver obtains delegation tokens for ``uri`` and
         gives them to the coordinator and the feeders (docs/hdfs.md).
+
+        ``uri`` may be a Delta Lake table (a directory holding ``_delta_log/``): its live files
+        at ``snapshot`` (a version or an RFC 3339 time; default the newest when the coordinator
+        plans), which every feeder reads and a ``resume`` reads again (docs/formats.md, "Tables").
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
@@ -189,6 +194,7 @@ class TFCluster:
             "order": _files.order_args(order, shuffle_buffer, cycle_length),
             "tls": bool(tls),
             "allow_changed_input": bool(allow_changed_input),
+            "snapshot": None if snapshot is None else str(snapshot),
         }
         state = _files.state_text(resume)
         while True:
@@ -232,7 +238,7 @@ class TFCluster:
                 o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
                 host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
                 order=o.get("order"), hdfs_tokens=tokens, tls=o["tls"],
-                allow_changed_input=o.get("allow_changed_input", False),
+                allow_changed_input=o.get("allow_changed_input", False), snapshot=o.get("snapshot"),
             )  # fmt: skip
         finally:
             if resume_path:
@@ -244,7 +250,7 @@ class TFCluster:
             for i, r in enumerate(ranks):
                 msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
                        "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens,
-                       "tls_ca": coord.tls_ca}  # fmt: skip
+                       "tls_ca": coord.tls_ca, "snapshot": coord.snapshot}  # fmt: skip
                 msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads", "schema")})
                 ctl.send(gen, r, msg)
             t0 = last_t = time.monotonic()

@@ -44,6 +44,8 @@ REMAINDERS = ("drop", "pad", "wrap")
 FORMATS = ("parquet", "orc", "avro", "tfrecord")
 
 _LISTEN_RE = re.compile(r"listening on (\S+)")
+# What the coordinator says of a table input: the version its feeders must read.
+_SNAPSHOT_RE = re.compile(r"start the feeders with --snapshot (\d+)")
 
 
 class Coordinator:
@@ -70,6 +72,7 @@ class Coordinator:
         hdfs_tokens: str | None = None,
         tls: bool = True,
         allow_changed_input: bool = False,
+        snapshot: str | None = None,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -103,6 +106,8 @@ class Coordinator:
             args += order or []
         if fmt is not None:
             args += ["--format", fmt]
+        if snapshot is not None:
+            args += ["--snapshot", snapshot]
         if schema is not None:
             args += ["--schema", write_schema(self._dir, schema)]
         if tls:
@@ -120,6 +125,12 @@ class Coordinator:
             )
         port = int(m.group(1).rsplit(":", 1)[1])
         self.addr = f"{host}:{port}"
+        #: The table version the coordinator planned (a Delta table input), for the feeders.
+        self.snapshot: str | None = None
+        for seen in self.tail:
+            s = _SNAPSHOT_RE.search(seen)
+            if s is not None:
+                self.snapshot = s.group(1)
         #: The PEM of the job's CA (``None``: plain gRPC).
         self.tls_ca: str | None = None
         if tls:
@@ -357,6 +368,8 @@ class Feeder:
             args += ["--columns", ",".join(msg["columns"])]
         if msg.get("format"):
             args += ["--format", msg["format"]]
+        if msg.get("snapshot"):
+            args += ["--snapshot", str(msg["snapshot"])]
         if msg.get("skip_errors"):
             args.append("--skip-errors")
         if msg.get("decode_threads"):
