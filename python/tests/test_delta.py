@@ -143,7 +143,7 @@ def test_launch_reads_its_snapshot_while_another_process_commits(
     w = subprocess.Popen([sys.executable, "-c", COMMITTER, str(live), "100000", "40"])
     try:
         time.sleep(0.3)
-        r = launch(hf_bin, live, tmp_path / "a", 2, env={"SLOW": "0.002"}, timeout=300)
+        r = launch(hf_bin, live, tmp_path / "a", 2, env={"SLOW": "0.02"}, timeout=300)
     finally:
         w.wait(timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -128,9 +128,9 @@ class Coordinator:
         #: The table version the coordinator planned (a Delta table input), for the feeders.
         self.snapshot: str | None = None
         for seen in self.tail:
-            s = _SNAPSHOT_RE.search(seen)
-            if s is not None:
-                self.snapshot = s.group(1)
+            found = _SNAPSHOT_RE.search(seen)
+            if found is not None:
+                self.snapshot = found.group(1)
         #: The PEM of the job's CA (``None``: plain gRPC).
         self.tls_ca: str | None = None
         if tls:
