@@ -306,3 +306,31 @@ def test_input_mapping_feed_larger_than_the_ring_never_pins_a_slot(sc, tmp_path)
     res = spark_funs.results(str(out), 1)
     assert sorted(res[0]["ids"]) == list(range(4000))
     assert res[0]["shapes"] == ["ndarray of ndarray[784] float32; ids int64"]
+
+
+def test_a_delta_table_is_fed_at_one_snapshot(sc, tmp_path):
+    """A Delta table (written by delta-rs: two appends, then a delete that rewrote files) fed
+    in file mode: at ``snapshot=1`` every row of version 1 once, and by default the newest
+    version's rows once, never the deleted ones; the state records the table's version."""
+    deltalake = pytest.importorskip("deltalake")
+    table = str(tmp_path / "table")
+
+    def part(a, b):
+        ids = np.arange(a, b, dtype=np.int64)
+        return pa.table({"id": ids, "x": ids.astype(np.float32), "p": ids % 2})
+
+    deltalake.write_deltalake(table, part(0, 3000), partition_by=["p"])
+    deltalake.write_deltalake(table, part(3000, 4000), mode="append", partition_by=["p"])
+    deltalake.DeltaTable(table).delete("id < 1000")
+    out = tmp_path / "out"
+    for snapshot, want in ((1, set(range(4000))), (None, set(range(1000, 4000)))):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50}, 2, input_mode=InputMode.SPARK)
+        state = cluster.train_files(table, batch_size=50, seed=3, snapshot=snapshot)
+        cluster.shutdown()
+        res = spark_funs.results(str(out), 2)
+        counts = collections.Counter(i for r in res.values() for i in r["ids"])
+        assert set(counts.values()) == {1}, snapshot
+        assert set(counts) == want, (snapshot, len(counts), len(want))
+        assert state["input"]["table"]["version"] == (1 if snapshot == 1 else 2), state["input"]
