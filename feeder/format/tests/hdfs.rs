@@ -95,20 +95,30 @@ fn stat_list_and_every_byte_of_a_multi_block_file() {
         let f = fs.open(&dfs.uri("/raw/big.bin")).unwrap();
         assert_eq!(f.len(), big.len() as u64);
         assert_eq!(f.path(), dfs.uri("/raw/big.bin"));
-        // Every byte, in odd-sized chunks that straddle the 1 MiB block boundaries and the
-        // read-ahead windows (sequential reads take the background-window path).
-        for chunk in [5_001, 77_777] {
+        // Every byte, in odd-sized chunks that straddle the 1 MiB block boundaries, as exact
+        // ranges (`read_at`) and as a sequential walk (`read_seq`: the background-window path).
+        for (chunk, seq) in [
+            (5_001, false),
+            (77_777, false),
+            (5_001, true),
+            (77_777, true),
+        ] {
             let mut got = Vec::with_capacity(big.len());
             let mut off = 0u64;
             while off < f.len() {
-                let b = f.read_at(off, chunk).unwrap();
+                let b = if seq {
+                    f.read_seq(off, chunk).unwrap()
+                } else {
+                    f.read_at(off, chunk).unwrap()
+                };
                 assert!(!b.is_empty());
                 off += b.len() as u64;
                 got.extend_from_slice(&b);
             }
             assert!(
                 got == big,
-                "read_ahead {read_ahead}, chunk {chunk}: bytes differ from the local copy"
+                "read_ahead {read_ahead}, chunk {chunk}, sequential {seq}: bytes differ from the \
+                 local copy"
             );
         }
         // Sequential with jumps back and forth (a reader that rereads headers).

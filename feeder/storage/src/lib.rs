@@ -45,13 +45,23 @@ pub trait RandomAccess: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Reads exactly `len` bytes at `offset` (fewer only at end of file).
+    /// Reads exactly `len` bytes at `offset` (fewer only at end of file). Storage fetches
+    /// these bytes and no more (HDFS: one DataNode range per block, nothing read ahead), so a
+    /// reader that knows its ranges (Parquet column chunks, ORC streams, footers) costs its
+    /// input once.
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    /// [`RandomAccess::read_at`] for a reader that walks the file in order (Avro blocks,
+    /// TFRecord records): storage may fetch the next range of the same length in the
+    /// background while the caller decodes this one (HDFS does), so the transfer overlaps the
+    /// work. At most one such range is fetched beyond where the walk stops.
+    fn read_seq(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.read_at(offset, len)
+    }
     /// Reads `buf.len()` bytes at `offset` into `buf` (fewer only at end of file) and returns
     /// how many: for streaming readers that refill a buffer of their own. The default goes
-    /// through [`RandomAccess::read_at`]; local files read straight into `buf`.
+    /// through [`RandomAccess::read_seq`]; local files read straight into `buf`.
     fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let b = self.read_at(offset, buf.len())?;
+        let b = self.read_seq(offset, buf.len())?;
         let n = b.len().min(buf.len());
         buf[..n].copy_from_slice(&b[..n]);
         Ok(n)

@@ -304,6 +304,14 @@ impl RandomAccess for MeteredFile {
         self.st.storage_ended(n, t0.elapsed());
         r
     }
+    fn read_seq(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
+        let t0 = Instant::now();
+        self.st.storage_started();
+        let r = self.inner.read_seq(offset, len);
+        let n = r.as_ref().map_or(0, |b| b.len() as u64);
+        self.st.storage_ended(n, t0.elapsed());
+        r
+    }
     fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         // The inner file's own (local files: straight into `buf`), metered the same way.
         let t0 = Instant::now();

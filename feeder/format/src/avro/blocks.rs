@@ -42,7 +42,7 @@ impl Window {
             return Ok(self.buf.slice(a..a + (end - off) as usize));
         }
         let n = len.max(self.size);
-        self.buf = self.file.read_at(off, n)?;
+        self.buf = self.file.read_seq(off, n)?;
         self.start = off;
         Ok(self
             .buf

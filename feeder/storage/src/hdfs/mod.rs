@@ -47,7 +47,7 @@ use runtime::{run, runtime};
 
 /// Default deadline of one HDFS call (NameNode RPC or one ranged read).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// Default read-ahead window for small reads.
+/// Default largest background fetch of a sequential reader ([`crate::RandomAccess::read_seq`]).
 pub const DEFAULT_READ_AHEAD: usize = 4 << 20;
 /// Seconds to wait for an unreachable NameNode (connection refused, unknown host) before
 /// failing; `hydrofeed --hdfs-timeout S` sets it. Unset: one attempt, unless the Hadoop
@@ -326,7 +326,8 @@ impl HdfsStorageBuilder {
         self
     }
 
-    /// Read-ahead window for reads smaller than it; 0 turns read-ahead off.
+    /// Largest background fetch of a sequential reader ([`crate::RandomAccess::read_seq`]);
+    /// 0 turns read-ahead off.
     pub fn with_read_ahead(mut self, bytes: usize) -> Self {
         self.read_ahead = bytes;
         self
