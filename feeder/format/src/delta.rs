@@ -637,3 +637,118 @@ fn checkpoint_batch(path: &str, b: &RecordBatch, replay: &mut Replay) -> Result<
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hydrofeed_storage::local::LocalStorage;
+
+    const META: &str = r#"{"metaData":{"id":"t-1","schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"p\",\"type\":\"integer\"},{\"name\":\"s\",\"type\":\"string\"}]}","partitionColumns":["p","s"],"configuration":{}}}"#;
+
+    fn add(path: &str, p: &str, extra: &str) -> String {
+        format!(
+            r#"{{"add":{{"path":"{path}","partitionValues":{{"p":"{p}","s":null}},"size":10,"modificationTime":5,"dataChange":true,"stats":"{{\"numRecords\":7}}"{extra}}}}}"#
+        )
+    }
+
+    fn table(commits: &[Vec<String>]) -> (tempfile::TempDir, Arc<dyn Storage>) {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join(LOG_DIR);
+        std::fs::create_dir(&log).unwrap();
+        for (v, lines) in commits.iter().enumerate() {
+            std::fs::write(log.join(format!("{v:020}.json")), lines.join("\n")).unwrap();
+        }
+        (d, Arc::new(LocalStorage))
+    }
+
+    fn paths(t: &DeltaTable) -> Vec<String> {
+        t.files
+            .iter()
+            .map(|f| f.status.path.rsplit('/').next().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_snapshot_is_the_adds_less_the_removes_up_to_its_version() {
+        let (d, s) = table(&[
+            vec![
+                r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#.into(),
+                META.into(),
+                add("p=1/a.parquet", "1", ""),
+                add("p=2/b%20c.parquet", "2", ""),
+            ],
+            vec![
+                r#"{"remove":{"path":"p=1/a.parquet","dataChange":true}}"#.into(),
+                add("p=1/d.parquet", "1", ""),
+            ],
+        ]);
+        let root = d.path().to_str().unwrap();
+        assert!(is_table(&s, root));
+        let v0 = snapshot(&s, root, Some(&SnapshotSpec::Version(0))).unwrap();
+        assert_eq!(paths(&v0), ["a.parquet", "b c.parquet"]);
+        assert_eq!(v0.snapshot.version, 0);
+        assert_eq!(v0.snapshot.id, "t-1");
+        let newest = snapshot(&s, root, None).unwrap();
+        assert_eq!(newest.snapshot.version, 1);
+        assert_eq!(paths(&newest), ["d.parquet", "b c.parquet"]);
+        let f = &newest.files[0];
+        assert_eq!(f.records, Some(7));
+        assert_eq!(
+            f.partition,
+            [
+                ("p".to_string(), Some("1".to_string())),
+                ("s".to_string(), None)
+            ]
+        );
+        assert_eq!(
+            newest.partition_columns,
+            [("p".to_string(), true), ("s".to_string(), false)]
+        );
+        let e = snapshot(&s, root, Some(&SnapshotSpec::Version(2))).unwrap_err();
+        assert!(e.to_string().contains("no version 2"), "{e}");
+    }
+
+    #[test]
+    fn what_cannot_be_read_right_is_refused_by_name() {
+        let feature = r#"{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["variantType"]}}"#;
+        let (d, s) = table(&[vec![feature.into(), META.into(), add("a.parquet", "1", "")]]);
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(e.to_string().contains("variantType"), "{e}");
+
+        let dv = r#","deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":4,"cardinality":2}"#;
+        let (d, s) = table(&[vec![META.into(), add("a.parquet", "1", dv)]]);
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(e.to_string().contains("deletion vector"), "{e}");
+
+        let mapped = META.replace(
+            r#""configuration":{}"#,
+            r#""configuration":{"delta.columnMapping.mode":"name"}"#,
+        );
+        let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(e.to_string().contains("column mapping"), "{e}");
+
+        // The commits before a snapshot were cleaned up, with no checkpoint to start from.
+        let (d, s) = table(&[
+            vec![META.into(), add("a.parquet", "1", "")],
+            vec![add("b.parquet", "1", "")],
+        ]);
+        std::fs::remove_file(d.path().join(LOG_DIR).join(format!("{:020}.json", 0))).unwrap();
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(e.to_string().contains("no longer reaches"), "{e}");
+    }
+
+    #[test]
+    fn snapshots_parse_as_versions_or_times() {
+        assert_eq!(
+            SnapshotSpec::parse(" 12 ").unwrap(),
+            SnapshotSpec::Version(12)
+        );
+        assert_eq!(
+            SnapshotSpec::parse("1970-01-01T00:00:01Z").unwrap(),
+            SnapshotSpec::AsOfMs(1000)
+        );
+        assert!(SnapshotSpec::parse("yesterday").is_err());
+        assert_eq!(percent_decode("a%20b%3Dc"), "a b=c");
+    }
+}
