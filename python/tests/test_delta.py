@@ -10,9 +10,7 @@ the delete and the overwrite removed and the stray file came too (rows twice, de
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -25,7 +23,7 @@ import pytest
 
 import hydrofeed
 
-from test_launch import TRAINER, all_ids, dropped, launch, no_leftovers
+from test_launch import all_ids, dropped, interrupt_after, launch, no_leftovers
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -163,26 +161,9 @@ def test_resume_after_more_commits_reads_the_saved_snapshot(
     """Ctrl-C mid-epoch with --state-out; 500 more rows committed; --resume feeds the rest of
     the saved version: both runs together deliver its rows exactly once, none of the new."""
     out = tmp_path / "a"
-    out.mkdir()
     state = tmp_path / "state.json"
-    p = subprocess.Popen(
-        [hf_bin, "launch", "--workers", "2", "--input", str(live), "--batch-size", "50",
-         "--state-out", str(state), "--", sys.executable, TRAINER],
-        env=dict(os.environ, OUT=str(out), SLOW="0.01"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            f = out / "rank-0.jsonl"
-            if f.exists() and f.read_text().count("\n") >= 15:
-                break
-            time.sleep(0.05)
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
-    finally:
-        p.kill()
-    assert p.returncode == 130, err[-3000:]
+    rc, err = interrupt_after(hf_bin, live, out, state, 50, 15)
+    assert rc == 130, err[-3000:]
     v = version_of(err)
     first = all_ids(out, 2)
     subprocess.run([sys.executable, "-c", COMMITTER, str(live), "200000", "5"], check=True)

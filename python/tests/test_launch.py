@@ -388,31 +388,38 @@ def test_ctrl_c_saves_acks_and_resume_is_exactly_once(
     are forwarded continuously and flushed on the way out); a resume feeds the rest, so both
     runs together deliver every row exactly once."""
     out = tmp_path / "a"
-    out.mkdir()
     state = tmp_path / "state.json"
+    rc, err = interrupt_after(hf_bin, data7, out, state, BATCH, 40)
+    assert rc == 130, err[-3000:]
+    assert "interrupted" in verdict(err), err[-3000:]
+    first = all_ids(out, 2)
+    assert 0 < len(first) < TOTAL
+    assert f"{len(first)} rows acked" in verdict(err), (len(first), err[-3000:])
+    resume_exactly_once(hf_bin, data7, tmp_path, state, first)
+
+
+def interrupt_after(hf_bin: str, data: Path, out: Path, state: Path, batch: int, steps: int) -> tuple[int, str]:
+    """`launch --workers 2 --state-out` over `data`, Ctrl-C once rank 0 recorded `steps` steps
+    (10 ms each): the exit status and standard error."""
+    out.mkdir()
     p = subprocess.Popen(
-        [hf_bin, "launch", "--workers", "2", "--input", str(data7), "--batch-size", str(BATCH),
+        [hf_bin, "launch", "--workers", "2", "--input", str(data), "--batch-size", str(batch),
          "--state-out", str(state), "--", sys.executable, TRAINER],
         env=dict(os.environ, OUT=str(out), SLOW="0.01"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.time() + 60
+        deadline = time.time() + 120
         while time.time() < deadline:
             f = out / "rank-0.jsonl"
-            if f.exists() and f.read_text().count("\n") >= 40:
+            if f.exists() and f.read_text().count("\n") >= steps:
                 break
             time.sleep(0.05)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)
     finally:
         p.kill()
-    assert p.returncode == 130, err[-3000:]
-    assert "interrupted" in verdict(err), err[-3000:]
-    first = all_ids(out, 2)
-    assert 0 < len(first) < TOTAL
-    assert f"{len(first)} rows acked" in verdict(err), (len(first), err[-3000:])
-    resume_exactly_once(hf_bin, data7, tmp_path, state, first)
+    return p.returncode, err
 
 
 def resume_exactly_once(hf_bin: str, data7: Path, tmp_path: Path, state: Path, first: list[int]) -> None:

@@ -391,7 +391,7 @@ pub fn snapshot(
         let full = if path.contains("://") || path.starts_with('/') {
             path.clone()
         } else {
-            join(root, &percent_decode(&path))
+            join(root, &crate::listing::unescape(&path))
         };
         let records = a.stats.as_deref().and_then(|s| {
             serde_json::from_str::<serde_json::Value>(s)
@@ -492,25 +492,6 @@ fn partition_types(log: &str, meta: &MetaData) -> Result<HashMap<String, bool>> 
         }
     }
     Ok(out)
-}
-
-/// `%XX` escapes of a relative path in the log.
-fn percent_decode(p: &str) -> String {
-    let b = p.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(x) = u8::from_str_radix(&p[i + 1..i + 3], 16) {
-                out.push(x);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Replays one checkpoint file (Parquet, read with the project's Parquet crate).
@@ -749,6 +730,6 @@ mod tests {
             SnapshotSpec::AsOfMs(1000)
         );
         assert!(SnapshotSpec::parse("yesterday").is_err());
-        assert_eq!(percent_decode("a%20b%3Dc"), "a b=c");
+        assert_eq!(crate::listing::unescape("a%20b%3Dc"), "a b=c");
     }
 }

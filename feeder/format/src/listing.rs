@@ -82,7 +82,18 @@ pub fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_') || name.ends_with(".crc")
 }
 
-fn unescape(v: &str) -> String {
+/// A partition column: `int64` when every value is an integer, else `string`; nullable.
+fn partition_field(name: &str, ints: bool) -> Field {
+    let t = if ints {
+        DataType::Int64
+    } else {
+        DataType::Utf8
+    };
+    Field::new(name, t, true)
+}
+
+/// `%XX` escapes decoded (Hive partition directories, Delta paths).
+pub(crate) fn unescape(v: &str) -> String {
     let b = v.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -190,17 +201,7 @@ fn list_delta(
     let partition_fields = t
         .partition_columns
         .iter()
-        .map(|(k, int)| {
-            Field::new(
-                k,
-                if *int {
-                    DataType::Int64
-                } else {
-                    DataType::Utf8
-                },
-                true,
-            )
-        })
+        .map(|(k, int)| partition_field(k, *int))
         .collect();
     Ok(Listing {
         format: Format::Parquet,
@@ -343,15 +344,7 @@ pub fn list(
                 let v = &l.partition[i].1;
                 v == HIVE_NULL || v.parse::<i64>().is_ok()
             });
-            Field::new(
-                k,
-                if ints {
-                    DataType::Int64
-                } else {
-                    DataType::Utf8
-                },
-                true,
-            )
+            partition_field(k, ints)
         })
         .collect();
     Ok(Listing {
