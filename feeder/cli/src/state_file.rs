@@ -4,9 +4,7 @@
 //! SIGKILL that follows a preemption's SIGTERM) sees the old file whole or the new one whole,
 //! never half of one. `hydrofeed.save_state` does the same for the trainers' `feed.state()`.
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use hydrofeed_coord::State;
@@ -16,33 +14,11 @@ pub fn write_state(path: &Path, state: &State) -> anyhow::Result<()> {
     write_atomic(path, state.to_json().as_bytes())
 }
 
-/// Replaces `path` by `bytes` atomically: temporary file beside it, fsync, rename, fsync of
-/// the directory. Errors name the file.
+/// Replaces `path` by `bytes` atomically ([`hydrofeed_coord::atomic::write_atomic`]).
+/// Errors name the file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let r = (|| -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        // The rename itself is durable once the directory is.
-        File::open(&dir)?.sync_all()
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r.with_context(|| format!("writing the state to {}", path.display()))
+    hydrofeed_coord::atomic::write_atomic(path, bytes)
+        .with_context(|| format!("writing the state to {}", path.display()))
 }
 
 #[cfg(test)]

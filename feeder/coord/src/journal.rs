@@ -237,23 +237,9 @@ fn log_path(dir: &Path, generation: u64) -> PathBuf {
     dir.join(format!("journal-{generation}.log"))
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of
-/// the directory.
+/// Writes `bytes` to `path` atomically ([`crate::atomic::write_atomic`]).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".state.json.tmp-{}", std::process::id()));
-    let r = (|| -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r.map_err(|e| io(path, e))
+    crate::atomic::write_atomic(path, bytes).map_err(|e| io(path, e))
 }
 
 /// The `Base` entry of a machine and roster now.

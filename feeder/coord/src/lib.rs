@@ -40,6 +40,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod atomic;
 #[cfg(feature = "grpc")]
 pub mod client;
 pub mod cluster;
