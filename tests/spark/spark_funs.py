@@ -162,3 +162,17 @@ def tfos_inference(args, ctx):
         batch = tf_feed.next_batch(args["batch"])
         if len(batch) > 0:
             tf_feed.batch_results([f"{r[0]}:{ctx.executor_id}" for r in batch])
+
+
+def tfos_rows(args, ctx):
+    """TFoS's feeding loop as its examples write it: ``ctx.get_data_feed(train_mode=True)``,
+    ``next_batch`` until ``should_stop()``, and rows used as the Python objects they were fed
+    as (``row[1] == [...]`` on a list column)."""
+    feed = ctx.get_data_feed(train_mode=True)
+    ids, bad = [], []
+    while not feed.should_stop():
+        for row in feed.next_batch(args["batch"]):
+            if not (isinstance(row[0], int) and isinstance(row[1], list) and row[1] == [0.0, 0.5, float(row[0])]):
+                bad.append(repr(row)[:200])
+            ids.append(row[0])
+    _dump(args, ctx, {"ids": ids, "bad": bad[:5]})

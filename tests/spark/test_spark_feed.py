@@ -161,3 +161,18 @@ def test_keras_model_trains_on_two_executors(sc, tmp_path):
         losses = r["losses"]
         assert len(losses) > 10
         assert np.mean(losses[-5:]) < 0.2 * np.mean(losses[:3]), losses
+
+
+def test_tfos_get_data_feed_gives_back_the_objects_fed(sc, tmp_path):
+    """A TFoS map_fun taking its feed from ``ctx.get_data_feed()`` over rows with a list column,
+    on 2 executors from very uneven partitions: every row once, each as it was fed (before, the
+    list came back as a numpy array and ``row[1] == [...]`` raised)."""
+    rows = [(i, [0.0, 0.5, float(i)]) for i in range(2000)]
+    rdd = sc.parallelize(rows[:1900], 1).union(sc.parallelize(rows[1900:], 3))
+    cluster = TFCluster.run(sc, spark_funs.tfos_rows, {"out": str(tmp_path), "batch": 64}, 2, input_mode=InputMode.SPARK)
+    cluster.train(rdd, num_epochs=1)
+    cluster.shutdown()
+    res = spark_funs.results(str(tmp_path), 2)
+    assert all(not r["bad"] for r in res.values()), [r["bad"] for r in res.values()]
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == set(range(2000)) and set(counts.values()) == {1}

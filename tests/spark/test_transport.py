@@ -500,3 +500,26 @@ time.sleep(600)
         p.stdout.close()
     # The trainer's mapping keeps the memory: the rows are as sent.
     assert sum((_check_image_batch(rb) for rb in held), []) == list(range(3 * 32))
+
+
+def test_rows_give_back_the_objects_that_were_fed():
+    """TFoS's ``DataFeed`` returns the objects fed: a list column is a list (``row[1] == [0.0,
+    0.5, 3.0]`` is a bool, not numpy's "truth value of an array is ambiguous"), numbers are
+    Python numbers, tuples stay tuples; numpy arrays fed stay numpy; ``input_mapping`` keeps the
+    numpy columns."""
+    fed = [(i, [0.0, 0.5, float(i)], f"s{i}", (i, -i), {"k": i}) for i in range(10)]
+    feed = SparkDataFeed(_ListHub([rows.rows_to_batch(fed[:6]), rows.rows_to_batch(fed[6:])]))
+    got = feed.next_batch(4) + feed.next_batch(4) + feed.next_batch(4)
+    assert got == fed
+    assert got[3][1] == [0.0, 0.5, 3.0]
+    for a, b in zip(got, fed):
+        _equal(a, b)
+
+    arrays = [(i, np.arange(3, dtype=np.float32) + i) for i in range(5)]
+    feed = SparkDataFeed(_ListHub([rows.rows_to_batch(arrays)]))
+    for a, b in zip(feed.next_batch(5), arrays):
+        _equal(a, b)
+
+    feed = SparkDataFeed(_ListHub([rows.rows_to_batch(fed)]), input_mapping={"_1": "x"})
+    x = feed.next_batch(10)["x"]
+    assert isinstance(x, np.ndarray) and x.shape == (10, 3)

@@ -95,7 +95,9 @@ class SparkDataFeed:
             if self.input_tensors is None:
                 out: list[Any] = []
                 for rb in slices:
-                    out.extend(_rows.batch_to_rows(rb, self._columns(rb)))
+                    objs = _rows.object_columns(rb.schema)
+                    need = {i for i in range(rb.num_columns) if i not in objs} if objs else None
+                    out.extend(_rows.batch_to_rows(rb, self._columns(rb, need)))
                 return out
             if not slices:
                 return {t: [] for t in self.input_tensors}

@@ -2,12 +2,15 @@
 
 Feeding tasks turn the Python rows of an RDD into Arrow record batches *before* they travel
 (columnar, one copy), and the trainer turns them back into what TFoS's ``DataFeed`` returned:
-rows (tuples/lists/scalars/dicts as fed) or, with ``input_mapping``, a dict of numpy columns.
+rows of the objects that were fed (tuples/lists/scalars/dicts/``Row``s; inside them lists as
+lists, numbers as Python numbers, numpy arrays as numpy arrays) or, with ``input_mapping``, a
+dict of numpy columns (the fast path).
 
 Column types: a numpy array or list of numbers of the same length in every row becomes a
-``fixed_size_list`` (a dense 2-D numpy array on the trainer side); other values pyarrow can
+``fixed_size_list`` (a dense 2-D numpy array under ``input_mapping``); other values pyarrow can
 type stay Arrow; anything else (arbitrary objects) travels pickled in a binary column marked
-``hf.pickled`` -- still per batch, never one message per row.
+``hf.pickled`` -- still per batch, never one message per row. A column fed as Python objects
+is marked ``hf.obj`` (``list``, ``tuple`` or ``py``), so that the rows give them back as such.
 """
 
 from __future__ import annotations
@@ -23,6 +26,21 @@ from hydrofeed._deprecated import renamed_keyword
 
 ROW_KIND = b"hf.row"  # schema metadata: tuple | list | scalar | dict | row
 PICKLED = b"hf.pickled"
+# Field metadata: the column's values were Python objects (``list``, ``tuple``, or ``py`` for
+# numbers, strings, bytes, dicts): the object path gives them back as such, as TFoS does.
+OBJ = b"hf.obj"
+
+
+def _obj_kind(values: list[Any]) -> str | None:
+    """What Python objects a column was fed as (None: numpy values, kept numpy)."""
+    first = next((v for v in values if v is not None), None)
+    if isinstance(first, (np.ndarray, np.generic)):
+        return None
+    if isinstance(first, list):
+        return "list"
+    if isinstance(first, tuple):
+        return "tuple"
+    return "py"
 
 
 def _row_kind(row: Any) -> str:
@@ -78,9 +96,12 @@ def rows_to_batch(rows: list[Any]) -> pa.RecordBatch:
         cols = [rows]
     arrays, fields = [], []
     for name, col in zip(names, cols):
-        arr, pickled = _column(list(col))
+        values = list(col)
+        arr, pickled = _column(values)
         arrays.append(arr)
-        fields.append(pa.field(name, arr.type, metadata={PICKLED: b"1"} if pickled else None))
+        obj = None if pickled else _obj_kind(values)
+        meta = {PICKLED: b"1"} if pickled else ({OBJ: obj.encode()} if obj else None)
+        fields.append(pa.field(name, arr.type, metadata=meta))
     schema = pa.schema(fields, metadata={ROW_KIND: kind.encode()})
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -173,8 +194,15 @@ def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list[Any
     already converted, e.g. by :func:`slice_columns`)."""
     meta = rb.schema.metadata or {}
     kind = meta.get(ROW_KIND, b"tuple").decode()
+    objs = object_columns(rb.schema)
     if cols is None:
-        cols = [column_to_numpy(rb.column(i), rb.schema.field(i)) for i in range(rb.num_columns)]
+        cols = [None if i in objs else column_to_numpy(rb.column(i), rb.schema.field(i)) for i in range(rb.num_columns)]
+    else:
+        cols = list(cols)
+    for i, how in objs.items():
+        # Fed as Python objects: given back as such (TFoS's rows), lists as lists.
+        vals = rb.column(i).to_pylist()
+        cols[i] = [tuple(v) if v is not None else None for v in vals] if how == "tuple" else vals
     if kind == "scalar":
         return list(cols[0])
     if kind == "dict":
@@ -188,6 +216,16 @@ def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list[Any
         names = rb.schema.names
         return [Row(**dict(zip(names, vals))) for vals in zip(*cols)]
     return list(zip(*cols))
+
+
+def object_columns(schema: pa.Schema) -> dict[int, str]:
+    """{column index: how it was fed} for the columns fed as Python objects (see ``OBJ``)."""
+    out = {}
+    for i, f in enumerate(schema):
+        how = (f.metadata or {}).get(OBJ)
+        if how:
+            out[i] = how.decode()
+    return out
 
 
 def mapping_indices(schema: pa.Schema, input_mapping: dict[str, str]) -> list[tuple[str, int]]:
