@@ -59,7 +59,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def ours(path: Path, **kw: object) -> pa.Table:
+def ours(path: Path | str, **kw: object) -> pa.Table:
     return pa.Table.from_batches(list(hydrofeed.read(str(path), **kw))).sort_by("id")
 
 
@@ -176,3 +176,29 @@ def test_resume_after_more_commits_reads_the_saved_snapshot(
     assert set(both) <= want, sorted(set(both) - want)[:10]
     assert len(want - set(both)) == dropped(r2.stderr)
     no_leftovers(str(tmp_path))
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from minidfs import minidfs  # noqa: E402,F401  (the session fixture)
+
+
+@pytest.mark.hdfs
+def test_a_table_on_minidfs_reads_as_on_local_disk(table: Path, minidfs) -> None:  # noqa: F811
+    """The same table put on a real MiniDFS with Hadoop's own client (log, checkpoint, data
+    files, the stray file): every version reads as delta-rs reads the local copy."""
+    import os
+
+    for f in sorted(table.rglob("*")):
+        if f.is_file():
+            minidfs.put(f, "/delta/t/" + str(f.relative_to(table)))
+    conf = os.environ.get("HADOOP_CONF_DIR")
+    os.environ["HADOOP_CONF_DIR"] = str(minidfs.conf_dir)
+    try:
+        for version in (1, 3, None):
+            got = ours(minidfs.uri("/delta/t"), snapshot=version)
+            assert got.column("id").to_pylist() == theirs(table, version).column("id").to_pylist(), version
+    finally:
+        if conf is None:
+            os.environ.pop("HADOOP_CONF_DIR", None)
+        else:
+            os.environ["HADOOP_CONF_DIR"] = conf
