@@ -66,11 +66,11 @@ impl SnapshotSpec {
 /// feeder and a resumed job read the same files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSnapshot {
-    /// `"delta"`.
+    /// `"delta"` or `"iceberg"`.
     pub kind: &'static str,
-    /// The table's identity (Delta: `metaData.id`).
+    /// The table's identity (Delta: `metaData.id`; Iceberg: `table-uuid`).
     pub id: String,
-    /// The version read.
+    /// The version (Delta) or snapshot id (Iceberg) read.
     pub version: u64,
     /// Commit time of that version (ms since the epoch), where the log tells it.
     pub committed_ms: Option<i64>,
@@ -78,7 +78,7 @@ pub struct TableSnapshot {
 
 /// One live data file of a snapshot.
 #[derive(Debug, Clone)]
-pub struct DeltaFile {
+pub struct TableFile {
     /// The file, as storage opens it.
     pub status: FileStatus,
     /// Partition values (`None`: null), in the table's partition column order.
@@ -89,11 +89,11 @@ pub struct DeltaFile {
 
 /// A snapshot's live files and what the table says of them.
 #[derive(Debug, Clone)]
-pub struct DeltaTable {
+pub struct TableFiles {
     /// Which snapshot.
     pub snapshot: TableSnapshot,
     /// Live files, in path order.
-    pub files: Vec<DeltaFile>,
+    pub files: Vec<TableFile>,
     /// Partition columns and whether each is an integer column (else a string).
     pub partition_columns: Vec<(String, bool)>,
 }
@@ -278,7 +278,7 @@ pub fn snapshot(
     storage: &Arc<dyn Storage>,
     root: &str,
     at: Option<&SnapshotSpec>,
-) -> Result<DeltaTable> {
+) -> Result<TableFiles> {
     let root = root.trim_end_matches('/');
     let log = join(root, LOG_DIR);
     let files = list_log(storage, &log)?;
@@ -399,7 +399,7 @@ pub fn snapshot(
                 .get("numRecords")?
                 .as_u64()
         });
-        out.push(DeltaFile {
+        out.push(TableFile {
             status: FileStatus {
                 path: full,
                 len: a.size,
@@ -414,7 +414,7 @@ pub fn snapshot(
             records,
         });
     }
-    Ok(DeltaTable {
+    Ok(TableFiles {
         snapshot: TableSnapshot {
             kind: "delta",
             id: meta.id.clone(),
@@ -642,7 +642,7 @@ mod tests {
         (d, Arc::new(LocalStorage))
     }
 
-    fn paths(t: &DeltaTable) -> Vec<String> {
+    fn paths(t: &TableFiles) -> Vec<String> {
         t.files
             .iter()
             .map(|f| f.status.path.rsplit('/').next().unwrap().to_string())

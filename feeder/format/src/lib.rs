@@ -17,6 +17,7 @@ pub mod avro;
 mod calendar;
 pub mod delta;
 pub mod gen;
+pub mod iceberg;
 mod io;
 pub mod listing;
 pub mod orc;

@@ -161,28 +161,35 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// The live files of the Delta table at `input`, at `snapshot`.
-fn list_delta(
+/// The live files of the table (Delta Lake or Iceberg) at `input`, at `snapshot`.
+fn list_table(
     storage: &Arc<dyn Storage>,
     input: &str,
     format: Option<Format>,
     snapshot: Option<&crate::delta::SnapshotSpec>,
+    iceberg: bool,
 ) -> Result<Listing> {
+    let kind = if iceberg { "an Iceberg" } else { "a Delta" };
     if format.is_some_and(|f| f != Format::Parquet) {
         return Err(Error::InvalidArgument(format!(
-            "{input}: a Delta table holds Parquet files, but --format says {format:?}"
+            "{input}: {kind} table is read from its Parquet files, but --format says {format:?}"
         )));
     }
-    let t = crate::delta::snapshot(storage, input, snapshot)?;
+    let t = if iceberg {
+        crate::iceberg::snapshot(storage, input, snapshot)?
+    } else {
+        crate::delta::snapshot(storage, input, snapshot)?
+    };
     tracing::info!(
-        "{input}: Delta table {} at version {}: {} live files",
+        "{input}: {} table {} at {}: {} live files",
+        t.snapshot.kind,
         t.snapshot.id,
         t.snapshot.version,
         t.files.len()
     );
     if t.files.is_empty() {
         return Err(Error::InvalidArgument(format!(
-            "{input}: version {} of the Delta table holds no data file",
+            "{input}: snapshot {} of {kind} table holds no data file",
             t.snapshot.version
         )));
     }
@@ -219,11 +226,15 @@ pub fn list(
     snapshot: Option<&crate::delta::SnapshotSpec>,
 ) -> Result<Listing> {
     if !is_glob(input) && crate::delta::is_table(storage, input) {
-        return list_delta(storage, input, format, snapshot);
+        return list_table(storage, input, format, snapshot, false);
+    }
+    if !is_glob(input) && crate::iceberg::is_table(storage, input) {
+        return list_table(storage, input, format, snapshot, true);
     }
     if snapshot.is_some() {
         return Err(Error::InvalidArgument(format!(
-            "{input}: a snapshot was given, but this is not a table (no {}/ below it)",
+            "{input}: a snapshot was given, but this is not a table (no {}/ below it, not an \
+             Iceberg table's metadata file or directory)",
             crate::delta::LOG_DIR
         )));
     }
