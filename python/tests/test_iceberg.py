@@ -75,7 +75,14 @@ def test_every_snapshot_reads_as_pyiceberg_scans_it(table) -> None:  # noqa: ANN
     assert len(snaps) >= 5
     assert ours(m) == theirs(table)
     for sid in snaps:
-        assert ours(m, snapshot=sid) == theirs(table, sid), sid
+        want = theirs(table, sid)
+        if not want:
+            # A snapshot without data files (an overwrite's delete half): named, no schema to
+            # read it with.
+            with pytest.raises(ValueError, match="holds no data file"):
+                ours(m, snapshot=sid)
+            continue
+        assert ours(m, snapshot=sid) == want, sid
     got = pa.Table.from_batches(list(hydrofeed.read(m))).sort_by("id")
     assert got.column("x").to_pylist() == [i * 0.5 for i in got.column("id").to_pylist()]
 
