@@ -202,3 +202,37 @@ def test_a_table_on_minidfs_reads_as_on_local_disk(table: Path, minidfs) -> None
             os.environ.pop("HADOOP_CONF_DIR", None)
         else:
             os.environ["HADOOP_CONF_DIR"] = conf
+
+
+def test_a_journaled_coordinator_comes_back_to_its_snapshot(
+    hf_bin: str, live: Path, tmp_path: Path
+) -> None:
+    """`hydrofeed coordinator --journal D` over a Delta table, `kill -9`ed mid-epoch; a commit
+    lands while it is down; started again on its journal it plans the snapshot the journal
+    names (not the newest, which its feeders do not read) and the job ends exactly once.
+    Before, the journal's first state held no input at all: the restarted coordinator planned
+    the newest version and dealt splits the feeders did not have."""
+    import signal as sig
+
+    from test_coordinator_lost import BATCH as CBATCH, WORKERS, Job, _steps
+
+    journal = tmp_path / "journal"
+    job = Job(hf_bin, live, tmp_path, "--journal", str(journal), coordinator_timeout=60, epochs=1)
+    v = theirs(live, None)
+    try:
+        job.wait_steps(0, 10)
+        job.coord.send_signal(sig.SIGKILL)
+        job.coord.communicate()
+        subprocess.run([sys.executable, "-c", COMMITTER, str(live), "300000", "3"], check=True)
+        job.coord = job.start_coordinator(job.addr)
+        res = job.finish()
+    finally:
+        job.kill()
+    for p in res:
+        assert p.returncode == 0, (p.args[:2], p.returncode, p.stderr[-3000:])
+    assert "continuing the job from the journal" in res[-1].stderr, res[-1].stderr[-3000:]
+    got = [i for k in range(WORKERS) for s in _steps(job.out, k) for i in s["ids"]]
+    want = set(v.column("id").to_pylist())
+    assert len(got) == len(set(got)), "a row came twice"
+    assert set(got) <= want, sorted(set(got) - want)[:10]
+    assert len(want) - len(got) < WORKERS * CBATCH

@@ -202,7 +202,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
     let tls = args.tls.load(args.listen)?;
     let saved = args.resume.as_deref().map(read_state).transpose()?;
-    let (splits, input) = splits_of(&args, saved.as_ref())?;
+    // A job recovered from its journal reads the table snapshot it was planned at, as a
+    // resume does (the journal's state names it).
+    let journaled = match &args.journal {
+        Some(dir) if hydrofeed_coord::journal::exists(dir) => {
+            Some(read_state(&hydrofeed_coord::journal::state_path(dir))?)
+        }
+        _ => None,
+    };
+    let (splits, input) = splits_of(&args, journaled.as_ref().or(saved.as_ref()))?;
     let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -226,6 +234,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             _ => Machine::new(splits.clone(), cfg.clone())?,
         }),
     };
+    // The input before the journal's first state is written: a recovery checks it (and pins
+    // a table input's snapshot) as a resume does.
+    let m = m.map(|mut m| {
+        if let Some(fp) = &input {
+            m.set_input(fp.clone());
+        }
+        m
+    });
     let roster = || Roster::new(args.workers, args.ps, args.evaluators);
     let (m, journaled) = match (&args.journal, m) {
         (None, Some(m)) => (m, None),
