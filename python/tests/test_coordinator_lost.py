@@ -90,6 +90,25 @@ class Job:
             done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
         return done
 
+    def restart_on_journal(self, steps: int, meanwhile=None) -> list[subprocess.CompletedProcess]:  # noqa: ANN001
+        """Once rank 0 took `steps` steps: `kill -9` of the coordinator, `meanwhile()` (1 s by
+        default), the coordinator started again on the same port (its journal in its
+        arguments); then every process to its end, each of which must exit 0, and the
+        coordinator must say it continued from the journal."""
+        try:
+            self.wait_steps(0, steps)
+            self.coord.send_signal(signal.SIGKILL)
+            self.coord.communicate()
+            (meanwhile or (lambda: time.sleep(1)))()
+            self.coord = self.start_coordinator(self.addr)
+            res = self.finish()
+        finally:
+            self.kill()
+        for p in res:
+            assert p.returncode == 0, (p.args[:2], p.returncode, p.stderr[-3000:])
+        assert "continuing the job from the journal" in res[-1].stderr, res[-1].stderr[-3000:]
+        return res
+
     def kill(self) -> None:
         for p in [*self.trainers, *self.feeders, self.coord]:
             if p.poll() is None:
@@ -135,18 +154,7 @@ def test_a_coordinator_restarted_on_its_journal_continues_the_job(
     journal = tmp_path / "journal"
     job = Job(hf_bin, data7, tmp_path, "--journal", str(journal), coordinator_timeout=60,
               epochs=2)
-    try:
-        job.wait_steps(0, 40)
-        job.coord.send_signal(signal.SIGKILL)
-        job.coord.communicate()
-        time.sleep(1)
-        job.coord = job.start_coordinator(job.addr)
-        res = job.finish()
-    finally:
-        job.kill()
-    for p in res:
-        assert p.returncode == 0, (p.args[:2], p.returncode, p.stderr[-3000:])
-    assert "continuing the job from the journal" in res[-1].stderr, res[-1].stderr[-3000:]
+    job.restart_on_journal(40)
     ids = all_ids(job.out, WORKERS)
     per_epoch = TOTAL - TOTAL % (WORKERS * BATCH)
     assert len(ids) == 2 * per_epoch, len(ids)

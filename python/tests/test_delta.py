@@ -212,25 +212,13 @@ def test_a_journaled_coordinator_comes_back_to_its_snapshot(
     names (not the newest, which its feeders do not read) and the job ends exactly once.
     Before, the journal's first state held no input at all: the restarted coordinator planned
     the newest version and dealt splits the feeders did not have."""
-    import signal as sig
-
     from test_coordinator_lost import BATCH as CBATCH, WORKERS, Job, _steps
 
     journal = tmp_path / "journal"
     job = Job(hf_bin, live, tmp_path, "--journal", str(journal), coordinator_timeout=60, epochs=1)
     v = theirs(live, None)
-    try:
-        job.wait_steps(0, 10)
-        job.coord.send_signal(sig.SIGKILL)
-        job.coord.communicate()
-        subprocess.run([sys.executable, "-c", COMMITTER, str(live), "300000", "3"], check=True)
-        job.coord = job.start_coordinator(job.addr)
-        res = job.finish()
-    finally:
-        job.kill()
-    for p in res:
-        assert p.returncode == 0, (p.args[:2], p.returncode, p.stderr[-3000:])
-    assert "continuing the job from the journal" in res[-1].stderr, res[-1].stderr[-3000:]
+    job.restart_on_journal(10, lambda: subprocess.run(
+        [sys.executable, "-c", COMMITTER, str(live), "300000", "3"], check=True))
     got = [i for k in range(WORKERS) for s in _steps(job.out, k) for i in s["ids"]]
     want = set(v.column("id").to_pylist())
     assert len(got) == len(set(got)), "a row came twice"
