@@ -224,3 +224,17 @@ def test_a_journaled_coordinator_comes_back_to_its_snapshot(
     assert len(got) == len(set(got)), "a row came twice"
     assert set(got) <= want, sorted(set(got) - want)[:10]
     assert len(want) - len(got) < WORKERS * CBATCH
+
+
+def test_inspect_names_the_snapshot(hf_bin: str, table: Path) -> None:
+    """`hydrofeed inspect` says which table and version it planned, in text and JSON."""
+    import json
+
+    r = subprocess.run([hf_bin, "inspect", "--json", "--snapshot", "2", str(table)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    v = json.loads(r.stdout)
+    assert v["table"]["kind"] == "delta" and v["table"]["version"] == 2, v["table"]
+    assert v["total_rows"] == theirs(table, 2).num_rows
+    r = subprocess.run([hf_bin, "inspect", str(table)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "at version 5" in r.stdout, r.stdout[:2000]

@@ -78,9 +78,18 @@ pub fn plan_json(plan: &Plan) -> Value {
             })
         })
         .collect();
+    let table = plan.table.as_ref().map(|t| {
+        json!({
+            "kind": t.kind,
+            "id": t.id,
+            "version": t.version,
+            "committed_ms": t.committed_ms,
+        })
+    });
     json!({
         "input": plan.input,
         "format": plan.format.name(),
+        "table": table,
         "schema": schema,
         "files": files,
         "splits": plan.splits,
@@ -90,6 +99,20 @@ pub fn plan_json(plan: &Plan) -> Value {
 
 fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<()> {
     writeln!(out, "input:  {}", plan.input)?;
+    if let Some(t) = &plan.table {
+        writeln!(
+            out,
+            "table:  {} {} at {} {} (its live files below)",
+            t.kind,
+            t.id,
+            if t.kind == "iceberg" {
+                "snapshot"
+            } else {
+                "version"
+            },
+            t.version
+        )?;
+    }
     writeln!(
         out,
         "format: {}   files: {}   splits: {}   rows: {}",
