@@ -28,7 +28,8 @@ class Job:
     """A coordinator, a feeder per rank and a trainer per rank, as separate processes."""
 
     def __init__(self, hf_bin: str, data: Path, tmp: Path, *coord_args: str,
-                 coordinator_timeout: float, epochs: int = 3, slow: str = "0.02") -> None:
+                 coordinator_timeout: float, epochs: int = 3, slow: str = "0.02",
+                 feeder_args: tuple[str, ...] = ()) -> None:
         self.hf_bin, self.data, self.tmp = hf_bin, data, tmp
         self.coord_args = list(coord_args)
         self.epochs = epochs
@@ -43,7 +44,7 @@ class Job:
             self.feeders.append(subprocess.Popen(
                 [hf_bin, "feeder", "--input", str(data), "--coordinator", self.addr,
                  "--token-file", str(tmp / "token"), "--socket-dir", str(sock), "--ranks", str(r),
-                 "--memory-mb", "32"],
+                 "--memory-mb", "32", *feeder_args],
                 env=dict(self.env, HYDROFEED_COORDINATOR_TIMEOUT=str(coordinator_timeout)),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             ))

@@ -10,6 +10,7 @@ the delete and the overwrite removed and the stray file came too (rows twice, de
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -214,8 +215,12 @@ def test_a_journaled_coordinator_comes_back_to_its_snapshot(
     the newest version and dealt splits the feeders did not have."""
     from test_coordinator_lost import BATCH as CBATCH, WORKERS, Job, _steps
 
+    from deltalake import DeltaTable
+
     journal = tmp_path / "journal"
-    job = Job(hf_bin, live, tmp_path, "--journal", str(journal), coordinator_timeout=60, epochs=1)
+    version = str(DeltaTable(str(live)).version())
+    job = Job(hf_bin, live, tmp_path, "--journal", str(journal), coordinator_timeout=60, epochs=1,
+              feeder_args=("--snapshot", version))
     v = theirs(live, None)
     job.restart_on_journal(10, lambda: subprocess.run(
         [sys.executable, "-c", COMMITTER, str(live), "300000", "3"], check=True))
@@ -238,3 +243,14 @@ def test_inspect_names_the_snapshot(hf_bin: str, table: Path) -> None:
     assert v["total_rows"] == theirs(table, 2).num_rows
     r = subprocess.run([hf_bin, "inspect", str(table)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "at version 5" in r.stdout, r.stdout[:2000]
+
+
+def test_a_feeder_over_a_table_needs_the_coordinators_snapshot(hf_bin: str, table: Path, tmp_path: Path) -> None:
+    """`hydrofeed feeder` started by hand over a table without `--snapshot` is refused, saying
+    what to pass: the newest version may not be the coordinator's, whose splits would then
+    name other files."""
+    r = subprocess.run([hf_bin, "feeder", "--input", str(table), "--coordinator", "127.0.0.1:1",
+                        "--socket-dir", str(tmp_path / "s")],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "HYDROFEED_TOKEN": "x" * 32})
+    assert r.returncode != 0
+    assert "pass --snapshot" in r.stderr, r.stderr[-2000:]

@@ -122,6 +122,21 @@ fn stop_on_signals() {
 
 /// Runs `hydrofeed feeder`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.read.snapshot.is_none() {
+        // A table's newest snapshot may not be the one the coordinator planned: its splits
+        // would name other files. The coordinator prints the one to read.
+        let storage = hydrofeed_storage::open_storage(&args.input)?;
+        if hydrofeed_format::delta::is_table(&storage, &args.input)
+            || hydrofeed_format::iceberg::is_table(&storage, &args.input)
+        {
+            anyhow::bail!(
+                "{} is a table: pass --snapshot with the version the coordinator planned (it \
+                 prints \"start the feeders with --snapshot N\"), so that every feeder reads \
+                 the coordinator's files whatever is committed meanwhile",
+                args.input
+            );
+        }
+    }
     let token = match &args.token_file {
         Some(p) => Token::read(p)?,
         None => Token::from_env()?.context(
