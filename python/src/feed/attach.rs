@@ -82,7 +82,14 @@ pub(super) fn send_hello(
 }
 
 /// Attaches to the feeder listening on `address`, waiting up to `timeout` for it to appear.
-pub(super) fn attach(py: Python<'_>, address: &str, timeout: Duration) -> PyResult<Consumer> {
+/// `restarted`: the feeder is restarted when it dies (`launch`), so a feeder lost in the
+/// middle of the handshake (reset, or gone before it answered) is waited for too.
+pub(super) fn attach(
+    py: Python<'_>,
+    address: &str,
+    timeout: Duration,
+    restarted: bool,
+) -> PyResult<Consumer> {
     let path = Path::new(address).to_path_buf();
     let what = format!("the feeder at {address} to accept (stage: attach)");
     let started = Instant::now();
@@ -95,13 +102,19 @@ pub(super) fn attach(py: Python<'_>, address: &str, timeout: Duration) -> PyResu
             Ok(c) => Step::Ready(c),
             // Not there yet (the feeder may still be starting): retry until the deadline.
             Err(AttachError::Timeout) => Step::Again,
-            Err(e @ AttachError::Io { errno, .. }) if errno == 2 || errno == 111 => {
+            Err(e @ AttachError::Io { errno, .. })
+                if errno == 2 || errno == 111 || (restarted && (errno == 104 || errno == 32)) =>
+            {
                 if started.elapsed() + TICK >= timeout {
                     Step::Failed(e)
                 } else {
                     std::thread::sleep(TICK / 2);
                     Step::Again
                 }
+            }
+            Err(AttachError::PeerLost) if restarted && started.elapsed() + TICK < timeout => {
+                std::thread::sleep(TICK / 2);
+                Step::Again
             }
             Err(e) => Step::Failed(e),
         }
@@ -115,7 +128,7 @@ impl Feed {
     /// after the last ack that reached the coordinator are not handed out again.
     pub(super) fn rejoin(&self, py: Python<'_>, inner: &mut Inner) -> PyResult<()> {
         let old = self.peer();
-        let mut c = attach(py, &self.address, self.rejoin_timeout).map_err(|e| {
+        let mut c = attach(py, &self.address, self.rejoin_timeout, true).map_err(|e| {
             PeerLostError::new_err(format!(
                 "feeder (pid {old}) at {} died, and no feeder took this trainer back within \
                  {:.0} s: {e}",

@@ -282,7 +282,15 @@ impl Feed {
         } else {
             secs("rejoin_timeout", rejoin_timeout)?
         };
-        let mut consumer = attach(py, address, connect_timeout)?;
+        // Under `launch` with feeder restarts (a rejoin timeout), a feeder killed while this
+        // trainer attaches is restarted: wait for it as a rejoin would.
+        let restarted = !rejoin_timeout.is_zero();
+        let wait_for = if restarted {
+            connect_timeout.max(rejoin_timeout)
+        } else {
+            connect_timeout
+        };
+        let mut consumer = attach(py, address, wait_for, restarted)?;
         let peer = consumer.peer_pid();
         let hello_sent = batch_size.is_some();
         if hello_sent {
