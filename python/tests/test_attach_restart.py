@@ -63,7 +63,7 @@ def test_a_reset_mid_attach_waits_for_the_restarted_feeder(hf_bin: str, tmp_path
     def restart() -> None:
         hostile.join()
         procs.append(subprocess.Popen([hf_bin, "serve", "--input", str(data), "--socket", str(sock)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     threading.Thread(target=restart, daemon=True).start()
     try:
