@@ -215,7 +215,8 @@ fn list_log(storage: &Arc<dyn Storage>, log: &str) -> Result<LogFiles> {
     Ok(out)
 }
 
-fn bad(path: &str, detail: impl Into<String>) -> Error {
+/// A table's metadata that cannot be read as it is (the Delta log, Iceberg's metadata).
+pub(crate) fn bad(path: &str, detail: impl Into<String>) -> Error {
     Error::Schema {
         path: path.to_string(),
         detail: detail.into(),
@@ -268,7 +269,8 @@ fn commit_time(storage: &Arc<dyn Storage>, f: &FileStatus) -> Result<Option<i64>
     Ok(f.modified_ms.map(|m| m as i64))
 }
 
-fn read_all(storage: &Arc<dyn Storage>, path: &str) -> Result<Bytes> {
+/// A whole (metadata) file.
+pub(crate) fn read_all(storage: &Arc<dyn Storage>, path: &str) -> Result<Bytes> {
     let f = storage.open(path)?;
     f.read_at(0, f.len() as usize)
 }

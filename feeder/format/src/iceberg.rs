@@ -19,7 +19,7 @@ use arrow_avro::reader::ReaderBuilder;
 use arrow_avro::schema::AvroSchema;
 use serde::Deserialize;
 
-use crate::delta::{SnapshotSpec, TableFile, TableFiles, TableSnapshot};
+use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnapshot};
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
@@ -60,13 +60,6 @@ struct Snapshot {
     manifest_list: String,
 }
 
-fn bad(path: &str, detail: impl Into<String>) -> Error {
-    Error::Schema {
-        path: path.to_string(),
-        detail: detail.into(),
-    }
-}
-
 /// A path of the metadata as storage opens it: `file:` URIs become local paths.
 fn storage_path(p: &str) -> String {
     if let Some(rest) = p.strip_prefix("file://") {
@@ -76,11 +69,6 @@ fn storage_path(p: &str) -> String {
         return rest.to_string();
     }
     p.to_string()
-}
-
-fn read_all(storage: &Arc<dyn Storage>, path: &str) -> Result<bytes::Bytes> {
-    let f = storage.open(path)?;
-    f.read_at(0, f.len() as usize)
 }
 
 /// Whether `input` names an Iceberg table: a `.metadata.json` file, or a directory whose
