@@ -292,34 +292,31 @@ impl Storage for Metered {
     }
 }
 
+impl MeteredFile {
+    /// Runs one storage call, counting its time and the bytes `n` says it read.
+    fn metered<T>(&self, call: impl FnOnce() -> Result<T>, n: impl FnOnce(&T) -> u64) -> Result<T> {
+        let t0 = Instant::now();
+        self.st.storage_started();
+        let r = call();
+        let bytes = r.as_ref().map_or(0, n);
+        self.st.storage_ended(bytes, t0.elapsed());
+        r
+    }
+}
+
 impl RandomAccess for MeteredFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
     fn read_at(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
-        let t0 = Instant::now();
-        self.st.storage_started();
-        let r = self.inner.read_at(offset, len);
-        let n = r.as_ref().map_or(0, |b| b.len() as u64);
-        self.st.storage_ended(n, t0.elapsed());
-        r
+        self.metered(|| self.inner.read_at(offset, len), |b| b.len() as u64)
     }
     fn read_seq(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
-        let t0 = Instant::now();
-        self.st.storage_started();
-        let r = self.inner.read_seq(offset, len);
-        let n = r.as_ref().map_or(0, |b| b.len() as u64);
-        self.st.storage_ended(n, t0.elapsed());
-        r
+        self.metered(|| self.inner.read_seq(offset, len), |b| b.len() as u64)
     }
     fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         // The inner file's own (local files: straight into `buf`), metered the same way.
-        let t0 = Instant::now();
-        self.st.storage_started();
-        let r = self.inner.read_into(offset, buf);
-        let n = r.as_ref().map_or(0, |n| *n as u64);
-        self.st.storage_ended(n, t0.elapsed());
-        r
+        self.metered(|| self.inner.read_into(offset, buf), |n| *n as u64)
     }
     fn path(&self) -> &str {
         self.inner.path()
