@@ -97,7 +97,7 @@ class SparkDataFeed:
                 for rb in slices:
                     objs = _rows.object_columns(rb.schema)
                     need = {i for i in range(rb.num_columns) if i not in objs} if objs else None
-                    out.extend(_rows.batch_to_rows(rb, self._columns(rb, need)))
+                    out.extend(_rows.batch_to_rows(rb, self._columns(rb, need), objs))
                 return out
             if not slices:
                 return {t: [] for t in self.input_tensors}

@@ -189,12 +189,14 @@ def slice_columns(rb: pa.RecordBatch, whole: list[Any] | None, off: int, k: int,
     return out
 
 
-def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None) -> list[Any]:
+def batch_to_rows(rb: pa.RecordBatch, cols: list[Any] | None = None, objs: dict[int, str] | None = None) -> list[Any]:
     """Record batch -> list of rows shaped like the rows that were fed (``cols``: its columns
-    already converted, e.g. by :func:`slice_columns`)."""
+    already converted, e.g. by :func:`slice_columns`; ``objs``: its
+    :func:`object_columns`, when the caller has them)."""
     meta = rb.schema.metadata or {}
     kind = meta.get(ROW_KIND, b"tuple").decode()
-    objs = object_columns(rb.schema)
+    if objs is None:
+        objs = object_columns(rb.schema)
     if cols is None:
         cols = [None if i in objs else column_to_numpy(rb.column(i), rb.schema.field(i)) for i in range(rb.num_columns)]
     else:
