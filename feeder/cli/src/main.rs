@@ -194,18 +194,28 @@ pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<std::time::Duration> {
 /// The fingerprint of a plan's input (files, sizes, modification times, rows per split): the
 /// states a job writes carry it, and a resume checks it.
 pub(crate) fn input_fingerprint(plan: &Plan) -> InputFingerprint {
-    let mut rows: std::collections::HashMap<&str, Vec<u64>> = std::collections::HashMap::new();
+    type Splits = (Vec<u64>, Vec<Vec<u64>>);
+    let mut rows: std::collections::HashMap<&str, Splits> = std::collections::HashMap::new();
     for s in &plan.splits {
-        rows.entry(s.path.as_str()).or_default().push(s.rows);
+        let e = rows.entry(s.path.as_str()).or_default();
+        e.0.push(s.rows);
+        e.1.push(s.units.clone());
     }
     let files = plan
         .files
         .iter()
-        .map(|f| FileEntry {
-            path: f.path.clone(),
-            size: f.len,
-            modified_ms: f.modified_ms,
-            split_rows: rows.remove(f.path.as_str()).unwrap_or_default(),
+        .map(|f| {
+            let (split_rows, mut split_units) = rows.remove(f.path.as_str()).unwrap_or_default();
+            if split_units.iter().all(Vec::is_empty) {
+                split_units.clear();
+            }
+            FileEntry {
+                path: f.path.clone(),
+                size: f.len,
+                modified_ms: f.modified_ms,
+                split_rows,
+                split_units,
+            }
         })
         .collect();
     InputFingerprint::of_files(&plan.input, files).with_table(plan.table.as_ref().map(|t| {

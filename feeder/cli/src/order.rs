@@ -51,10 +51,10 @@ impl OrderArgs {
                     }
                 );
                 let d = OrderSpec::default();
-                Ok(Some(OrderSpec {
-                    buffer: self.shuffle_buffer.unwrap_or(d.buffer),
-                    cycle: self.cycle_length.unwrap_or(d.cycle),
-                }))
+                Ok(Some(OrderSpec::new(
+                    self.shuffle_buffer.unwrap_or(d.buffer),
+                    self.cycle_length.unwrap_or(d.cycle),
+                )))
             }
             OrderMode::Dynamic => {
                 anyhow::ensure!(
@@ -78,10 +78,7 @@ impl OrderArgs {
             }
             _ => {}
         }
-        let spec = saved.unwrap_or(OrderSpec {
-            buffer: 0,
-            cycle: 0,
-        });
+        let spec = saved.unwrap_or(OrderSpec::new(0, 0));
         if let Some(b) = self.shuffle_buffer {
             anyhow::ensure!(
                 b == spec.buffer,

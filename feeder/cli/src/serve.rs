@@ -115,10 +115,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .max(Duration::from_millis(100)),
         order: args.shuffle_buffer.map(|buffer| ServeOrder {
             seed: args.seed,
-            spec: OrderSpec {
+            spec: OrderSpec::new(
                 buffer,
-                cycle: args.cycle_length.unwrap_or(OrderSpec::default().cycle),
-            },
+                args.cycle_length.unwrap_or(OrderSpec::default().cycle),
+            ),
         }),
         decode_threads: args.decode_threads,
         read_ahead: args.read_ahead_mb.max(1) << 20,

@@ -63,6 +63,24 @@ pub struct FileEntry {
     pub modified_ms: Option<u64>,
     /// Rows of each of its splits, in split order.
     pub split_rows: Vec<u64>,
+    /// Rows of the units (row groups, stripes) of each split that holds more than one, in
+    /// split order (an empty list: one unit); empty when every split is one unit. The fixed
+    /// order (version 2) cuts its lanes at unit starts, so a carried-over state needs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split_units: Vec<Vec<u64>>,
+}
+
+impl FileEntry {
+    /// The same file as `other` (path, size, time, splits): what the digest covers.
+    fn same_file(&self, other: &Self) -> bool {
+        (&self.path, self.size, self.modified_ms, &self.split_rows)
+            == (
+                &other.path,
+                other.size,
+                other.modified_ms,
+                &other.split_rows,
+            )
+    }
 }
 
 impl InputFingerprint {
@@ -349,7 +367,15 @@ fn replan(state: &State, saved: &InputFingerprint, now: &InputFingerprint) -> Re
     }
     if let Some(os) = state.order.as_ref().filter(|o| !o.by_ledger) {
         if !state.finished {
-            for (d, m) in fixed_acked(state, os, &old_rows) {
+            let old_units: Vec<Vec<u64>> = saved
+                .files()
+                .iter()
+                .flat_map(|f| {
+                    (0..f.split_rows.len())
+                        .map(|i| f.split_units.get(i).cloned().unwrap_or_default())
+                })
+                .collect();
+            for (d, m) in fixed_acked(state, os, &old_rows, &old_units) {
                 let e = acked.entry(d).or_default();
                 for (s, v) in m {
                     e.entry(s).or_default().extend(v);
@@ -373,7 +399,7 @@ fn replan(state: &State, saved: &InputFingerprint, now: &InputFingerprint) -> Re
     let mut old_at = 0u32;
     for f in saved.files() {
         if let Some(&(first, g)) = new_first.get(f.path.as_str()) {
-            if g == f {
+            if g.same_file(f) {
                 for i in 0..f.split_rows.len() as u32 {
                     map.insert(old_at + i, first + i);
                 }
@@ -421,6 +447,7 @@ fn fixed_acked(
     state: &State,
     os: &OrderState,
     split_rows: &[u64],
+    units: &[Vec<u64>],
 ) -> BTreeMap<u32, HashMap<u32, Vec<(u64, u64)>>> {
     let segs: Vec<&Segment> = os.ranks.iter().flatten().chain(&os.rest).collect();
     let mut epochs: Vec<u32> = segs.iter().map(|s| s.data_epoch).collect();
@@ -431,7 +458,7 @@ fn fixed_acked(
     epochs.dedup();
     let mut out = BTreeMap::new();
     for d in epochs {
-        let seq = EpochSeq::new(split_rows, state.seed, state.shuffle, d);
+        let seq = EpochSeq::with_units(split_rows, units, state.seed, state.shuffle, d);
         let mut left: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         for seg in segs.iter().filter(|s| s.data_epoch == d && !s.is_empty()) {
             let cs = ChunkStream::new(

@@ -17,6 +17,7 @@ fn files(rows: &[Vec<u64>], names: &[String]) -> Vec<FileEntry> {
             size: 100 * r.iter().sum::<u64>() + 1,
             modified_ms: Some(7),
             split_rows: r.clone(),
+            split_units: Vec::new(),
         })
         .collect()
 }
@@ -62,6 +63,7 @@ fn drive(
             let rows: Vec<(u32, u64)> = match &l.order {
                 Some(o) => expand(
                     split_rows,
+                    &[],
                     o.seed,
                     o.shuffle,
                     o.spec,
@@ -172,7 +174,7 @@ proptest! {
         let cfg = Config {
             epochs: 2,
             seed,
-            order: fixed.then_some(OrderSpec { buffer, cycle }),
+            order: fixed.then_some(OrderSpec::new(buffer, cycle)),
             ..Config::new(w, b)
         };
         let mut m = Machine::new(sp, cfg).unwrap();

@@ -7,16 +7,21 @@
 //!    storage order, one after another: positions `0..T`.
 //! 2. **Chunks.** Rank `r` of `W` owns positions `[r Q, (r + 1) Q)`, `Q = floor(T / (W B)) B`
 //!    (equal steps); chunk `W` is the rest, fewer than `W B` rows (dropped).
-//! 3. **Lanes.** A chunk is cut into `cycle` lanes of equal length, contiguous runs of the
-//!    sequence: the feeder reads every lane sequentially, the lanes in parallel.
+//! 3. **Lanes.** A chunk is cut into at most `cycle` lanes, contiguous runs of the sequence:
+//!    the feeder reads every lane sequentially, the lanes in parallel. Order version 2 (the
+//!    default) cuts lanes only where a unit starts (a split, or a row group or stripe in one:
+//!    [`EpochSeq::with_units`]), each cut at the unit start nearest to an equal share, so that
+//!    no unit is read by two lanes (a chunk of fewer units has fewer lanes); version 1 cut
+//!    lanes of equal rows, anywhere.
 //! 4. **Windows.** With a shuffle buffer of `M` rows the chunk's stream is `K = ceil(L / M)`
-//!    windows. Window `k` holds slice `(k + shift_j) mod K` of every lane `j` (`K` equal
-//!    slices per lane; `shift_j` seeded): so every window mixes every lane, every lane is read
-//!    from a seeded starting point to its end and then from its start (one seek per lane and
-//!    epoch), and no lane drifts from its start to its end across the epoch. The window's
-//!    rows (lanes concatenated in lane order) leave in a seeded permutation.
-//!    Without a buffer a window is `cycle` blocks of [`BLOCK_ROWS`] (one per lane, in lane
-//!    order, not permuted): an interleave of the lanes.
+//!    windows. Every lane is read from a seeded starting point to its end and then from its
+//!    start (one seek per lane and epoch), and window `k` holds the `k`-th of `K` equal slices
+//!    of every lane so read: every window mixes every lane, and no lane drifts from its start
+//!    to its end across the epoch. Version 2 starts a lane at a seeded unit start of the lane
+//!    (so the wrap re-reads nothing); version 1 at a seeded slice boundary. The window's rows
+//!    (lanes concatenated in lane order) leave in a seeded permutation.
+//!    Without a buffer a window is one block of about [`BLOCK_ROWS`] per lane (in lane order,
+//!    not permuted): an interleave of the lanes.
 //!
 //! A position in a chunk's stream is therefore (window, offset): a stream resumes at any row
 //! from `(epoch, chunk, position)`, and the state a rank needs is that triple.
@@ -35,13 +40,51 @@ pub struct OrderSpec {
     pub buffer: u64,
     /// Lanes: sequential reads that every window mixes (the interleave's cycle length).
     pub cycle: u32,
+    /// The order function's version ([`OrderSpec::VERSIONS`]): a state keeps the version it
+    /// was dealt with (a state without one is version 1), so a resumed run deals the same
+    /// streams whatever build resumes it.
+    #[serde(default = "OrderSpec::first_version")]
+    pub version: u32,
 }
 
 impl Default for OrderSpec {
     fn default() -> Self {
+        Self::new(0, 8)
+    }
+}
+
+impl OrderSpec {
+    /// The version new runs deal: lanes and their starting points on split boundaries.
+    pub const VERSION: u32 = 2;
+    /// The versions this build deals: 1, lanes of equal rows (a split at a lane boundary is
+    /// read by both lanes, and a lane's starting split twice); 2, lanes cut where splits start
+    /// (every split read once per epoch).
+    pub const VERSIONS: [u32; 2] = [1, 2];
+
+    /// The current version's order with a shuffle buffer of `buffer` rows and `cycle` lanes.
+    pub fn new(buffer: u64, cycle: u32) -> Self {
         Self {
-            buffer: 0,
-            cycle: 8,
+            buffer,
+            cycle,
+            version: Self::VERSION,
+        }
+    }
+
+    fn first_version() -> u32 {
+        1
+    }
+
+    /// Refuses a version this build does not deal, by name.
+    pub fn check(&self) -> Result<(), String> {
+        if Self::VERSIONS.contains(&self.version) {
+            Ok(())
+        } else {
+            Err(format!(
+                "order version {} is unknown to this build, which deals versions {:?}: the \
+                 state or lease comes from a newer hydrofeed",
+                self.version,
+                Self::VERSIONS
+            ))
         }
     }
 }
@@ -89,11 +132,26 @@ pub struct Span {
 pub struct EpochSeq {
     splits: Vec<u32>,
     ends: Vec<u64>,
+    /// Every position after the first where a unit starts (a split, or a row group or stripe
+    /// inside one): where version 2 of the order cuts and starts lanes.
+    cuts: Vec<u64>,
 }
 
 impl EpochSeq {
     /// The sequence of `data_epoch`: splits shuffled by (seed, epoch) or in plan order.
     pub fn new(split_rows: &[u64], seed: u64, shuffle: bool, data_epoch: u32) -> Self {
+        Self::with_units(split_rows, &[], seed, shuffle, data_epoch)
+    }
+
+    /// [`EpochSeq::new`] where split `s` is read in units of `units[s]` rows (a split without
+    /// an entry, or with fewer than two, is one unit).
+    pub fn with_units(
+        split_rows: &[u64],
+        units: &[Vec<u64>],
+        seed: u64,
+        shuffle: bool,
+        data_epoch: u32,
+    ) -> Self {
         let n = split_rows.len() as u32;
         let order = if shuffle {
             split_order(seed, data_epoch, n)
@@ -102,21 +160,46 @@ impl EpochSeq {
         };
         let mut splits = Vec::with_capacity(order.len());
         let mut ends = Vec::with_capacity(order.len());
+        let mut cuts = Vec::with_capacity(order.len());
         let mut at = 0;
         for s in order {
             let rows = split_rows[s as usize];
             if rows > 0 {
+                if at > 0 {
+                    cuts.push(at);
+                }
+                let u = units.get(s as usize).filter(|u| u.len() > 1);
+                if let Some(u) = u.filter(|u| u.iter().sum::<u64>() == rows) {
+                    let mut x = at;
+                    for &r in &u[..u.len() - 1] {
+                        x += r;
+                        if r > 0 {
+                            cuts.push(x);
+                        }
+                    }
+                }
                 at += rows;
                 splits.push(s);
                 ends.push(at);
             }
         }
-        Self { splits, ends }
+        cuts.dedup();
+        Self { splits, ends, cuts }
     }
 
     /// Rows in the sequence.
     pub fn total(&self) -> u64 {
         self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// The positions in `(a, b)` where a unit starts.
+    pub fn starts_within(&self, a: u64, b: u64) -> Vec<u64> {
+        let i = self.cuts.partition_point(|&e| e <= a);
+        self.cuts[i..]
+            .iter()
+            .copied()
+            .take_while(|&e| e < b)
+            .collect()
     }
 
     /// Appends the split spans of positions `[a, b)` to `out`.
@@ -196,10 +279,13 @@ pub struct ChunkStream {
     start: u64,
     lanes: Vec<(u64, u64)>,
     windows: u64,
+    /// Where each lane starts reading: version 1, a slice index (window units); version 2,
+    /// rows from the lane's start (a unit start).
     shifts: Vec<u64>,
     starts: Vec<u64>,
     seed: u64,
     permute: bool,
+    version: u32,
 }
 
 /// The rows of one window, lane by lane.
@@ -228,6 +314,36 @@ impl Window {
     }
 }
 
+/// Chunk-relative lane bounds: version 1, `cycle` lanes of equal rows; version 2, at most
+/// `cycle` lanes cut at the unit starts `cuts` (chunk-relative, in `(0, len)`), each at the
+/// one nearest to an equal share.
+fn cut_lanes(len: u64, cycle: u64, version: u32, cuts: &[u64]) -> Vec<(u64, u64)> {
+    let mut bounds: Vec<u64> = if version == 1 {
+        (1..cycle).map(|j| len * j / cycle).collect()
+    } else {
+        (1..cycle)
+            .filter_map(|j| {
+                let t = len * j / cycle;
+                let i = cuts.partition_point(|&c| c < t);
+                let below = i.checked_sub(1).map(|i| cuts[i]);
+                let above = cuts.get(i).copied();
+                match (below, above) {
+                    (Some(b), Some(a)) => Some(if t - b <= a - t { b } else { a }),
+                    (b, a) => b.or(a),
+                }
+            })
+            .collect()
+    };
+    bounds.dedup();
+    let mut lanes = Vec::with_capacity(bounds.len() + 1);
+    let mut at = 0;
+    for b in bounds.into_iter().chain([len]) {
+        lanes.push((at, b));
+        at = b;
+    }
+    lanes
+}
+
 impl ChunkStream {
     /// The stream of `chunk` of the sequence cut for `workers` ranks of `batch` rows.
     pub fn new(
@@ -242,9 +358,8 @@ impl ChunkStream {
         let (a, b) = chunk_range(seq.total(), workers, batch, chunk);
         let len = b - a;
         let cycle = u64::from(spec.cycle.max(1)).min(len.max(1));
-        let lanes: Vec<(u64, u64)> = (0..cycle)
-            .map(|j| (len * j / cycle, len * (j + 1) / cycle))
-            .collect();
+        let cuts: Vec<u64> = seq.starts_within(a, b).iter().map(|&c| c - a).collect();
+        let lanes = cut_lanes(len, cycle, spec.version, &cuts);
         let permute = spec.buffer > 0;
         let target = if permute {
             spec.buffer
@@ -257,12 +372,23 @@ impl ChunkStream {
                 ^ mix64(u64::from(workers) << 32 | u64::from(chunk))
                 ^ 0x6f72_6465_7200_0000,
         );
-        let shifts = (0..cycle)
-            .map(|j| {
-                if permute {
-                    mix64(seed ^ mix64(j)) % windows
-                } else {
-                    0
+        let shifts = lanes
+            .iter()
+            .enumerate()
+            .map(|(j, &(la, lb))| {
+                let r = mix64(seed ^ mix64(j as u64));
+                match (permute, spec.version) {
+                    (false, _) => 0,
+                    (true, 1) => r % windows,
+                    (true, _) => {
+                        // A unit start of the lane, its own start included.
+                        let i0 = cuts.partition_point(|&c| c <= la);
+                        let i1 = cuts.partition_point(|&c| c < lb);
+                        match r % (1 + (i1 - i0) as u64) {
+                            0 => 0,
+                            i => cuts[i0 + i as usize - 1] - la,
+                        }
+                    }
                 }
             })
             .collect();
@@ -274,12 +400,15 @@ impl ChunkStream {
             starts: Vec::new(),
             seed,
             permute,
+            version: spec.version,
         };
         let mut starts = Vec::with_capacity(windows as usize + 1);
         let mut at = 0;
         starts.push(0);
         for k in 0..windows {
-            at += (0..s.lanes.len()).map(|j| s.slice(j, k).1).sum::<u64>();
+            at += (0..s.lanes.len())
+                .map(|j| s.slice(j, k).iter().map(|p| p.1).sum::<u64>())
+                .sum::<u64>();
             starts.push(at);
         }
         s.starts = starts;
@@ -311,22 +440,38 @@ impl ChunkStream {
         (self.starts.partition_point(|&s| s <= pos) - 1) as u64
     }
 
-    /// (chunk-relative first row, rows) of lane `j`'s part in window `k`.
-    fn slice(&self, j: usize, k: u64) -> (u64, u64) {
+    /// The (chunk-relative first row, rows) parts of lane `j` in window `k`, in read order:
+    /// two where the lane wraps from its end to its start inside the window.
+    fn slice(&self, j: usize, k: u64) -> [(u64, u64); 2] {
         let (a, b) = self.lanes[j];
         let l = b - a;
-        let t = (k + self.shifts[j]) % self.windows;
-        let (x, y) = (l * t / self.windows, l * (t + 1) / self.windows);
-        (a + x, y - x)
+        if self.version == 1 {
+            let t = (k + self.shifts[j]) % self.windows;
+            let (x, y) = (l * t / self.windows, l * (t + 1) / self.windows);
+            return [(a + x, y - x), (a, 0)];
+        }
+        // Rows [x, y) of the lane read from its starting point, wrapping at its end.
+        let (x, y) = (l * k / self.windows, l * (k + 1) / self.windows);
+        let (x, y) = (x + self.shifts[j], y + self.shifts[j]);
+        if y <= l {
+            [(a + x, y - x), (a, 0)]
+        } else if x >= l {
+            [(a + x - l, y - x), (a, 0)]
+        } else {
+            [(a + x, l - x), (a, y - l)]
+        }
     }
 
     /// Window `k`: its position and the split spans of every lane.
     pub fn window(&self, seq: &EpochSeq, k: u64) -> Window {
         let lanes = (0..self.lanes.len())
             .map(|j| {
-                let (a, n) = self.slice(j, k);
                 let mut v = Vec::new();
-                seq.spans(self.start + a, self.start + a + n, &mut v);
+                for (a, n) in self.slice(j, k) {
+                    if n > 0 {
+                        seq.spans(self.start + a, self.start + a + n, &mut v);
+                    }
+                }
                 v
             })
             .collect();
@@ -359,13 +504,14 @@ impl ChunkStream {
 /// quality benchmark (it costs memory per row).
 pub fn expand(
     split_rows: &[u64],
+    units: &[Vec<u64>],
     seed: u64,
     shuffle: bool,
     spec: OrderSpec,
     batch: u64,
     seg: &Segment,
 ) -> Vec<(u32, u64)> {
-    let seq = EpochSeq::new(split_rows, seed, shuffle, seg.data_epoch);
+    let seq = EpochSeq::with_units(split_rows, units, seed, shuffle, seg.data_epoch);
     let cs = ChunkStream::new(
         &seq,
         spec,

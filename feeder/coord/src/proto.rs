@@ -51,6 +51,7 @@ pub fn proto_order(o: &crate::OrderLease) -> OrderLease {
         batch_size: o.batch_size,
         buffer: o.spec.buffer,
         cycle: o.spec.cycle,
+        order_version: o.spec.version,
     }
 }
 
@@ -70,6 +71,8 @@ pub fn order_of(o: &OrderLease) -> crate::OrderLease {
         spec: crate::OrderSpec {
             buffer: o.buffer,
             cycle: o.cycle,
+            // A coordinator that sends none deals version 1.
+            version: o.order_version.max(1),
         },
     }
 }

@@ -347,10 +347,7 @@ mod tests {
             let o = ServeOptions {
                 order: Some(ServeOrder {
                     seed,
-                    spec: OrderSpec {
-                        buffer: 500,
-                        cycle: 4,
-                    },
+                    spec: OrderSpec::new(500, 4),
                 }),
                 ..opts(&d.path().join("data"), &sock, 2)
             };

@@ -197,8 +197,10 @@ pub fn read_segment<'a>(
     if seg.is_empty() {
         return Ok(());
     }
+    o.spec.check().map_err(Error::Coordinator)?;
     let split_rows: Vec<u64> = ctx.plan.splits.iter().map(|s| s.rows).collect();
-    let seq = EpochSeq::new(&split_rows, o.seed, o.shuffle, seg.data_epoch);
+    let units: Vec<Vec<u64>> = ctx.plan.splits.iter().map(|s| s.units.clone()).collect();
+    let seq = EpochSeq::with_units(&split_rows, &units, o.seed, o.shuffle, seg.data_epoch);
     let cs = ChunkStream::new(
         &seq,
         o.spec,

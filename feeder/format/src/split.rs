@@ -74,6 +74,22 @@ pub struct Split {
     /// Hive-style partition values (`key=value` directories above the file).
     #[serde(default)]
     pub partition: Vec<(String, String)>,
+    /// Rows of each unit a reader can start at without reading the ones before (row groups,
+    /// stripes), when the split holds more than one; empty: the split is one unit. The fixed
+    /// order cuts its lanes only there, so that no unit is read twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<u64>,
+}
+
+impl Split {
+    /// The rows of each of its units (one unit: its rows).
+    pub fn unit_rows(&self) -> Vec<u64> {
+        if self.units.len() > 1 {
+            self.units.clone()
+        } else {
+            vec![self.rows]
+        }
+    }
 }
 
 /// The splits of one file, numbered from `first_id`, from each part's `(unit, rows, bytes)`
@@ -95,6 +111,7 @@ pub fn file_splits(
             rows,
             bytes,
             partition: Vec::new(),
+            units: Vec::new(),
         })
         .collect()
 }

@@ -49,10 +49,18 @@ pub(crate) fn unit_splits(
     target: u64,
     unit: impl Fn(u32, u32) -> SplitUnit,
 ) -> Vec<Split> {
-    let parts = group_units(units, target)
-        .into_iter()
+    let groups = group_units(units, target);
+    let parts = groups
+        .iter()
         .map(|g| (unit(g.first, g.count), g.rows, g.bytes));
-    file_splits(path, format, first_id, parts)
+    let mut splits = file_splits(path, format, first_id, parts);
+    for (s, g) in splits.iter_mut().zip(&groups) {
+        if g.count > 1 {
+            let (a, n) = (g.first as usize, g.count as usize);
+            s.units = units[a..a + n].iter().map(|u| u.rows).collect();
+        }
+    }
+    splits
 }
 
 /// Groups consecutive units into splits of about `target` bytes (a unit larger than that is a

@@ -150,6 +150,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
     let read = hydrofeed_format::ReadOptions::default();
     let plan: Plan = hydrofeed_format::plan(&storage, input, &read)?;
     let split_rows: Vec<u64> = plan.splits.iter().map(|s| s.rows).collect();
+    let split_units: Vec<Vec<u64>> = plan.splits.iter().map(|s| s.units.clone()).collect();
     // Storage order: a split's first id, and the file of every split.
     let mut start = Vec::with_capacity(split_rows.len());
     let mut at = 0;
@@ -194,10 +195,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
         batch.get_array_memory_size() as f64 / batch.num_rows().max(1) as f64
     };
     for &buffer in &a.buffers {
-        let spec = OrderSpec {
-            buffer,
-            cycle: a.cycle_length,
-        };
+        let spec = OrderSpec::new(buffer, a.cycle_length);
         let mut qs = Vec::new();
         for e in 0..a.epochs {
             for r in 0..w {
@@ -209,7 +207,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
                     from: 0,
                     to: z - x,
                 };
-                let ids: Vec<u64> = expand(&split_rows, a.seed, true, spec, b, &seg)
+                let ids: Vec<u64> = expand(&split_rows, &split_units, a.seed, true, spec, b, &seg)
                     .into_iter()
                     .map(|(s, row)| start[s as usize] + row)
                     .collect();

@@ -457,6 +457,10 @@ impl Machine {
         cfg.batch_size = state.batch_size;
         cfg.remainder = state.remainder;
         cfg.order = state.order.as_ref().map(|o| o.spec);
+        if let Some(o) = &cfg.order {
+            o.check()
+                .map_err(|e| Error::Coordinator(format!("state: {e}")))?;
+        }
         let mut m = Self::empty(splits, cfg)?;
         m.resumed = true;
         if state.splits as usize != m.split_rows.len() || state.total_rows != m.total_rows {
