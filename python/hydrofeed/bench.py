@@ -13,7 +13,8 @@ MNIST-shaped rows (784 float32 ``image`` + int64 ``label``; ``id`` is not read) 
 With ``--workers 1,2``: end to end through ``hydrofeed launch`` (in-process coordinator, one
 ``hydrofeed feeder`` daemon, W trainer processes each iterating ``DataFeed.batches()`` into
 numpy) from the same Parquet files on disk, batch 1000, one epoch, against ``pyarrow`` reading
-them in one process (the baseline, same command). Reported per W: the job's wall time (process
+them in one process (the baseline, same command); each job in the fixed order, the dynamic
+order and (``--shuffle-buffer N``) with a shuffle buffer, alternated, best and median. Reported per W: the job's wall time (process
 starts included), the trainers' rows/s from their first to their last batch, and the feeder's
 CPU seconds and max RSS (``getrusage`` of the feeder, printed by it at exit).
 
@@ -70,6 +71,11 @@ def _measure(batches: Callable[[], Iterator[tuple[Any, Any]]], rows: int) -> dic
 
 def _best(runs: list[dict[str, float]]) -> dict[str, float]:
     return max(runs, key=lambda r: r["rows_per_s"])
+
+
+def _median(runs: list[dict[str, float]]) -> float:
+    """The median rows/s of ``runs``."""
+    return float(np.median([r["rows_per_s"] for r in runs]))
 
 
 @renamed_keyword("bs", "batch_size")
@@ -230,8 +236,9 @@ def bench_launch(rows: int, workers: list[int], repeat: int, work: Path,
     results["pyarrow_b1000"] = _best(
         [_measure(pyarrow_batches(pq_dir, 1000), rows) for _ in range(repeat)]
     )
-    # With a shuffle buffer: the same job with and without it, alternated, in the same run.
-    variants: list[tuple[str, list[str]]] = [("", [])]
+    # The same job in the fixed order (the default), the dynamic one, and with a shuffle
+    # buffer, alternated, in the same run.
+    variants: list[tuple[str, list[str]]] = [("", []), ("_dynamic", ["--order", "dynamic"])]
     if shuffle_buffer:
         variants.append((f"_shuffle{shuffle_buffer}", ["--shuffle-buffer", str(shuffle_buffer)]))
     runs_of: dict[str, list[dict[str, float]]] = {}
@@ -254,6 +261,7 @@ def bench_launch(rows: int, workers: list[int], repeat: int, work: Path,
         m = re.search(r"cpu ([0-9.]+) s, max RSS ([0-9.]+) MiB", r.stderr)
         span = max(x["seconds"] for x in ranks)
         runs.append({
+            "seconds": span,
             "rows_per_s": n / span,
             "mb_per_s": n * ROW_BYTES / span / 1e6,
             "job_wall_s": wall,
@@ -264,15 +272,24 @@ def bench_launch(rows: int, workers: list[int], repeat: int, work: Path,
             "trainer_cpu_us_per_row": sum(x["cpu"] for x in ranks) / n * 1e6,
         })
     for k, runs in runs_of.items():
-        results[k] = _best(runs)
+        results[k] = {**_best(runs), "median_rows_per_s": _median(runs), "runs": len(runs)}
     ratios = {
         f"launch_w{w}_vs_pyarrow_b1000": round(
             results[f"launch_w{w}"]["rows_per_s"] / results["pyarrow_b1000"]["rows_per_s"], 3
         )
         for w in workers
     }
+    for w in workers:
+        for stat, key in (("best", "rows_per_s"), ("median", "median_rows_per_s")):
+            ratios[f"launch_w{w}_fixed_vs_dynamic_{stat}"] = round(
+                results[f"launch_w{w}"][key] / results[f"launch_w{w}_dynamic"][key], 3
+            )
     if shuffle_buffer:
         for w in workers:
+            ratios[f"launch_w{w}_shuffle_vs_no_buffer_median"] = round(
+                results[f"launch_w{w}_shuffle{shuffle_buffer}"]["median_rows_per_s"]
+                / results[f"launch_w{w}"]["median_rows_per_s"], 3
+            )
             ratios[f"launch_w{w}_shuffle_vs_no_buffer"] = round(
                 results[f"launch_w{w}_shuffle{shuffle_buffer}"]["rows_per_s"]
                 / results[f"launch_w{w}"]["rows_per_s"], 3
@@ -344,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
               f"build {out['build']}")
         for k, r in out["results"].items():
             extra = " ".join(f"{m}={v}" for m, v in r.items() if m not in ("rows_per_s", "mb_per_s"))
+            if r.get("seconds", 2.0) < 2.0:
+                extra += "  (under 2 s: raise --rows)"
             print(f"  {k:14s} {r['rows_per_s']:>12,.0f} rows/s {r['mb_per_s']:>9,.1f} MB/s {extra}")
         for k, v in out["ratios"].items():
             print(f"  {k}: {v}")

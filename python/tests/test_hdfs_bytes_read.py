@@ -5,6 +5,9 @@ the bytes asked for. Before, every small read fetched a 4 MiB read-ahead window:
 column chunk of a few hundred KiB cost 4 MiB of DataNode traffic (3x the input for a whole read,
 half the input for footers alone).
 
+Then a job, ``launch --workers 2`` for one epoch in each order (fixed, fixed with a shuffle
+buffer, dynamic): each byte once, so at most 1.05x plus a row group per rank boundary.
+
 Input: 4 Parquet files (pyarrow) of about 4 MiB each, 1 MiB HDFS blocks, row groups of 1,000
 rows (about 270 KiB, incompressible floats).
 """
@@ -104,3 +107,22 @@ def test_datanodes_send_the_bytes_asked_for(hf_bin: str, tmp_path: Path, minidfs
     assert idle == 0, f"the DataNodes sent {idle} B while nothing read"
     assert footers <= 0.02 * ref, f"inspect made the DataNodes send {footers} B, {footers / ref:.2f}x the input"
     assert whole <= 1.05 * ref, f"a whole read made the DataNodes send {whole} B, {whole / ref:.2f}x the input"
+
+    # A job: `launch --workers 2`, one epoch, in every order. Besides 1.05x, one row group per
+    # rank boundary (the row group where rank 1's share starts is read by both ranks).
+    unit = max(pq.ParquetFile(tmp_path / f"part-{k:05d}.parquet").metadata.row_group(0).total_byte_size
+               for k in range(FILES))
+    for order, flags in [("fixed", []), ("fixed, shuffle buffer", ["--shuffle-buffer", "2000"]),
+                         ("dynamic", ["--order", "dynamic"])]:
+        out = tmp_path / f"out-{len(flags)}"
+        out.mkdir()
+        before = datanode_bytes_read()
+        p = subprocess.run(
+            [hf_bin, "launch", "--workers", "2", "--input", minidfs.uri("/bytesread"), "--batch-size", "250",
+             "--epochs", "1", *flags, "--", sys.executable, str(Path(__file__).parent / "launch_trainer.py")],
+            env=dict(env, OUT=str(out)), capture_output=True, text=True, timeout=300,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        job = datanode_bytes_read() - before
+        print(f"launch, {order}: {job} B ({job / ref:.3f}x)")
+        assert job <= 1.05 * ref + unit, f"{order}: the DataNodes sent {job} B, {job / ref:.3f}x the input"

@@ -1,6 +1,6 @@
 """Every byte of the columns a job reads comes from storage once per epoch, in every order:
 ``launch --workers 2`` over ``hydrofeed gen``'s rows written by pyarrow (8 files, row groups of
-4,096 rows, snappy), one epoch, the feeders' own count of the bytes they read from storage
+8,192 rows, snappy), one epoch, the feeders' own count of the bytes they read from storage
 against the input's column chunks (pyarrow's metadata). The bound: 1.05x the input, plus one
 row group per rank boundary (the row group where rank 1's share starts is read by both ranks);
 a resumed epoch may also read again the row group each lane stopped in.
@@ -28,7 +28,7 @@ import pytest
 pytestmark = pytest.mark.timeout(600)
 
 TRAINER = str(Path(__file__).parent / "launch_trainer.py")
-ROWS, FILES, GROUP, BATCH, MEMORY_MB, LANES, BUFFER = 640_000, 8, 4096, 250, 64, 8, 500
+ROWS, FILES, GROUP, BATCH, MEMORY_MB, LANES, BUFFER = 640_000, 8, 8192, 250, 64, 8, 500
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ pub use hydrofeed_error::{Error, Location, Result};
 
 pub mod hdfs;
 pub mod local;
+pub mod metered;
 
 /// Metadata of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 
+pub mod ceiling;
 pub mod coord;
 pub mod decode;
 pub mod order;

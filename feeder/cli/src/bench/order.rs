@@ -5,10 +5,13 @@
 //! A row's id is its position in storage order (files by path, rows in file order): a dataset
 //! stored sorted by id. Quality is computed on the order function's streams (every rank, every
 //! epoch asked for); throughput by reading the whole input as one rank through the feeder's
-//! stream reader, for each buffer size, in the same run.
+//! stream reader, for each buffer size, in the same run; the bytes read from storage by
+//! reading every rank's share of an epoch, against the input's bytes (the row groups' or
+//! stripes' compressed bytes, the files' of Avro and TFRecord).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use hydrofeed_coord::order::{chunk_range, expand, quality, OrderSpec, Quality, Segment};
@@ -16,6 +19,7 @@ use hydrofeed_coord::{mix64, split_order, OrderLease};
 use hydrofeed_feeder::pipeline::Budget;
 use hydrofeed_feeder::stream::{read_segment, StreamCtx};
 use hydrofeed_format::Plan;
+use hydrofeed_storage::metered::{metered, ByteCount};
 
 /// Arguments of `hydrofeed bench order`.
 #[derive(Debug, clap::Args)]
@@ -149,6 +153,8 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
     let storage = hydrofeed_storage::open_storage(input)?;
     let read = hydrofeed_format::ReadOptions::default();
     let plan: Plan = hydrofeed_format::plan(&storage, input, &read)?;
+    // The input's bytes: the column chunks of every row group (stripe), or the files.
+    let input_bytes: u64 = plan.splits.iter().map(|s| s.bytes).sum::<u64>().max(1);
     let split_rows: Vec<u64> = plan.splits.iter().map(|s| s.rows).collect();
     let split_units: Vec<Vec<u64>> = plan.splits.iter().map(|s| s.units.clone()).collect();
     // Storage order: a split's first id, and the file of every split.
@@ -214,23 +220,28 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
                 qs.push(quality(&ids, &file_of, b as usize));
             }
         }
-        let o = OrderLease {
-            segment: Segment {
-                data_epoch: 0,
-                workers: 1,
-                chunk: 0,
-                from: 0,
-                to: chunk_range(total, 1, b, 0).1,
-            },
-            seed: a.seed,
-            shuffle: true,
-            batch_size: b,
-            spec,
+        let lease = |workers: u32, chunk: u32| {
+            let (x, z) = chunk_range(total, workers, b, chunk);
+            OrderLease {
+                segment: Segment {
+                    data_epoch: 0,
+                    workers,
+                    chunk,
+                    from: 0,
+                    to: z - x,
+                },
+                seed: a.seed,
+                shuffle: true,
+                batch_size: b,
+                spec,
+            }
         };
         // Unbounded memory: the bench measures the order's reads, not the budget's waits.
         let budget = Budget::new(usize::MAX, 2);
+        let count = Arc::new(ByteCount::default());
+        let counted = metered(&storage, count.clone());
         let ctx = StreamCtx {
-            storage: &storage,
+            storage: &counted,
             plan: &plan,
             read: &read,
             pool: &pool,
@@ -239,9 +250,14 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
             on_padded: None,
             pad_source: None,
         };
+        // Bytes from storage: every rank's share of an epoch, against the input's.
+        for r in 0..w {
+            read_segment(&ctx, &lease(w, r), b as usize, |_, _| true)?;
+        }
+        let storage_ratio = count.get() as f64 / input_bytes as f64;
         let t0 = Instant::now();
         let mut n = 0u64;
-        read_segment(&ctx, &o, b as usize, |batch, _permit| {
+        read_segment(&ctx, &lease(1, 0), b as usize, |batch, _permit| {
             n += batch.num_rows() as u64;
             true
         })?;
@@ -257,6 +273,7 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
             "rows_held": held,
             "memory_mb": held as f64 * bytes_per_row / 1048576.0,
             "rows_per_s": n as f64 / secs,
+            "storage_bytes_vs_input": storage_ratio,
             "quality": summarize(&qs),
         }));
         // tf.data with the same memory: a shuffle buffer of the rows the fixed order holds.
@@ -324,6 +341,8 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
         "workers": w,
         "batch_size": b,
         "cycle_length": a.cycle_length,
+        "order_version": OrderSpec::VERSION,
+        "input_bytes": input_bytes,
         "seed": a.seed,
         "epochs_scored": a.epochs,
         "results": rows_out,
@@ -333,13 +352,13 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!(
-            "{:<44} {:>9} {:>9} {:>10} {:>10} {:>9} {:>12}",
-            "order", "buffer", "MiB", "adjacent", "files/bat", "|corr|", "rows/s"
+            "{:<44} {:>9} {:>9} {:>10} {:>10} {:>9} {:>12} {:>8}",
+            "order", "buffer", "MiB", "adjacent", "files/bat", "|corr|", "rows/s", "storage"
         );
         for r in out["results"].as_array().into_iter().flatten() {
             let q = &r["quality"];
             println!(
-                "{:<44} {:>9} {:>9.1} {:>10.5} {:>10.2} {:>9.4} {:>12}",
+                "{:<44} {:>9} {:>9.1} {:>10.5} {:>10.2} {:>9.4} {:>12} {:>8}",
                 r["order"].as_str().unwrap_or(""),
                 r["buffer_rows"]
                     .as_u64()
@@ -351,6 +370,9 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
                 r["rows_per_s"]
                     .as_f64()
                     .map_or("-".into(), |v| format!("{v:.0}")),
+                r["storage_bytes_vs_input"]
+                    .as_f64()
+                    .map_or("-".into(), |v| format!("{v:.3}x")),
             );
         }
     }

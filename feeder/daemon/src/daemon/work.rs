@@ -14,7 +14,8 @@ use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::{Lease, OrderLease, SkippedRange, Stage, Work};
 use hydrofeed_format::split::Split;
 use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
-use hydrofeed_storage::{BlockLocation, FileStatus, RandomAccess, Storage};
+use hydrofeed_storage::metered::Meter;
+use hydrofeed_storage::Storage;
 
 use super::stats::RankStats;
 use crate::fill::{first_readable, within, Filled};
@@ -255,71 +256,15 @@ impl Reader {
 /// readers' own loop cannot tell the two apart: one `next()` of a split reader both fetches
 /// bytes and decodes them.
 pub(super) fn metered(storage: &Arc<dyn Storage>, st: &Arc<RankStats>) -> Arc<dyn Storage> {
-    Arc::new(Metered {
-        inner: storage.clone(),
-        st: st.clone(),
-    })
+    hydrofeed_storage::metered::metered(storage, st.clone())
 }
 
-struct Metered {
-    inner: Arc<dyn Storage>,
-    st: Arc<RankStats>,
-}
-
-struct MeteredFile {
-    inner: Arc<dyn RandomAccess>,
-    st: Arc<RankStats>,
-}
-
-impl Storage for Metered {
-    fn stat(&self, path: &str) -> Result<FileStatus> {
-        self.inner.stat(path)
+impl Meter for RankStats {
+    fn started(&self) {
+        self.storage_started();
     }
-    fn list(&self, dir: &str) -> Result<Vec<FileStatus>> {
-        self.inner.list(dir)
-    }
-    fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>> {
-        Ok(Arc::new(MeteredFile {
-            inner: self.inner.open(path)?,
-            st: self.st.clone(),
-        }))
-    }
-    fn block_locations(&self, path: &str) -> Result<Vec<BlockLocation>> {
-        self.inner.block_locations(path)
-    }
-    fn scheme(&self) -> &'static str {
-        self.inner.scheme()
-    }
-}
-
-impl MeteredFile {
-    /// Runs one storage call, counting its time and the bytes `n` says it read.
-    fn metered<T>(&self, call: impl FnOnce() -> Result<T>, n: impl FnOnce(&T) -> u64) -> Result<T> {
-        let t0 = Instant::now();
-        self.st.storage_started();
-        let r = call();
-        let bytes = r.as_ref().map_or(0, n);
-        self.st.storage_ended(bytes, t0.elapsed());
-        r
-    }
-}
-
-impl RandomAccess for MeteredFile {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_at(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
-        self.metered(|| self.inner.read_at(offset, len), |b| b.len() as u64)
-    }
-    fn read_seq(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
-        self.metered(|| self.inner.read_seq(offset, len), |b| b.len() as u64)
-    }
-    fn read_into(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        // The inner file's own (local files: straight into `buf`), metered the same way.
-        self.metered(|| self.inner.read_into(offset, buf), |n| *n as u64)
-    }
-    fn path(&self) -> &str {
-        self.inner.path()
+    fn ended(&self, bytes: u64, took: Duration) {
+        self.storage_ended(bytes, took);
     }
 }
 
@@ -329,6 +274,7 @@ mod tests {
     use hydrofeed_format::gen::{write_dataset, GenOptions};
     use hydrofeed_format::split::Format;
     use hydrofeed_format::tfrecord::Compression;
+    use hydrofeed_storage::{BlockLocation, FileStatus, RandomAccess};
 
     /// Local files whose reads raise a flag while they run and take `delay` longer.
     struct Probe {
