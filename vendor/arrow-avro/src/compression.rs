@@ -47,6 +47,23 @@ pub enum CompressionCodec {
 }
 
 impl CompressionCodec {
+    /// [`CompressionCodec::decompress`] into `out` (cleared first), reusing its capacity.
+    pub(crate) fn decompress_into(&self, block: &[u8], out: &mut Vec<u8>) -> Result<(), AvroError> {
+        out.clear();
+        match self {
+            #[cfg(feature = "deflate")]
+            CompressionCodec::Deflate => {
+                let mut decoder = flate2::read::DeflateDecoder::new(block);
+                decoder.read_to_end(out)?;
+                Ok(())
+            }
+            _ => {
+                *out = self.decompress(block)?;
+                Ok(())
+            }
+        }
+    }
+
     #[allow(unused_variables)]
     pub(crate) fn decompress(&self, block: &[u8]) -> Result<Vec<u8>, AvroError> {
         match self {

@@ -586,7 +586,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     if let (Some(a), Some(c)) = (
-        report["parquet"]["ours"]["single"]["rows_per_s"].as_f64(),
+        report
+            .get("parquet")
+            .and_then(|p| p["ours"]["single"]["rows_per_s"].as_f64()),
         best(&ceilings, "snappy_plus_memcpy"),
     ) {
         ratios.insert("parquet_vs_snappy_plus_memcpy".into(), json!(a / c));

@@ -55,6 +55,8 @@ impl Window {
 pub(super) struct BlockPos {
     pub(super) offset: u64,
     pub(super) count: u64,
+    /// Where its data starts (after the count and size).
+    pub(super) data: u64,
     /// One past its sync marker.
     pub(super) end: u64,
 }
@@ -133,6 +135,7 @@ pub(super) fn frame_at(
     Ok(Ok(BlockPos {
         offset: off,
         count: count as u64,
+        data: off + (n1 + n2) as u64,
         end,
     }))
 }

@@ -257,12 +257,14 @@ impl BufRead for Feed {
 
 /// Reads one Avro split, block by block.
 ///
-/// Each block is decoded by its own arrow-avro `Reader` with a batch size of the block's
-/// object count, asked for exactly one batch. Why not one streaming `Reader` per split:
-/// arrow-avro's reader loops forever on a block whose header count is lower than the records
-/// its data holds (it decodes zero rows from the leftover bytes and never advances), so a
-/// corrupt count would hang the feeder. Decoding block by block also lets `OnError::Skip` drop
-/// exactly one block. Blocks are then cut into batches of `batch_rows`.
+/// Each block is framed here and decoded by one arrow-avro `Reader` of the split, fed the
+/// block's data and its object count (`Reader::decode_block_data`, a method our vendored copy
+/// adds: docs/upstream/arrow-avro-block-data.md), which yields exactly that many rows or an
+/// error. Why not arrow-avro's own block loop: it loops forever on a block whose header count
+/// is lower than the records its data holds (it decodes zero rows from the leftover bytes and
+/// never advances), so a corrupt count would hang the feeder. Decoding block by block also
+/// lets `OnError::Skip` drop exactly one block (the `Reader` is built again after a bad one).
+/// Blocks are then cut into batches of `batch_rows`.
 pub struct AvroReader {
     path: String,
     split: u32,
@@ -290,6 +292,9 @@ pub struct AvroReader {
     held: Option<Result<Option<BlockPos>>>,
     /// Spark's hybrid calendar, when `spark-avro` wrote the file in its `LEGACY` rebase mode.
     spark: Option<SparkLegacy>,
+    /// The decoder of this file's blocks, built once from the header (again after a block
+    /// failed: its batch is undefined then).
+    decoder: Option<arrow_avro::reader::Reader<Feed>>,
 }
 
 impl AvroReader {
@@ -352,6 +357,7 @@ impl AvroReader {
             done: false,
             held: None,
             spark,
+            decoder: None,
         })
     }
 
@@ -376,67 +382,110 @@ impl AvroReader {
         }
     }
 
-    /// Decodes one well-framed block into exactly `count` rows.
-    fn decode(&self, bytes: Bytes, count: u64) -> Result<Option<RecordBatch>> {
-        if count == 0 {
-            return Ok(None);
+    /// The split's block decoder, built from the header on first use.
+    fn decoder(&mut self) -> Result<&mut arrow_avro::reader::Reader<Feed>> {
+        if self.decoder.is_none() {
+            let feed = Feed {
+                header: self.head.bytes.clone(),
+                block: Bytes::new(),
+            };
+            let b = builder(&self.path, &self.builder_opts, self.projection.clone())?;
+            let r = b.build(feed).map_err(|e| self.block_error(e.to_string()))?;
+            self.decoder = Some(r);
         }
-        let feed = Feed {
-            header: self.head.bytes.clone(),
-            block: bytes,
-        };
-        let mut opts = self.builder_opts.clone();
-        opts.batch_rows = usize::try_from(count).unwrap_or(usize::MAX);
-        let b = builder(&self.path, &opts, self.projection.clone())?;
-        let mut r = b.build(feed).map_err(|e| self.block_error(e.to_string()))?;
-        // One call only: asking again after `count` rows is what can spin (see the type doc).
-        let batch = match r.next() {
-            Some(Ok(b)) => b,
-            Some(Err(e)) => return Err(self.block_error(e.to_string())),
-            None => return Err(self.block_error("block decoded to nothing".into())),
-        };
-        if batch.num_rows() as u64 != count {
+        Ok(self.decoder.as_mut().expect("built above"))
+    }
+
+    /// Decodes one well-framed block of `count` rows. `whole`: into one batch of exactly its
+    /// rows (so that a bad block can be dropped alone); otherwise the rows join the batch
+    /// being built, and only the batches that filled up come back.
+    fn decode(&mut self, bytes: Bytes, count: u64, whole: bool) -> Result<Vec<RecordBatch>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        let mut full = Vec::new();
+        let r = self.decoder()?;
+        let mut decoded = r.decode_block_data(&bytes, count, &mut full);
+        if whole && decoded.is_ok() {
+            decoded = r.flush_rows().map(|b| full.extend(b));
+        }
+        if let Err(e) = decoded {
+            // The batch being built is undefined after a failed block.
+            self.decoder = None;
+            return Err(self.block_error(e.to_string()));
+        }
+        if whole && full.len() > 1 {
+            full = vec![arrow_select::concat::concat_batches(&self.schema, &full)
+                .map_err(|e| self.block_error(e.to_string()))?];
+        }
+        let rows: usize = full.iter().map(RecordBatch::num_rows).sum();
+        if whole && rows != count {
+            self.decoder = None;
             return Err(self.block_error(format!(
-                "block holds {} objects, its header says {count}",
-                batch.num_rows()
+                "block holds {rows} objects, its header says {count}"
             )));
         }
+        full.into_iter().map(|b| self.checked(b)).collect()
+    }
+
+    /// A decoded batch checked (durations) and rebased (Spark's hybrid calendar).
+    fn checked(&self, batch: RecordBatch) -> Result<RecordBatch> {
         for &i in &self.duration_columns {
             check_durations(self.schema.field(i).name(), &batch.column(i).to_data())
                 .map_err(|e| self.block_error(e))?;
         }
         match &self.spark {
             Some(how) => rebase_batch(batch, how)
-                .map(Some)
                 .map_err(|e| self.block_error(format!("Spark's hybrid calendar: {e}"))),
-            None => Ok(Some(batch)),
+            None => Ok(batch),
         }
     }
 
     /// Decodes the next block into `pending`; `false` at the end of the split.
+    ///
+    /// Under `OnError::Raise` the blocks' rows build batches of `batch_rows` in the decoder
+    /// (no batch per block, no copy to glue them); under `OnError::Skip` every block is its
+    /// own batch, so that a bad one is dropped alone.
     fn next_block(&mut self) -> Result<bool> {
+        let whole = self.on_error == OnError::Skip;
         loop {
             let next = match self.held.take() {
                 Some(r) => r,
                 None => self.walker.next_block(),
             };
             let Some(b) = next? else {
-                return Ok(false);
+                // The rows of the last blocks.
+                let last = match self.decoder.as_mut().map(|r| r.flush_rows()) {
+                    Some(Ok(Some(batch))) => batch,
+                    Some(Err(e)) => return Err(self.block_error(e.to_string())),
+                    _ => return Ok(false),
+                };
+                let last = self.checked(last)?;
+                self.pending.push(last);
+                return Ok(true);
             };
             self.current = Some((b.offset, self.walker.block - 1));
-            let bytes = self.walker.win.get(b.offset, (b.end - b.offset) as usize)?;
-            let r = match catch(|| self.decode(bytes, b.count)) {
+            let bytes = self
+                .walker
+                .win
+                .get(b.data, (b.end - 16 - b.data) as usize)?;
+            let r = match catch(|| self.decode(bytes, b.count, whole)) {
                 Ok(r) => r,
-                Err(msg) => Err(self.block_error(panicked(&msg))),
+                Err(msg) => {
+                    self.decoder = None;
+                    Err(self.block_error(panicked(&msg)))
+                }
             };
             let at = self.pos;
             self.pos += b.count;
             match r {
-                Ok(Some(batch)) => {
-                    self.pending.push(batch);
+                Ok(batches) => {
+                    for batch in batches {
+                        self.pending.push(batch);
+                    }
                     return Ok(true);
                 }
-                Ok(None) => return Ok(true),
                 Err(e) if self.on_error == OnError::Skip && matches!(e, Error::Data { .. }) => {
                     tracing::warn!("skipping: {e}");
                     self.skipped.blocks += 1;

@@ -1397,6 +1397,57 @@ impl<R: BufRead> Reader<R> {
         }
         self.decoder.flush_block()
     }
+
+    /// Decodes one block of this file that the caller framed itself: `data` as stored (in the
+    /// file's codec), holding exactly `count` objects. The rows go into the batch being built
+    /// (batches that fill up on the way are pushed to `out`); [`Reader::flush_rows`] ends it.
+    /// A block whose data holds fewer objects is an error (the decoder's batch is then
+    /// undefined, and the caller must build a new `Reader`); bytes after the `count`-th object
+    /// are left, as the block loop of [`Reader`] leaves them.
+    pub fn decode_block_data(
+        &mut self,
+        data: &[u8],
+        count: usize,
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<(), ArrowError> {
+        // Inflated into the reader's own buffer, kept from block to block.
+        let mut inflated = std::mem::take(&mut self.block_data);
+        let mut data = match self.header.compression().map_err(ArrowError::from)? {
+            Some(codec) => {
+                codec
+                    .decompress_into(data, &mut inflated)
+                    .map_err(ArrowError::from)?;
+                inflated.as_slice()
+            }
+            None => data,
+        };
+        let mut left = count;
+        while left > 0 {
+            if self.decoder.batch_is_full() {
+                out.extend(self.decoder.flush_block().map_err(ArrowError::from)?);
+            }
+            let (consumed, n) = self
+                .decoder
+                .decode_block(data, left)
+                .map_err(ArrowError::from)?;
+            if n == 0 {
+                return Err(ArrowError::ParseError(format!(
+                    "block of {count} objects: no object decoded after {}",
+                    count - left
+                )));
+            }
+            data = &data[consumed..];
+            left -= n;
+        }
+        self.block_data = inflated;
+        Ok(())
+    }
+
+    /// The rows decoded by [`Reader::decode_block_data`] since the last batch, as one batch
+    /// (`None`: none).
+    pub fn flush_rows(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        self.decoder.flush_block().map_err(ArrowError::from)
+    }
 }
 
 impl<R: BufRead> Iterator for Reader<R> {
