@@ -1,7 +1,10 @@
 """The fixed order under `hydrofeed launch`, end to end: a seeded shuffle that mixes across files,
 the same streams on every run, and resume to the exact row (docs/arch/order.md).
 
-Input: 8 Parquet files (pyarrow) x 25,000 rows with ids stored in order.
+Input: 8 Parquet files (pyarrow) x 25,000 rows with ids stored in order, in row groups of 5,000
+rows. Order version 2 (the default) starts each lane where a row group starts, so it mixes a
+file's rows across the epoch only when its lanes hold several row groups; on files of one row
+group each, version 1 (`--order-version 1`, lanes of equal rows) is the one that does.
 """
 
 from __future__ import annotations
@@ -16,20 +19,23 @@ import pytest
 
 from test_launch import data_wide, dropped, launch, no_leftovers, records, steps_of  # noqa: F401
 
-FILES, PER_FILE = 8, 25_000
+FILES, PER_FILE, GROUP = 8, 25_000, 5_000
 TOTAL = FILES * PER_FILE
 BATCH = 250
 ORDER = ["--epochs", "2", "--shuffle-buffer", "20000"]
 
 
-@pytest.fixture(scope="module")
-def sorted8(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("sorted8")
+def write_sorted(d: Path, row_group: int) -> Path:
     for i in range(FILES):
         ids = pa.array(range(i * PER_FILE, (i + 1) * PER_FILE), pa.int64())
         pq.write_table(pa.table({"id": ids, "x": pa.array(np.zeros(PER_FILE, np.float32))}),
-                       d / f"part-{i:05d}.parquet")
+                       d / f"part-{i:05d}.parquet", row_group_size=row_group)
     return d
+
+
+@pytest.fixture(scope="module")
+def sorted8(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_sorted(tmp_path_factory.mktemp("sorted8"), GROUP)
 
 
 def streams(out: Path, workers: int) -> dict[tuple[int, int], list[list[int]]]:
@@ -76,6 +82,26 @@ def test_mixes_across_files_exactly_once_with_equal_steps(uninterrupted) -> None
             assert corr <= 0.1, (r, e, corr)
     first = {tuple(b) for r in (0, 1) for b in s[(r, 0)]}
     assert not any(tuple(b) in first for r in (0, 1) for b in s[(r, 1)]), "a batch repeated"
+
+
+def test_one_row_group_a_file_mixes_under_order_version_1(hf_bin: str, tmp_path: Path) -> None:
+    """Files of one row group: under version 1 every rank's stream is mixed as the issue of the
+    order asked (|corr(position, id)| <= 0.1); version 2 reads each file once but cannot start a
+    lane inside its only row group, so its streams follow the storage order more."""
+    (tmp_path / "one").mkdir()
+    data = write_sorted(tmp_path / "one", PER_FILE)
+    corrs = {}
+    for v in ("1", "2"):
+        out = tmp_path / f"v{v}"
+        r = launch(hf_bin, data, out, 2, *ORDER, "--seed", "11", "--order-version", v, batch=BATCH,
+                   timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        s = streams(out, 2)
+        ids = sorted(i for r_ in (0, 1) for b in s[(r_, 0)] for i in b)
+        assert ids == list(range(TOTAL)), f"version {v}: not every id exactly once"
+        corrs[v] = max(quality(s[(r_, e)])[2] for r_ in (0, 1) for e in (0, 1))
+    print(f"worst |corr(position, id)| on files of one row group: {corrs}")
+    assert corrs["1"] <= 0.1, corrs
 
 
 def test_same_seed_same_streams_other_seed_others(

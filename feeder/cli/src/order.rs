@@ -28,6 +28,13 @@ pub struct OrderArgs {
     /// (read in parallel) [default: 8, or the resumed state's].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub cycle_length: Option<u32>,
+    /// The order function's version: 2 cuts and starts lanes where a row group or stripe
+    /// starts, so every byte is read once an epoch, but a lane of one row group keeps its
+    /// storage order across the epoch; 1 cuts lanes of equal rows anywhere (streams that
+    /// follow the storage order less on inputs of few row groups, each row group at a lane
+    /// boundary read again) [default: 2, or the resumed state's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub order_version: Option<u32>,
 }
 
 impl OrderArgs {
@@ -51,15 +58,20 @@ impl OrderArgs {
                     }
                 );
                 let d = OrderSpec::default();
-                Ok(Some(OrderSpec::new(
-                    self.shuffle_buffer.unwrap_or(d.buffer),
-                    self.cycle_length.unwrap_or(d.cycle),
-                )))
+                Ok(Some(OrderSpec {
+                    version: self.order_version.unwrap_or(d.version),
+                    ..OrderSpec::new(
+                        self.shuffle_buffer.unwrap_or(d.buffer),
+                        self.cycle_length.unwrap_or(d.cycle),
+                    )
+                }))
             }
             OrderMode::Dynamic => {
                 anyhow::ensure!(
-                    self.shuffle_buffer.unwrap_or(0) == 0 && self.cycle_length.is_none(),
-                    "--shuffle-buffer and --cycle-length belong to --order fixed"
+                    self.shuffle_buffer.unwrap_or(0) == 0
+                        && self.cycle_length.is_none()
+                        && self.order_version.is_none(),
+                    "--shuffle-buffer, --cycle-length and --order-version belong to --order fixed"
                 );
                 Ok(None)
             }
@@ -84,6 +96,13 @@ impl OrderArgs {
                 b == spec.buffer,
                 "--shuffle-buffer {b} differs from the resumed state's {}",
                 spec.buffer
+            );
+        }
+        if let Some(v) = self.order_version {
+            anyhow::ensure!(
+                v == spec.version,
+                "--order-version {v} differs from the resumed state's {}",
+                spec.version
             );
         }
         if let Some(c) = self.cycle_length {
