@@ -112,9 +112,10 @@ def test_datanodes_send_the_bytes_asked_for(hf_bin: str, tmp_path: Path, minidfs
     # rank boundary (the row group where rank 1's share starts is read by both ranks).
     unit = max(pq.ParquetFile(tmp_path / f"part-{k:05d}.parquet").metadata.row_group(0).total_byte_size
                for k in range(FILES))
-    for order, flags in [("fixed", []), ("fixed, shuffle buffer", ["--shuffle-buffer", "2000"]),
-                         ("dynamic", ["--order", "dynamic"])]:
-        out = tmp_path / f"out-{len(flags)}"
+    orders = [("fixed", []), ("fixed, shuffle buffer", ["--shuffle-buffer", "2000"]),
+              ("dynamic", ["--order", "dynamic"])]
+    for i, (order, flags) in enumerate(orders):
+        out = tmp_path / f"out-{i}"
         out.mkdir()
         before = datanode_bytes_read()
         p = subprocess.run(
