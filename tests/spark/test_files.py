@@ -128,7 +128,8 @@ def test_shuffle_buffer_mixes_files_in_file_mode(sc, tmp_path):
     cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50}, 2, input_mode=InputMode.SPARK)
     state = cluster.train_files(data, batch_size=50, seed=7, shuffle_buffer=400, cycle_length=4)
     cluster.shutdown()
-    assert state["order"]["spec"] == {"buffer": 400, "cycle": 4}
+    # The state carries the order function's version (2: lanes cut where row groups start).
+    assert state["order"]["spec"] == {"buffer": 400, "cycle": 4, "version": 2}
     res = spark_funs.results(str(out), 2)
     ids = [i for r in res.values() for i in r["ids"]]
     assert sorted(ids) == list(range(total))
