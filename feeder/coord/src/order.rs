@@ -54,11 +54,11 @@ impl Default for OrderSpec {
 }
 
 impl OrderSpec {
-    /// The version new runs deal: lanes and their starting points on split boundaries.
+    /// The version new runs deal: lanes and their starting points where units start.
     pub const VERSION: u32 = 2;
-    /// The versions this build deals: 1, lanes of equal rows (a split at a lane boundary is
-    /// read by both lanes, and a lane's starting split twice); 2, lanes cut where splits start
-    /// (every split read once per epoch).
+    /// The versions this build deals: 1, lanes of equal rows (a unit at a lane boundary is
+    /// read by both lanes, and a lane's starting unit twice); 2, lanes cut where units (splits,
+    /// row groups, stripes) start (every unit read once per epoch).
     pub const VERSIONS: [u32; 2] = [1, 2];
 
     /// The current version's order with a shuffle buffer of `buffer` rows and `cycle` lanes.

@@ -198,9 +198,13 @@ pub fn read_segment<'a>(
         return Ok(());
     }
     o.spec.check().map_err(Error::Coordinator)?;
-    let split_rows: Vec<u64> = ctx.plan.splits.iter().map(|s| s.rows).collect();
-    let units: Vec<Vec<u64>> = ctx.plan.splits.iter().map(|s| s.units.clone()).collect();
-    let seq = EpochSeq::with_units(&split_rows, &units, o.seed, o.shuffle, seg.data_epoch);
+    let seq = EpochSeq::with_units(
+        &ctx.plan.split_rows(),
+        &ctx.plan.split_units(),
+        o.seed,
+        o.shuffle,
+        seg.data_epoch,
+    );
     let cs = ChunkStream::new(
         &seq,
         o.spec,

@@ -116,6 +116,17 @@ impl Plan {
     pub fn total_rows(&self) -> u64 {
         self.splits.iter().map(|s| s.rows).sum()
     }
+
+    /// Rows of each split, in split order.
+    pub fn split_rows(&self) -> Vec<u64> {
+        self.splits.iter().map(|s| s.rows).collect()
+    }
+
+    /// The units of each split (`Split::units`), in split order: what the fixed order cuts
+    /// its lanes at, besides the splits.
+    pub fn split_units(&self) -> Vec<Vec<u64>> {
+        self.splits.iter().map(|s| s.units.clone()).collect()
+    }
 }
 
 /// Counters a reader keeps of what its `on_error = skip` policy skipped.

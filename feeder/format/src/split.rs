@@ -81,17 +81,6 @@ pub struct Split {
     pub units: Vec<u64>,
 }
 
-impl Split {
-    /// The rows of each of its units (one unit: its rows).
-    pub fn unit_rows(&self) -> Vec<u64> {
-        if self.units.len() > 1 {
-            self.units.clone()
-        } else {
-            vec![self.rows]
-        }
-    }
-}
-
 /// The splits of one file, numbered from `first_id`, from each part's `(unit, rows, bytes)`
 /// (no partition values: the listing adds them).
 pub fn file_splits(

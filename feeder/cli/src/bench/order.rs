@@ -155,8 +155,8 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
     let plan: Plan = hydrofeed_format::plan(&storage, input, &read)?;
     // The input's bytes: the column chunks of every row group (stripe), or the files.
     let input_bytes: u64 = plan.splits.iter().map(|s| s.bytes).sum::<u64>().max(1);
-    let split_rows: Vec<u64> = plan.splits.iter().map(|s| s.rows).collect();
-    let split_units: Vec<Vec<u64>> = plan.splits.iter().map(|s| s.units.clone()).collect();
+    let split_rows = plan.split_rows();
+    let split_units = plan.split_units();
     // Storage order: a split's first id, and the file of every split.
     let mut start = Vec::with_capacity(split_rows.len());
     let mut at = 0;
