@@ -28,7 +28,9 @@ coordinator + feeder decoding on every core -> ring -> one trainer process runni
 
 Each method runs in a fresh Python process of its own (its imports, and one-time setup: Ray's
 start, the MDS copy, are not timed; nothing of one method's runtime is left in another's
-process), the methods alternated ``--repeat`` times, best run. Reported per method:
+process, one per round), its passes repeated until they ran >= 2 s together (one epoch a pass;
+for ``launch`` a whole job a pass), the methods alternated over ``--repeat`` rounds; the best pass
+and the median (``median_rows_per_s``). Reported per method:
 
 - ``rows_per_s``: rows into the loop per second from the method's first call to its last batch
   (one epoch as the trainer waits for it: DataLoader's worker starts, ``serve``'s start, Ray
@@ -48,7 +50,10 @@ message), one not installed as ``not installed``. ``ratios`` are rows/s, ours / 
 (``serve_vs_pyarrow``, ``launch_vs_pyarrow``, ``launch_vs_<peer>`` for each peer that ran; > 1:
 hydrofeed faster); ``cpu_ratios``, the same names, trainer CPU, theirs / ours (> 1: hydrofeed's
 trainer spends less); ``streaming_ratios`` the same on ``streaming_rows_per_s``;
-``peers_ahead_of_launch`` names a peer ahead of ``launch`` and on which of these. The peers'
+``peers_ahead_of_launch`` names a peer ahead of ``launch`` and on which of these;
+``fraction_of_memcpy``: the method's rows/s times the row's bytes over this machine's
+single-thread copy bandwidth (``memcpy_bytes_per_s``, numpy ``copyto`` of 256 MiB), the physical
+ceiling of delivering those bytes once. The peers'
 venv: ``make bench-peers`` (benches/peers/requirements.txt).
 """
 
@@ -74,10 +79,11 @@ import numpy as np
 import hydrofeed as hf
 from hydrofeed._proc import gen, hydrofeed_bin
 from hydrofeed.bench import (
+    MIN_SECS,
     ROW_BYTES,
-    _best,
     _cpu,
     _measure,
+    _summary,
     feed_batches,
     pyarrow_batches,
     tfdata_batches,
@@ -331,19 +337,39 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[:600]}" if msg else type(e).__name__
 
 
-def run_one(method: str, work: Path, rows: int, batch_size: int) -> dict[str, Any]:
-    """One pass of one method, in this process: ``{"status": ...}`` and its figures."""
+def run_one(method: str, work: Path, rows: int, batch_size: int,
+            min_secs: float = MIN_SECS) -> dict[str, Any]:
+    """One side of one method, in this process: passes until ``min_secs`` of them went by
+    (each a whole epoch; for ``launch`` each a whole job): ``{"status": ..., "passes": [...]}``."""
     module = PEERS[method][0] if method in PEERS else "hydrofeed"
     if importlib.util.find_spec(module) is None:
         return {"status": "not installed", "reason": f"no module named {module!r}"}
+    passes: list[dict[str, float]] = []
     try:
-        if method == "launch":
-            res = _launch(work, rows, batch_size, Path(tempfile.mkdtemp(dir=work)))
-        else:
-            res = _timed(_setup(method, work, batch_size), rows)
+        batches = None if method == "launch" else _setup(method, work, batch_size)
+        while not passes or sum(r["seconds"] for r in passes) < min_secs:
+            if batches is None:
+                passes.append(_launch(work, rows, batch_size, Path(tempfile.mkdtemp(dir=work))))
+            else:
+                passes.append(_timed(batches, rows))
     except Exception as e:  # a peer's failure is a result
         return {"status": "failed", "reason": _reason(e)}
-    return {"status": "ran", **res}
+    return {"status": "ran", "passes": passes}
+
+
+def memcpy_bytes_per_s(size: int = 256 << 20, min_secs: float = MIN_SECS) -> dict[str, float]:
+    """This machine's single-thread copy bandwidth, bytes/s (numpy ``copyto`` of ``size`` bytes,
+    beyond the caches, repeated for ``min_secs``): best and median."""
+    src = np.ones(size, dtype=np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # both touched before the clock
+    rates: list[float] = []
+    t_all = time.perf_counter()
+    while not rates or time.perf_counter() - t_all < min_secs:
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        rates.append(size / (time.perf_counter() - t0))
+    return {"best": max(rates), "median": float(np.median(rates)), "passes": len(rates)}
 
 
 def _child(args: list[str], timeout: float) -> dict[str, Any]:
@@ -365,7 +391,7 @@ def _child(args: list[str], timeout: float) -> dict[str, Any]:
 
 
 def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: float,
-                only: list[str] | None = None) -> dict[str, Any]:
+                only: list[str] | None = None, min_secs: float = MIN_SECS) -> dict[str, Any]:
     methods = [m for m in [*PEERS, *OURS] if only is None or m in only or m in REQUIRED]
     # One binary for every pass (a rebuild of the checkout's during the run would mix two).
     binary = hydrofeed_bin()
@@ -381,28 +407,37 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
         made = _child(["_mds", "--work", str(work)], timeout)
         if made["status"] != "ran":
             status["streaming"] = {"status": "failed", "reason": f"MDSWriter: {made['reason']}"}
+    print("peers: measuring memcpy", file=sys.stderr)
+    memcpy = memcpy_bytes_per_s(min_secs=min_secs)
     runs: dict[str, list[dict[str, float]]] = {}
+    sides: dict[str, list[float]] = {}
     for i in range(repeat):
         for m in methods:
             if m in status:
                 continue  # failed or not installed: not tried again
             r = _child(["_run", m, "--work", str(work), "--rows", str(rows),
-                        "--batch-size", str(batch_size)], timeout)
+                        "--batch-size", str(batch_size), "--min-secs", str(min_secs)], timeout)
             st = r.pop("status")
-            shown = f"{r['rows_per_s']:,.0f} rows/s" if st == "ran" else r.get("reason", "")
-            print(f"peers: pass {i + 1}/{repeat} {m}: {st} {shown}", file=sys.stderr)
             if st != "ran":
                 status[m] = {"status": st, **r}
-            else:
-                runs.setdefault(m, []).append(r)
+                print(f"peers: round {i + 1}/{repeat} {m}: {st} {r.get('reason', '')}",
+                      file=sys.stderr)
+                continue
+            passes = r["passes"]
+            runs.setdefault(m, []).extend(passes)
+            sides.setdefault(m, []).append(sum(p["seconds"] for p in passes))
+            print(f"peers: round {i + 1}/{repeat} {m}: "
+                  + ", ".join(f"{p['rows_per_s']:,.0f}" for p in passes) + " rows/s",
+                  file=sys.stderr)
 
     def entry(m: str, what: str) -> dict[str, Any]:
         if m not in methods:
             return {"status": "skipped", "reason": "not in --only", "what": what}
         if m in status:
             return {**status[m], "what": what}
-        best = _best(runs[m])
-        return {"status": "ran", "what": what, **{k: _sig(v) for k, v in best.items()},
+        s = _summary(runs[m], sides[m])
+        return {"status": "ran", "what": what, **{k: _sig(v) for k, v in s.items()},
+                "fraction_of_memcpy": _sig(s["rows_per_s"] * ROW_BYTES / memcpy["best"]),
                 "runs_rows_per_s": [round(r["rows_per_s"]) for r in runs[m]]}
 
     peers = {m: entry(m, what) for m, (_, what) in PEERS.items()}
@@ -414,6 +449,7 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
     def ratio(name: str, a: dict[str, Any], b: dict[str, Any]) -> None:
         if a["status"] == "ran" and b["status"] == "ran":
             ratios[name] = _sig(a["rows_per_s"] / b["rows_per_s"])
+            ratios[name + "_median"] = _sig(a["median_rows_per_s"] / b["median_rows_per_s"])
             cpu_ratios[name] = _sig(b["trainer_cpu_s_per_100k_rows"]
                                     / max(a["trainer_cpu_s_per_100k_rows"], 1e-9))
             streaming_ratios[name] = _sig(a["streaming_rows_per_s"] / b["streaming_rows_per_s"])
@@ -426,7 +462,7 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
     for name, rs in (("rows_per_s", ratios), ("trainer_cpu", cpu_ratios),
                      ("streaming_rows_per_s", streaming_ratios)):
         for k, v in rs.items():
-            if k.startswith("launch_vs_") and v < 1:
+            if k.startswith("launch_vs_") and not k.endswith("_median") and v < 1:
                 ahead.setdefault(k.removeprefix("launch_vs_"), []).append(name)
     return {
         "benchmark": "peers",
@@ -434,6 +470,7 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
         "row_bytes": ROW_BYTES,
         "batch_size": batch_size,
         "repeat": repeat,
+        "min_secs": min_secs,
         "input": "hydrofeed gen: 4 Parquet files (image fixed_size_list<float32, 784>, label "
                  "int64); a TFRecord copy (hydrofeed gen, same rows); an MDS copy "
                  "(streaming.MDSWriter from the Parquet rows)",
@@ -441,13 +478,17 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
                        "rows_per_s from the method's first call (launch: the trainer's "
                        "DataFeed) to its last batch, streaming_rows_per_s from its first batch; "
                        "trainer_cpu_s_per_100k_rows: CPU of the process running that loop over "
-                       "the rows_per_s span. Each method in a fresh process (imports, Ray's "
-                       "start and the MDS copy not timed), methods alternated, best of repeat",
+                       "the rows_per_s span. Each method in a fresh process per round (imports, "
+                       "Ray's start and the MDS copy not timed), passes repeated until the "
+                       "round's side ran >= 2 s, methods alternated over repeat rounds; best "
+                       "pass and median; fraction_of_memcpy: rows_per_s x row bytes over "
+                       "memcpy_bytes_per_s",
         "hydrofeed_bin": binary,
         "hydrofeed_bin_mtime": mtime,
         "build": "release" if "/release/" in binary else "debug" if "/debug/" in binary else "?",
         "python": sys.executable,
         "cpus": os.cpu_count(),
+        "memcpy_bytes_per_s": {k: _sig(v) for k, v in memcpy.items()},
         "peers": peers,
         "hydrofeed": ours,
         "ratios": ratios,
@@ -467,6 +508,7 @@ def main(argv: list[str]) -> int:
         p.add_argument("--work", type=Path, required=True)
         p.add_argument("--rows", type=int, default=0)
         p.add_argument("--batch-size", type=int, default=1000)
+        p.add_argument("--min-secs", type=float, default=MIN_SECS)
         p.add_argument("--result", type=Path, required=True)
         c = p.parse_args(argv)
         if c.what == "_mds":
@@ -476,7 +518,7 @@ def main(argv: list[str]) -> int:
             except Exception as e:
                 res = {"status": "failed", "reason": _reason(e)}
         else:
-            res = run_one(c.method, c.work, c.rows, c.batch_size)
+            res = run_one(c.method, c.work, c.rows, c.batch_size, c.min_secs)
         c.result.write_text(json.dumps(res))
         for stop in reversed(_AT_END):
             stop()
@@ -490,19 +532,24 @@ def main(argv: list[str]) -> int:
                    help="seconds one pass of one method may take (setup included)")
     p.add_argument("--only", help="comma-separated methods to run (pyarrow, serve and launch "
                    "always run): " + ", ".join([*PEERS, *OURS]))
+    p.add_argument("--min-secs", type=float, default=MIN_SECS,
+                   help="seconds each method's side runs at least, per round (passes repeated)")
     p.add_argument("--json", action="store_true", help="print JSON only")
     a = p.parse_args(argv)
     only = a.only.split(",") if a.only else None
     with tempfile.TemporaryDirectory(prefix="hydrofeed-peers-") as d:
-        out = bench_peers(a.rows, a.repeat, a.batch_size, Path(d), a.timeout, only)
+        out = bench_peers(a.rows, a.repeat, a.batch_size, Path(d), a.timeout, only, a.min_secs)
     if a.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{a.rows} MNIST-shaped rows, batch {a.batch_size}, best of {a.repeat}; "
-              f"build {out['build']}")
+        print(f"{a.rows} MNIST-shaped rows, batch {a.batch_size}, {a.repeat} rounds of >= 2 s "
+              f"each, best pass (median); memcpy "
+              f"{out['memcpy_bytes_per_s']['best'] / 1e9:.1f} GB/s; build {out['build']}")
         for m, r in [*out["peers"].items(), *out["hydrofeed"].items()]:
             if r["status"] == "ran":
                 print(f"  {m:20s} {r['rows_per_s']:>10,.0f} rows/s "
+                      f"({r['median_rows_per_s']:>10,.0f} median, "
+                      f"{r['fraction_of_memcpy']:.3f} of memcpy) "
                       f"({r['streaming_rows_per_s']:>10,.0f} from the first batch) "
                       f"{r['trainer_cpu_s_per_100k_rows']:>7.3f} trainer CPU s/100k rows")
             else:
