@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hydrofeed._native import Batch, Ragged, __version__
 from hydrofeed.exceptions import (
+    ArgumentError,
     CoordinatorError,
     DataError,
     FeedFilesError,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from hydrofeed import torch as torch
 
 __all__ = [
+    "ArgumentError",
     "Batch",
     "CoordinatorError",
     "DataError",

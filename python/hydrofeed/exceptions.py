@@ -13,6 +13,7 @@
      +-- NoCudaDeviceError              a GPU path asked for where there is no CUDA device
      +-- TrainerFailedError             (Spark) a node of the cluster failed
      +-- FeedFilesError                 (Spark) a file feed's feeder or coordinator failed
+     +-- ArgumentError                  (Spark) a bad argument (also ValueError, AssertionError)
     RingPressureWarning (UserWarning)   held batches were copied out of the ring
 
 The first nine are made by the compiled module (``hydrofeed._native``, where Rust raises them)
@@ -20,8 +21,9 @@ and re-exported here as they are: ``except hydrofeed.DataError`` catches what th
 raises. The Spark ones are Python classes. All of them are also ``hydrofeed.<Name>``.
 
 Outside this tree, a missing file raises ``FileNotFoundError``, refused access
-``PermissionError`` and a bad argument ``ValueError``; ``RuntimeError`` (not a subclass of
-these) is only raised for "internal error, please report".
+``PermissionError`` and a bad argument ``ValueError`` (the Spark API's :class:`ArgumentError`
+is one); ``RuntimeError`` (not a subclass of these) is only raised for "internal error, please
+report".
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from hydrofeed.spark.control import NodeState
 
 __all__ = [
+    "ArgumentError",
     "CoordinatorError",
     "DataError",
     "FeedFilesError",
@@ -179,4 +182,16 @@ class FeedFilesError(HydrofeedError, RuntimeError):
     Raised on the driver by ``TFCluster.train_files()`` (``hydrofeed.spark.files``), also when
     the coordinator does not start or stops before the end of the feed, and by
     ``hydrofeed.spark.files.total_rows`` when ``hydrofeed inspect`` fails.
+    """
+
+
+class ArgumentError(HydrofeedError, ValueError, AssertionError):
+    """A bad argument to the Spark API; the message names the argument and what it may be.
+
+    Raised on the driver by ``hydrofeed.spark.TFCluster.run()`` (node counts, roles),
+    ``TFCluster.train()``, ``inference()`` and ``train_files()`` (the input mode, the queue,
+    ``num_epochs``, ``format``, ``remainder``, ``batch_size``, ``order``, ``shuffle_buffer``)
+    and ``hydrofeed.spark.files.steps_per_epoch`` (``remainder``). A ``ValueError``; also an
+    ``AssertionError``, which TensorFlowOnSpark raises for the same misuse (it checks with
+    ``assert``), so code written for it catches this too.
     """
