@@ -1,16 +1,20 @@
 """``TFCluster``: TensorFlowOnSpark's API on Spark barrier mode.
 
-``run()`` starts one node per executor in a *barrier* stage (all start or none do), the nodes
-exchange host/port/GPUs with ``BarrierTaskContext.allGather`` and build the cluster spec and
-``TF_CONFIG`` themselves. The barrier job runs in a background thread of the driver so ``run()``
-returns once every node is ready, as TFoS's does. ``train()``/``inference()`` feed RDDs and
-DataFrames as Arrow record batches through :mod:`hydrofeed.spark.transport`; ``shutdown()`` ends
-the feed, waits for the nodes and raises :class:`TrainerFailedError` naming the failing rank.
+``run()`` starts one node per executor in a *barrier* stage (all start or none do); the nodes
+exchange host/port/GPUs through the driver's control server (each barrier task sends its own to
+:class:`~hydrofeed.spark.control.Control` and gets every task's back once all arrived; in place
+of ``BarrierTaskContext.allGather``, which costs a fixed second; a one-node cluster has nothing
+to gather) and build the cluster spec and ``TF_CONFIG`` themselves. The barrier job runs in a
+background thread of the driver so ``run()`` returns once every node is ready, as TFoS's does.
+``train()``/``inference()`` feed RDDs and DataFrames as Arrow record batches through
+:mod:`hydrofeed.spark.transport`; ``shutdown()`` ends the feed, waits for the nodes and raises
+:class:`TrainerFailedError` naming the failing rank.
 
-This module holds ``run()``, :class:`TFCluster` and the driver's cluster thread; what a feeding
-task runs on a partition is in :mod:`hydrofeed.spark.tasks`, how a failed node is described in
-:mod:`hydrofeed.spark.failures`, and ``train_files``' argument helpers in
-:mod:`hydrofeed.spark.files`.
+This module holds the TFoS-compatible front: ``run()``, :class:`TFCluster` and
+:class:`InputMode`. The nodes' barrier job, its thread and the gang restarts are in
+:mod:`hydrofeed.spark.gang`; what a feeding task runs on a partition is in
+:mod:`hydrofeed.spark.tasks`, how a failed node is described in :mod:`hydrofeed.spark.failures`,
+and file mode's driver (``train_files``) in :mod:`hydrofeed.spark.files`.
 """
 
 from __future__ import annotations
@@ -18,17 +22,17 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import tempfile
 import threading
 import time
 from typing import Any, Callable
 
+from hydrofeed.exceptions import ArgumentError
+
 # Defined in hydrofeed.exceptions; still importable from here.
 from hydrofeed.exceptions import TrainerFailedError as TrainerFailedError
-from hydrofeed.spark import failures as _failures
 from hydrofeed.spark import node as _node
 from hydrofeed.spark import tasks as _tasks
-from hydrofeed.spark.control import Control, NodeState
+from hydrofeed.spark.gang import Gang
 
 logger = logging.getLogger(__name__)
 
@@ -46,39 +50,43 @@ class InputMode:
 class TFCluster:
     """A started cluster (what ``run()`` returns); TFoS's attributes and methods."""
 
-    sc: Any = None  #: SparkContext
-    defaultFS: str = ""  #: default filesystem, e.g. ``file://`` or ``hdfs://nn:8020``
-    working_dir: str = ""  #: the driver's working directory
-    num_executors: int = 0  #: number of nodes (one per executor)
-    nodeRDD: Any = None  #: ``sc.parallelize(range(num_executors), num_executors)``
-    cluster_id: str = ""  #: unique id of this cluster
-    cluster_info: list[dict[str, Any]] = []  #: one dict per node: executor_id, host, port, job_name, task_index, gpus, tb_port
-    cluster_meta: dict[str, Any] = {}  #: id, cluster_template, num_executors, default_fs, working_dir, server_addr, ...
-    input_mode: int = InputMode.TENSORFLOW
-    queues: list[str] = ["input", "output", "error"]  #: TFoS compatibility only
-    server: Any = None  #: the driver's control server (TFoS: reservation.Server)
+    #: The nodes and their restarts (set by ``run()``).
+    _gang: Gang
 
     def __init__(self) -> None:
-        self._gen = 0
-        self._gen_ready = threading.Condition()
-        self._ready_gen = -1
-        self._error: BaseException | None = None
-        self._done = False
-        self._shutting_down = False
-        self._thread: threading.Thread | None = None
-        self._max_restarts = 0
-        self._map_fun: Callable[..., Any] | None = None
+        self.sc: Any = None  #: SparkContext
+        self.defaultFS: str = ""  #: default filesystem, e.g. ``file://`` or ``hdfs://nn:8020``
+        self.working_dir: str = ""  #: the driver's working directory
+        self.num_executors: int = 0  #: number of nodes (one per executor)
+        self.nodeRDD: Any = None  #: ``sc.parallelize(range(num_executors), num_executors)``
+        self.cluster_id: str = ""  #: unique id of this cluster
+        #: one dict per node: executor_id, host, port, job_name, task_index, gpus, tb_port
+        self.cluster_info: list[dict[str, Any]] = []
+        #: id, cluster_template, num_executors, default_fs, working_dir, server_addr, ...
+        self.cluster_meta: dict[str, Any] = {}
+        self.input_mode: int = InputMode.TENSORFLOW
+        self.queues: list[str] = ["input", "output", "error"]  #: TFoS compatibility only
+        self.server: Any = None  #: the driver's control server (TFoS: reservation.Server)
         self._tb_url: str | None = None
 
     # ------------------------------------------------------------------ feeding
 
+    def _check_feed(self, method: str, qname: str) -> None:
+        if self.input_mode != InputMode.SPARK:
+            raise ArgumentError(f"TFCluster.{method}() requires InputMode.SPARK")
+        if qname not in self.queues:
+            raise ArgumentError(f"Unknown queue: {qname}")
+
     def train(self, dataRDD: Any, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input") -> None:
         """Feeds an RDD or a DataFrame ``num_epochs`` times into the trainers (InputMode.SPARK).
 
-        Returns when every row was taken by a trainer. ``num_epochs=0`` means 10, as in TFoS."""
-        assert self.input_mode == InputMode.SPARK, "TFCluster.train() requires InputMode.SPARK"
-        assert qname in self.queues, f"Unknown queue: {qname}"
-        assert num_epochs >= 0, "num_epochs cannot be negative"
+        Returns when every row was taken by a trainer. ``num_epochs=0`` means 10, as in TFoS.
+        Raises :class:`~hydrofeed.exceptions.ArgumentError` (an ``AssertionError`` as well, as
+        TFoS's checks) in another input mode, for an unknown ``qname`` or a negative
+        ``num_epochs``."""
+        self._check_feed("train", qname)
+        if num_epochs < 0:
+            raise ArgumentError("num_epochs cannot be negative")
         if num_epochs == 0:
             num_epochs = 10
         try:
@@ -86,20 +94,19 @@ class TFCluster:
         except ImportError:  # pragma: no cover
             DStream = None  # type: ignore[assignment,misc]
         if DStream is not None and isinstance(dataRDD, DStream):
-            dataRDD.foreachRDD(lambda rdd: self._feed_with_restarts(lambda: self._feed_rdd(rdd, 1, feed_timeout)))
+            dataRDD.foreachRDD(lambda rdd: self._gang.feed_with_restarts(lambda: self._feed_rdd(rdd, 1, feed_timeout)))
             return
         if _tasks.is_dataframe(dataRDD):
-            self._feed_with_restarts(lambda: self._feed_df(dataRDD, num_epochs, feed_timeout))
+            self._gang.feed_with_restarts(lambda: self._feed_df(dataRDD, num_epochs, feed_timeout))
         else:
-            self._feed_with_restarts(lambda: self._feed_rdd(dataRDD, num_epochs, feed_timeout))
+            self._gang.feed_with_restarts(lambda: self._feed_rdd(dataRDD, num_epochs, feed_timeout))
 
     def inference(self, dataRDD: Any, feed_timeout: float = 600, qname: str = "input") -> Any:
         """Returns an RDD with one result per input row, in order, computed by the trainers'
         ``feed.batch_results``. Lazy, like any RDD. DataFrames travel as Arrow."""
-        assert self.input_mode == InputMode.SPARK, "TFCluster.inference() requires InputMode.SPARK"
-        assert qname in self.queues, f"Unknown queue: {qname}"
-        self._raise_if_failed()
-        fn = _tasks.feed_fn(self.cluster_id, self._gen, "infer", feed_timeout, FEED_BATCH_ROWS)
+        self._check_feed("inference", qname)
+        self._gang.raise_if_failed()
+        fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "infer", feed_timeout, FEED_BATCH_ROWS)
         if _tasks.is_dataframe(dataRDD):
             batches, schema = _tasks.arrow_batches(dataRDD)
             return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True))
@@ -162,193 +169,30 @@ class TFCluster:
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
-        ``TimeoutError`` if no row was consumed for ``feed_timeout`` seconds. With
-        ``max_restarts``, a restarted gang resumes from the rows consumed before the failure."""
+        ``TimeoutError`` if no row was consumed for ``feed_timeout`` seconds, and
+        :class:`~hydrofeed.exceptions.ArgumentError` (a ``ValueError``) for a bad argument. With
+        ``max_restarts``, a restarted gang resumes from the rows consumed before the failure
+        (:func:`hydrofeed.spark.files.train_files` is the driver's loop)."""
         from hydrofeed.spark import files as _files
 
-        assert self.input_mode == InputMode.SPARK, "TFCluster.train_files() requires InputMode.SPARK (nodes with a data feed)"
-        if format is not None and format not in _files.FORMATS:
-            raise ValueError(f"format must be one of {_files.FORMATS}, not {format!r}")
-        if remainder not in _files.REMAINDERS:
-            raise ValueError(f"remainder must be one of {_files.REMAINDERS}, not {remainder!r}")
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        if num_epochs < 0:
-            raise ValueError("num_epochs cannot be negative")
-        if isinstance(columns, str):
-            columns = [c.strip() for c in columns.split(",") if c.strip()]
-        opts = {
-            "uri": uri,
-            "format": format,
-            "columns": list(columns) if columns else None,
-            "epochs": num_epochs or 10,
-            "shuffle": bool(shuffle),
-            "seed": int(seed) if seed is not None else (secrets.randbits(63) if shuffle else 0),
-            "batch_size": int(batch_size),
-            "remainder": remainder,
-            "feed_timeout": float(feed_timeout),
-            "skip_errors": bool(skip_errors),
-            "memory_mb": int(memory_mb),
-            "decode_threads": int(decode_threads),
-            "schema": _files.schema_text(schema) if schema is not None else None,
-            "order": _files.order_args(order, shuffle_buffer, cycle_length),
-            "tls": bool(tls),
-            "allow_changed_input": bool(allow_changed_input),
-            "snapshot": None if snapshot is None else str(snapshot),
-        }
-        state = _files.state_text(resume)
-        while True:
-            gen = self._gen
-            holder: dict[str, str | None] = {"state": state}
-            try:
-                return self._feed_files(opts, holder)
-            except Exception as e:
-                outcome = self._await_outcome(gen, timeout=60.0) if not isinstance(e, (_files.FeedFilesError, TimeoutError)) else "failed"
-                if outcome == "restarted":
-                    state = holder["state"] or state
-                    logger.warning(
-                        "hydrofeed: cluster restarted after a failure; the file feed resumes from the rows consumed before it: %s",
-                        _files.state_summary(state),
-                    )
-                    continue
-                if self._error is not None and not isinstance(e, _files.FeedFilesError):
-                    raise self._error from e
-                raise
-
-    def _feed_files(self, o: dict[str, Any], holder: dict[str, str | None]) -> dict[str, Any]:
-        """One file feed on the current generation; ``holder["state"]`` gets the coordinator's
-        state if it is interrupted (for a restart)."""
-        import json
-
-        from hydrofeed.spark import files as _files
-
-        self._raise_if_failed()
-        gen = self._gen
-        ranks = self._feeding_ranks()
-        ctl = self.server
-        job = secrets.token_hex(4)
-        resume_path = None
-        if holder["state"]:
-            fd, resume_path = tempfile.mkstemp(prefix="hydrofeed-resume-", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                f.write(holder["state"])
-        tokens = _files.hdfs_delegation_tokens(self.sc, o["uri"])
-        try:
-            coord = _files.Coordinator(
-                o["uri"], len(ranks), o["batch_size"], o["epochs"], o["seed"], o["shuffle"], o["remainder"],
-                host=self.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o["format"], schema=o.get("schema"),
-                order=o.get("order"), hdfs_tokens=tokens, tls=o["tls"],
-                allow_changed_input=o.get("allow_changed_input", False), snapshot=o.get("snapshot"),
-            )  # fmt: skip
-        finally:
-            if resume_path:
-                os.unlink(resume_path)
-        logger.info("hydrofeed: file feed %s of %s to %d workers (coordinator %s)", job, o["uri"], len(ranks), coord.addr)
-        finished = False
-        coord.notify_exit(ctl.cond)
-        try:
-            for i, r in enumerate(ranks):
-                msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o["uri"],
-                       "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens,
-                       "tls_ca": coord.tls_ca, "snapshot": coord.snapshot}  # fmt: skip
-                msg.update({k: o[k] for k in ("format", "columns", "batch_size", "feed_timeout", "skip_errors", "memory_mb", "decode_threads", "schema")})
-                ctl.send(gen, r, msg)
-            t0 = last_t = time.monotonic()
-            last_acked = -1
-            next_probe = t0
-            def feeders_done() -> bool:
-                nodes = ctl.gen_nodes(gen)
-                return all(r in nodes and nodes[r].feeders.get(job, {}).get("code") == 0 for r in ranks)
-
-            while True:
-                code = coord.poll()
-                if code is None and feeders_done():
-                    # Every feeder left after its end of feed, so every row was acked and no
-                    # call to the coordinator is in flight: no need to wait for its linger.
-                    coord.interrupt()
-                    code = 0 if coord.state() else coord.poll()
-                if code == 0:
-                    finished = True
-                    break
-                self._check_file_feed(gen, job, coord, code)
-                now = time.monotonic()
-                if now >= next_probe:
-                    next_probe = now + 5.0
-                    acked = coord.rows_acked()
-                    if acked is not None and acked != last_acked:
-                        if last_acked >= 0:
-                            logger.info("hydrofeed: file feed %s: %d rows consumed, %.0f rows/s", job, acked, acked / max(now - t0, 1e-9))
-                        last_acked, last_t = acked, now
-                    elif now - last_t > o["feed_timeout"]:
-                        raise TimeoutError(
-                            f"hydrofeed: file feed of {o['uri']}: no row consumed for feed_timeout={o['feed_timeout']}s "
-                            f"({max(last_acked, 0)} rows so far); the trainers stopped reading?"
-                        )
-                ctl.wait_for(
-                    lambda: coord.poll() is not None or feeders_done() or self._gen != gen or self._failed_node_locked(gen) is not None,
-                    0.2,
-                )
-            state: dict[str, Any] = json.loads(coord.state() or "{}")
-            if not state.get("finished"):
-                raise _files.FeedFilesError(f"hydrofeed: the coordinator of file feed {job} stopped before the end of the feed: {state}")
-            # The feeders leave once their trainer read the end of this feed.
-            ctl.wait_for(lambda: all(job in ctl.gen_nodes(gen)[r].feeders for r in ranks if r in ctl.gen_nodes(gen)), 30)
-            logger.info("hydrofeed: file feed %s done in %.1fs", job, time.monotonic() - t0)
-            return state
-        finally:
-            if not finished:
-                holder["state"] = coord.interrupt() or holder["state"]
-            coord.close()
-
-    def _check_file_feed(self, gen: int, job: str, coord: Any, code: int | None) -> None:
-        """Raises if a feeder, the coordinator or a node of the feed failed."""
-        from hydrofeed.spark import files as _files
-
-        ctl = self.server
-
-        def failed_feeder() -> tuple[int, dict[str, Any]] | None:
-            for r, n in sorted(ctl.gen_nodes(gen).items()):
-                f = n.feeders.get(job)
-                if f is not None and f["code"] != 0 and not f["stopped"]:
-                    return r, f
-            return None
-
-        with ctl.cond:
-            bad = failed_feeder()
-            node = self._failed_node_locked(gen)
-        if bad is None and node is not None:
-            # The trainer usually fails *because* its feeder did (PeerLostError): give the
-            # feeder's report, which names the file and offset, a moment to arrive.
-            ctl.wait_for(lambda: failed_feeder() is not None, 2.0)
-            with ctl.cond:
-                bad = failed_feeder()
-        if bad is not None and node is not None and not _failures.lost_its_feeder(node):
-            bad = None  # the trainer failed (killed, raised) and its feeder saw it go: blame the trainer
-        if bad is not None:
-            r, f = bad
-            m = ctl.gen_nodes(gen)[r].meta
-            errs = [x for x in f["tail"] if "rror" in x]
-            why = _failures.error_summary(f["tail"]) or (errs[-1] if errs else f"exit code {f['code']}")
-            tail = "\n".join("    " + x for x in f["tail"][-15:])
-            raise _files.FeedFilesError(
-                f"hydrofeed: the feeder of rank {r} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')}) "
-                f"failed (stage: reading/decoding {coord.uri}): {why}; last output lines:\n{tail}"
-            )
-        if node is not None:
-            raise TrainerFailedError(node, _failures.describe(node))
-        if self._gen != gen:
-            raise RuntimeError("hydrofeed: the cluster restarted during the file feed")
-        if code is not None:
-            tail = "\n".join("    " + x for x in list(coord.tail)[-15:])
-            raise _files.FeedFilesError(f"hydrofeed: the coordinator exited with code {code} (stage: coordinating the file feed); last output lines:\n{tail}")
+        if self.input_mode != InputMode.SPARK:
+            raise ArgumentError("TFCluster.train_files() requires InputMode.SPARK (nodes with a data feed)")
+        options = _files.FileFeedOptions.of(
+            uri, format=format, columns=columns, num_epochs=num_epochs, shuffle=shuffle, seed=seed,
+            batch_size=batch_size, remainder=remainder, feed_timeout=feed_timeout,
+            allow_changed_input=allow_changed_input, skip_errors=skip_errors, memory_mb=memory_mb,
+            decode_threads=decode_threads, schema=schema, shuffle_buffer=shuffle_buffer,
+            cycle_length=cycle_length, order=order, tls=tls, snapshot=snapshot,
+        )  # fmt: skip
+        return _files.train_files(self._gang, options, resume)
 
     def _feed_rdd(self, rdd: Any, num_epochs: int, feed_timeout: float) -> None:
-        fn = _tasks.feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
+        fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "train", feed_timeout, FEED_BATCH_ROWS)
         union = rdd if num_epochs == 1 else self.sc.union([rdd] * num_epochs)
         self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False)).count())
 
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
-        fn = _tasks.feed_fn(self.cluster_id, self._gen, "train", feed_timeout, FEED_BATCH_ROWS)
+        fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "train", feed_timeout, FEED_BATCH_ROWS)
         batches, schema = _tasks.arrow_batches(df)
         if num_epochs == 1:
             self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True)).count())
@@ -366,15 +210,16 @@ class TFCluster:
 
     def _run_feed_job(self, job: Callable[[], Any]) -> None:
         """Runs a feeding job in a job group that is cancelled at once if a node fails."""
-        self._raise_if_failed()
+        g = self._gang
+        g.raise_if_failed()
         group = f"hydrofeed-feed-{self.cluster_id}-{secrets.token_hex(4)}"
         self.sc.setJobGroup(group, "hydrofeed feed" + (f" (TensorBoard {self._tb_url})" if self._tb_url else ""), True)
-        gen = self._gen
+        gen = g.gen
         stop = threading.Event()
 
         def watch() -> None:
             while not stop.wait(0.2):
-                if self._failed_node(gen) is not None or self._error is not None:
+                if g.failed_node(gen) is not None or g.error is not None:
                     self.sc.cancelJobGroup(group)
                     return
 
@@ -387,42 +232,6 @@ class TFCluster:
             w.join()
             self.sc.setLocalProperty("spark.jobGroup.id", None)
 
-    def _feed_with_restarts(self, feed: Callable[[], None]) -> None:
-        while True:
-            gen = self._gen
-            try:
-                feed()
-                return
-            except Exception as e:
-                # A node failure surfaces in the feeding job as a lost socket or a cancelled job.
-                # Wait (briefly) for the cluster thread to decide: restart or give up.
-                outcome = self._await_outcome(gen, timeout=60.0)
-                if outcome == "restarted":
-                    logger.warning("hydrofeed: cluster restarted after a failure; feeding again from the first epoch")
-                    continue
-                if self._error is not None:
-                    raise self._error from e
-                failed = self._failed_node(gen)
-                if failed is not None:
-                    raise TrainerFailedError(failed, _failures.describe(failed)) from e
-                raise
-
-    def _await_outcome(self, gen: int, timeout: float) -> str:
-        start = time.monotonic()
-        deadline = start + timeout
-        with self._gen_ready:
-            while time.monotonic() < deadline:
-                if self._ready_gen > gen:
-                    return "restarted"
-                if self._error is not None or self._done:
-                    return "failed"
-                # The feeding task may see a lost socket before the node's exit report arrives:
-                # give the report a few seconds before blaming the job itself.
-                if time.monotonic() - start > 3.0 and self._failed_node(gen) is None and not self._any_exited(gen):
-                    return "healthy"  # the job failed for a reason of its own
-                self._gen_ready.wait(0.2)
-        return "failed"
-
     # ------------------------------------------------------------------ shutdown
 
     def shutdown(self, ssc: Any = None, grace_secs: float = 0, timeout: float = 259200) -> None:
@@ -432,52 +241,41 @@ class TFCluster:
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         if ssc is not None:
             ssc.stop(stopSparkContext=False, stopGraceFully=True)
-        ctl = self.server
+        g = self._gang
+        ctl = g.server
         try:
             if self.input_mode == InputMode.SPARK:
                 self._send_eof()
             # Wait for worker/chief nodes of the current generation (restarts may happen meanwhile).
             while True:
-                gen = self._gen
-                feeding = self._feeding_ranks()
-                def settled(gen: int = gen, feeding: list[int] = feeding) -> bool:
-                    if self._error is not None or self._done or self._gen != gen:
-                        return True
-                    nodes = ctl.gen_nodes(gen)
-                    failed = self._failed_node_locked(gen)
-                    if failed is not None and gen >= self._max_restarts:
-                        return True  # no restart left: report now, stop the rest
-                    all_done = all(nodes.get(r) is not None and nodes[r].exited for r in feeding)
-                    return all_done and failed is None  # else a restart is coming: wait for it
-
-                ok = ctl.wait_for(settled, _left(deadline))
-                if not ok:
+                gen = g.gen
+                if not g.wait_settled(gen, _left(deadline)):
                     raise TimeoutError(f"hydrofeed: nodes still running after shutdown timeout={timeout}s; stopping them")
-                if self._gen != gen and self._error is None:
+                if g.gen != gen and g.error is None:
                     if self.input_mode == InputMode.SPARK:
                         self._send_eof()
                     continue
                 break
-            if grace_secs > 0 and self._error is None:
+            if grace_secs > 0 and g.error is None:
                 time.sleep(grace_secs)
-            self._shutting_down = True
-            for r in self._ranks_of(("ps", "evaluator")):
-                ctl.send(self._gen, r, {"t": "stop"})
-            if self._thread is not None:
-                self._thread.join(_left(deadline) if deadline else None)
-                if self._thread.is_alive():
+            g.shutting_down = True
+            for r in g.ranks_of(("ps", "evaluator")):
+                ctl.send(g.gen, r, {"t": "stop"})
+            if g.thread is not None:
+                g.thread.join(_left(deadline) if deadline else None)
+                if g.thread.is_alive():
                     raise TimeoutError(f"hydrofeed: cluster did not stop within shutdown timeout={timeout}s")
-            if self._error is not None:
-                raise self._error
+            if g.error is not None:
+                raise g.error
         except BaseException:
-            self._shutting_down = True
-            ctl.stop_all(self._gen)
-            if self._thread is not None:
-                self._thread.join(30)
+            g.shutting_down = True
+            ctl.stop_all(g.gen)
+            if g.thread is not None:
+                g.thread.join(30)
             raise
         finally:
-            self._shutting_down = True
-            if not (self._thread and self._thread.is_alive()):
+            g.shutting_down = True
+            if not (g.thread and g.thread.is_alive()):
                 ctl.close()
         logger.info("Shutting down cluster")
 
@@ -488,84 +286,12 @@ class TFCluster:
     # ------------------------------------------------------------------ internals
 
     def _send_eof(self) -> None:
-        for r in self._feeding_ranks():
-            self.server.send(self._gen, r, {"t": "eof"})
+        g = self._gang
+        for r in g.feeding_ranks():
+            g.server.send(g.gen, r, {"t": "eof"})
 
-    def _feeding_ranks(self) -> list[int]:
-        """Every node but ps/evaluator (the master node may have any name, e.g. "chief")."""
-        tmpl = self.cluster_meta["cluster_template"]
-        return sorted(r for j, ids in tmpl.items() if j not in _node.NON_FEEDING_JOBS for r in ids)
-
-    def _ranks_of(self, jobs: tuple[str, ...]) -> list[int]:
-        tmpl = self.cluster_meta["cluster_template"]
-        return sorted(r for j in jobs for r in tmpl.get(j, []))
-
-    def _any_exited(self, gen: int) -> bool:
-        return any(n.exited for n in self.server.gen_nodes(gen).values())
-
-    def _failed_node_locked(self, gen: int) -> NodeState | None:
-        failed = [n for n in self.server.gen_nodes(gen).values() if n.failed]
-        return min(failed, key=lambda n: n.order) if failed else None
-
-    def _failed_node(self, gen: int) -> NodeState | None:
-        with self.server.cond:
-            return self._failed_node_locked(gen)
-
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise self._error
-        n = self._failed_node(self._gen)
-        if n is not None:
-            raise TrainerFailedError(n, _failures.describe(n))
-
-    def _on_node_failure(self, gen: int, rank: int) -> None:
-        # Gang semantics: one node failing stops the others at once (they may be blocked in a
-        # collective op with it and would never finish on their own).
-        logger.error("hydrofeed: node rank %d failed (generation %d): stopping the other nodes", rank, gen)
-        self.server.stop_all(gen, except_rank=rank)
-
-    def _loop(self, map_fun: Callable[..., Any], tf_args: Any) -> None:
-        from pyspark import cloudpickle
-
-        fn_bytes = cloudpickle.dumps(map_fun)
-        ctl = self.server
-        n = self.num_executors
-        for attempt in range(self._max_restarts + 1):
-            gen = attempt
-            self._gen = gen
-            job_error: BaseException | None = None
-            self.sc.setJobGroup(f"hydrofeed-nodes-{self.cluster_id}-{gen}", f"hydrofeed nodes (generation {gen})", True)
-            try:
-                metas = self.nodeRDD.barrier().mapPartitions(
-                    _node.barrier_node_fn(self.cluster_meta, fn_bytes, tf_args, gen)
-                ).collect()
-                del metas
-            except Exception as e:  # a barrier task failed (TF mode) or the stage could not start
-                job_error = e
-            if job_error is not None:
-                ctl.stop_all(gen)
-            # Wait until every node of this generation has reported its exit (or vanished).
-            started = ctl.wait_for(lambda: len(ctl.gen_nodes(gen)) == n, 0 if job_error else 60)
-            if started:
-                ctl.wait_for(lambda: all(x.exited for x in ctl.gen_nodes(gen).values()), float("inf") if job_error is None else 60)
-            failed = self._failed_node(gen)
-            if failed is None and job_error is None:
-                self._done = True
-                break
-            err: BaseException = (
-                TrainerFailedError(failed, _failures.describe(failed))
-                if failed is not None
-                else RuntimeError(f"hydrofeed: the barrier stage of generation {gen} failed: {job_error}")
-            )
-            if attempt < self._max_restarts and not self._shutting_down:
-                logger.warning("hydrofeed: %s -- restarting the cluster (%d of %d)", err, attempt + 1, self._max_restarts)
-                ctl.stop_all(gen)
-                continue
-            self._error = err
-            logger.error("%s", err)
-            break
-        with self._gen_ready:
-            self._gen_ready.notify_all()
+    def _set_cluster_info(self, infos: list[dict[str, Any]]) -> None:
+        self.cluster_info = infos
 
 
 def _left(deadline: float | None) -> float:
@@ -594,6 +320,11 @@ def run(
     ``num_executors`` nodes: ``num_ps`` parameter servers, one ``master_node`` (e.g. ``"chief"``)
     if named, one evaluator if ``eval_node``, the rest workers. ``max_restarts``: how many times
     the whole gang is restarted after a node fails (map_fun should resume from its checkpoint).
+
+    Raises :class:`~hydrofeed.exceptions.ArgumentError` (a ``ValueError``) if the nodes do not
+    add up to ``num_executors`` or leave no worker, or for an evaluator outside
+    ``InputMode.TENSORFLOW``; ``TimeoutError`` if they do not all start within
+    ``reservation_timeout``.
     """
     queues = list(queues) if queues is not None else ["input", "output", "error"]
     if driver_ps_nodes:
@@ -602,14 +333,14 @@ def run(
             "add the ps count to num_executors instead"
         )
     if eval_node and input_mode != InputMode.TENSORFLOW:
-        raise ValueError("running evaluator nodes is only supported in InputMode.TENSORFLOW")
+        raise ArgumentError("running evaluator nodes is only supported in InputMode.TENSORFLOW")
     num_master = 1 if master_node else 0
     num_eval = 1 if eval_node else 0
     num_workers = max(num_executors - num_ps - num_eval - num_master, 0)
     if num_ps + num_master + num_eval + num_workers != num_executors:
-        raise ValueError(f"TensorFlow cluster requires {num_ps + num_master + num_eval + num_workers} nodes, but only {num_executors} executors available")
+        raise ArgumentError(f"TensorFlow cluster requires {num_ps + num_master + num_eval + num_workers} nodes, but only {num_executors} executors available")
     if num_master + num_workers == 0:
-        raise ValueError("TensorFlow cluster requires at least one worker or master/chief node")
+        raise ArgumentError("TensorFlow cluster requires at least one worker or master/chief node")
     executors = list(range(num_executors))
     template: dict[str, list[int]] = {}
     if num_ps:
@@ -634,9 +365,9 @@ def run(
     cluster.input_mode = input_mode
     cluster.queues = queues
     cluster.cluster_id = secrets.token_hex(6)
-    cluster._max_restarts = max_restarts
     token = secrets.token_hex(16)
-    cluster.server = Control(token, on_failure=cluster._on_node_failure)
+    cluster._gang = gang = Gang(sc, token, max_restarts)
+    cluster.server = gang.server
     driver_host = os.environ.get("SPARK_LOCAL_IP") or sc.getConf().get("spark.driver.host") or _node.local_host()
     cluster.cluster_meta = {
         "id": cluster.cluster_id,
@@ -654,37 +385,9 @@ def run(
         "log_dir": log_dir,
     }
     cluster.nodeRDD = sc.parallelize(range(num_executors), num_executors)
-    cluster._thread = threading.Thread(target=cluster._loop, args=(map_fun, tf_args), name="hydrofeed-cluster", daemon=True)
-    cluster._thread.start()
-
+    gang.start(cluster.nodeRDD, cluster.cluster_meta, map_fun, tf_args, on_ready=cluster._set_cluster_info)
     # Wait for every node of some generation to be ready (or for the cluster to give up).
-    ctl = cluster.server
-
-    def ready_gen() -> int | None:
-        g = cluster._gen
-        nodes = ctl.gen_nodes(g)
-        if len(nodes) == num_executors and all(x.ready for x in nodes.values()):
-            return g
-        return None
-
-    ok = ctl.wait_for(lambda: ready_gen() is not None or cluster._error is not None or cluster._done, reservation_timeout)
-    if cluster._error is not None:
-        cluster.server.close()
-        raise cluster._error
-    if not ok:
-        ctl.stop_all(cluster._gen)
-        sc.cancelJobGroup(f"hydrofeed-nodes-{cluster.cluster_id}-{cluster._gen}")
-        raise TimeoutError(
-            f"hydrofeed: {num_executors} nodes did not all start within reservation_timeout={reservation_timeout}s; "
-            "does the application have that many free task slots (barrier mode needs them all at once)?"
-        )
-    with ctl.cond:
-        g = cluster._gen
-        cluster.cluster_info = sorted(
-            (dict(x.meta, tb_port=x.tb_port, supervisor_pid=x.pid) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
-        )
-    cluster._ready_gen = g
-    threading.Thread(target=_track_ready, args=(cluster,), daemon=True).start()
+    gang.wait_started(reservation_timeout)
     for info in cluster.cluster_info:
         if info.get("tb_port"):
             cluster._tb_url = f"http://{info['host']}:{info['tb_port']}"
@@ -694,27 +397,3 @@ def run(
         logger.warning("hydrofeed: tensorboard=True but no TensorBoard started (is the tensorboard package installed on the executors?)")
     logger.info("hydrofeed: all %d nodes started (cluster %s)", num_executors, cluster.cluster_id)
     return cluster
-
-
-def _track_ready(cluster: TFCluster) -> None:
-    """Follows restarts: marks each new generation ready and refreshes ``cluster_info``."""
-    ctl = cluster.server
-    while not cluster._done and cluster._error is None and not ctl._closed:
-        g = cluster._ready_gen + 1
-
-        def ready() -> bool:
-            nodes = ctl.gen_nodes(g)
-            return (
-                len(nodes) == cluster.num_executors and all(x.ready for x in nodes.values())
-            ) or cluster._done or cluster._error is not None
-
-        if ctl.wait_for(ready, 1.0) and not cluster._done and cluster._error is None:
-            with ctl.cond:
-                cluster.cluster_info = sorted(
-                    (dict(x.meta, tb_port=x.tb_port, supervisor_pid=x.pid) for x in ctl.gen_nodes(g).values()), key=lambda m: m["executor_id"]
-                )
-            with cluster._gen_ready:
-                cluster._ready_gen = g
-                cluster._gen_ready.notify_all()
-    with cluster._gen_ready:
-        cluster._gen_ready.notify_all()

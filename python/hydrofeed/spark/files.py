@@ -9,8 +9,11 @@ attaches to that feeder's shared-memory ring when its hub gets the ``files`` mes
             Control --files--> supervisor --starts--> feeder --ring--> trainer (DataFeed)
                                           --FILES frame (ring socket)--> trainer's hub
 
-This module holds the three pieces: :class:`Coordinator` (driver), :func:`start_feeder`
-(supervisor) and :func:`ring_env` (trainer).
+This module holds the pieces of each side: on the driver, :func:`train_files` (the feed and its
+resumes after gang restarts, :class:`FileFeed`, with :class:`FileFeedOptions`) and
+:class:`Coordinator`; on the supervisor, :class:`Feeder`; on the trainer, :func:`open_ring`
+and :func:`ring_env`; and the planning helpers (``total_rows``, ``steps_per_epoch``, resume
+states). Starting the children and reading their output is :mod:`hydrofeed.spark.children`'s.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import collections
 import logging
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -28,13 +32,25 @@ import tempfile
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+from hydrofeed.exceptions import ArgumentError, TrainerFailedError
 
 # Defined in hydrofeed.exceptions; still importable from here.
 from hydrofeed.exceptions import FeedFilesError as FeedFilesError
 
+# Moved to hydrofeed.spark.children; still importable from here.
+from hydrofeed.spark.children import die_with_parent as die_with_parent
+from hydrofeed.spark.children import pump as pump
+from hydrofeed.spark.children import spawn as spawn
+from hydrofeed.spark.children import write_private as write_private
+from hydrofeed.spark.children import write_schema as write_schema
+from hydrofeed.spark.children import write_tokens as write_tokens
+
 if TYPE_CHECKING:
     from hydrofeed.feed import DataFeed
+    from hydrofeed.spark.gang import Gang
 
 logger = logging.getLogger(__name__)
 
@@ -232,46 +248,6 @@ def _ip_of(host: str) -> str:
         return "0.0.0.0"
 
 
-def pump(proc: subprocess.Popen[bytes], tail: collections.deque[str], emit: Callable[[str], None],
-         pending: bytes = b"") -> threading.Thread:
-    """Starts a thread that reads a child's output to its end: every line goes to ``emit`` and
-    the last ones stay in ``tail``. ``pending``: output already read from the pipe and not yet
-    handed out (its lines come first; its unfinished last line is completed by the pipe)."""
-
-    def out(raw: bytes) -> None:
-        line = raw.decode(errors="replace").rstrip("\n")
-        tail.append(line)
-        emit(line)
-
-    def run() -> None:
-        assert proc.stdout is not None
-        *whole, rest = pending.split(b"\n")
-        for raw in whole:
-            out(raw)
-        for raw in proc.stdout:
-            out(rest + raw)
-            rest = b""
-        if rest:
-            out(rest)
-
-    t = threading.Thread(target=run, name="hydrofeed-child-output", daemon=True)
-    t.start()
-    return t
-
-
-def spawn(args: list[str], token: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Starts a ``hydrofeed`` child with the job token in its environment (never in argv or a
-    file), its output piped (stderr into stdout), killed when its parent dies."""
-    return subprocess.Popen(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=dict(os.environ, HYDROFEED_TOKEN=token, **(env or {})),
-        preexec_fn=die_with_parent,
-    )
-
-
 def hdfs_delegation_tokens(sc: Any, uri: str) -> str | None:
     """Driver side: HDFS delegation tokens for ``uri``'s file system, obtained by the driver's
     own Hadoop client (its Kerberos login: a ticket, ``spark.kerberos.keytab``, or the tokens
@@ -306,33 +282,6 @@ def hdfs_delegation_tokens(sc: Any, uri: str) -> str | None:
     out = jvm.java.io.ByteArrayOutputStream()
     creds.writeTokenStorageToStream(jvm.java.io.DataOutputStream(out))
     return base64.b64encode(bytes(out.toByteArray())).decode()
-
-
-def write_private(path: str, data: bytes) -> str:
-    """Writes ``data`` to ``path``, created 0600; returns ``path``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return path
-
-
-def write_tokens(directory: str, tokens: str) -> dict[str, str]:
-    """Writes base64 ``tokens`` (:func:`hdfs_delegation_tokens`) to a 0600 file in ``directory``;
-    returns the environment that makes a feeder use them."""
-    import base64
-
-    path = write_private(os.path.join(directory, "hdfs.tokens"), base64.b64decode(tokens))
-    return {"HADOOP_TOKEN_FILE_LOCATION": path}
-
-
-def die_with_parent() -> None:
-    """``preexec_fn``: SIGKILL the child when its parent dies (``kill -9`` included)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except OSError:  # pragma: no cover - not glibc/musl
-        pass
 
 
 # ----------------------------------------------------------------------------- supervisor side
@@ -467,9 +416,9 @@ def schema_text(schema: Any) -> str:
 def order_args(order: str | None, shuffle_buffer: int, cycle_length: int | None) -> list[str]:
     """The coordinator's order flags of ``train_files``."""
     if order not in (None, "fixed", "dynamic"):
-        raise ValueError(f"order must be 'fixed' or 'dynamic', not {order!r}")
+        raise ArgumentError(f"order must be 'fixed' or 'dynamic', not {order!r}")
     if shuffle_buffer < 0:
-        raise ValueError("shuffle_buffer cannot be negative")
+        raise ArgumentError("shuffle_buffer cannot be negative")
     args = ["--order", order] if order else []
     if shuffle_buffer:
         args += ["--shuffle-buffer", str(int(shuffle_buffer))]
@@ -506,13 +455,6 @@ def state_text(resume: Any) -> str | None:
         return f.read()
 
 
-def write_schema(directory: str, text: str) -> str:
-    """Writes a :func:`schema_text` into ``directory`` for ``--schema``; returns the path."""
-    import base64
-
-    return write_private(os.path.join(directory, "schema.arrows"), base64.b64decode(text))
-
-
 def total_rows(uri: str, fmt: str | None = None) -> int:
     """Rows in ``uri`` (file, directory or glob; local or ``hdfs://``), from the files' metadata
     (``hydrofeed inspect``: footers and indexes, no data is decoded)."""
@@ -535,6 +477,266 @@ def steps_per_epoch(rows: int, workers: int, batch_size: int, remainder: str = "
     A synchronous training loop (``MultiWorkerMirroredStrategy``) can run exactly this many
     steps per epoch; nothing is skipped or left waiting."""
     if remainder not in REMAINDERS:
-        raise ValueError(f"remainder must be one of {REMAINDERS}")
+        raise ArgumentError(f"remainder must be one of {REMAINDERS}")
     per_step = workers * batch_size
     return rows // per_step if remainder == "drop" else -(-rows // per_step)
+
+
+# ----------------------------------------------------------------------------- driver: the feed
+
+
+@dataclass(frozen=True)
+class FileFeedOptions:
+    """``TFCluster.train_files``' arguments, checked and made plain, for every attempt of one
+    file feed (a restarted gang gets the same ones; ``seed`` is drawn once)."""
+
+    uri: str
+    format: str | None
+    columns: list[str] | None
+    epochs: int  #: ``num_epochs``, 0 made 10
+    shuffle: bool
+    seed: int
+    batch_size: int
+    remainder: str
+    feed_timeout: float
+    skip_errors: bool
+    memory_mb: int
+    decode_threads: int
+    schema: str | None  #: :func:`schema_text`
+    order: list[str]  #: the coordinator's order flags (:func:`order_args`)
+    tls: bool
+    allow_changed_input: bool
+    snapshot: str | None
+
+    @classmethod
+    def of(
+        cls,
+        uri: str,
+        *,
+        format: str | None,
+        columns: list[str] | str | None,
+        num_epochs: int,
+        shuffle: bool,
+        seed: int | None,
+        batch_size: int,
+        remainder: str,
+        feed_timeout: float,
+        allow_changed_input: bool,
+        skip_errors: bool,
+        memory_mb: int,
+        decode_threads: int,
+        schema: Any,
+        shuffle_buffer: int,
+        cycle_length: int | None,
+        order: str | None,
+        tls: bool,
+        snapshot: int | str | None,
+    ) -> FileFeedOptions:
+        """Checks ``train_files``' arguments (:class:`ArgumentError`, a ``ValueError``) and
+        makes the options of them; ``columns`` may be a comma-separated string."""
+        if format is not None and format not in FORMATS:
+            raise ArgumentError(f"format must be one of {FORMATS}, not {format!r}")
+        if remainder not in REMAINDERS:
+            raise ArgumentError(f"remainder must be one of {REMAINDERS}, not {remainder!r}")
+        if batch_size < 1:
+            raise ArgumentError("batch_size must be at least 1")
+        if num_epochs < 0:
+            raise ArgumentError("num_epochs cannot be negative")
+        if isinstance(columns, str):
+            columns = [c.strip() for c in columns.split(",") if c.strip()]
+        return cls(
+            uri=uri,
+            format=format,
+            columns=list(columns) if columns else None,
+            epochs=num_epochs or 10,
+            shuffle=bool(shuffle),
+            seed=int(seed) if seed is not None else (secrets.randbits(63) if shuffle else 0),
+            batch_size=int(batch_size),
+            remainder=remainder,
+            feed_timeout=float(feed_timeout),
+            skip_errors=bool(skip_errors),
+            memory_mb=int(memory_mb),
+            decode_threads=int(decode_threads),
+            schema=schema_text(schema) if schema is not None else None,
+            order=order_args(order, shuffle_buffer, cycle_length),
+            tls=bool(tls),
+            allow_changed_input=bool(allow_changed_input),
+            snapshot=None if snapshot is None else str(snapshot),
+        )
+
+    def feeder_fields(self) -> dict[str, Any]:
+        """What a feeder's ``files`` message carries of them (:class:`Feeder` reads these)."""
+        return {
+            "format": self.format,
+            "columns": self.columns,
+            "batch_size": self.batch_size,
+            "feed_timeout": self.feed_timeout,
+            "skip_errors": self.skip_errors,
+            "memory_mb": self.memory_mb,
+            "decode_threads": self.decode_threads,
+            "schema": self.schema,
+        }
+
+
+def train_files(gang: Gang, o: FileFeedOptions, resume: Any) -> dict[str, Any]:
+    """The driver's side of ``TFCluster.train_files``: feeds the file input to the gang's
+    feeding nodes, starting from ``resume`` (:func:`state_text`); a failure that restarts the
+    gang resumes from the rows consumed before it. Returns the coordinator's final state."""
+    state = state_text(resume)
+    while True:
+        gen = gang.gen
+        attempt = FileFeed(gang, o, state)
+        try:
+            return attempt.run()
+        except Exception as e:
+            outcome = gang.await_outcome(gen, timeout=60.0) if not isinstance(e, (FeedFilesError, TimeoutError)) else "failed"
+            if outcome == "restarted":
+                state = attempt.resume_state or state
+                logger.warning(
+                    "hydrofeed: cluster restarted after a failure; the file feed resumes from the rows consumed before it: %s",
+                    state_summary(state),
+                )
+                continue
+            if gang.error is not None and not isinstance(e, FeedFilesError):
+                raise gang.error from e
+            raise
+
+
+class FileFeed:
+    """One file feed on the gang's current generation: a coordinator, a feeder per feeding node.
+
+    ``resume_state``: where a restarted gang resumes, the state this attempt started from,
+    replaced by the coordinator's when :meth:`run` is interrupted."""
+
+    def __init__(self, gang: Gang, options: FileFeedOptions, resume_state: str | None) -> None:
+        self.gang = gang
+        self.options = options
+        self.resume_state = resume_state
+
+    def run(self) -> dict[str, Any]:
+        """Feeds once; returns the coordinator's final state (every row acked)."""
+        import json
+
+        o = self.options
+        g = self.gang
+        g.raise_if_failed()
+        gen = g.gen
+        ranks = g.feeding_ranks()
+        ctl = g.server
+        job = secrets.token_hex(4)
+        resume_path = None
+        if self.resume_state:
+            fd, resume_path = tempfile.mkstemp(prefix="hydrofeed-resume-", suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                f.write(self.resume_state)
+        tokens = hdfs_delegation_tokens(g.sc, o.uri)
+        try:
+            coord = Coordinator(
+                o.uri, len(ranks), o.batch_size, o.epochs, o.seed, o.shuffle, o.remainder,
+                host=g.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o.format, schema=o.schema,
+                order=o.order, hdfs_tokens=tokens, tls=o.tls,
+                allow_changed_input=o.allow_changed_input, snapshot=o.snapshot,
+            )  # fmt: skip
+        finally:
+            if resume_path:
+                os.unlink(resume_path)
+        logger.info("hydrofeed: file feed %s of %s to %d workers (coordinator %s)", job, o.uri, len(ranks), coord.addr)
+        finished = False
+        coord.notify_exit(ctl.cond)
+        try:
+            for i, r in enumerate(ranks):
+                msg = {"t": "files", "job": job, "coordinator": coord.addr, "token": coord.token, "input": o.uri,
+                       "data_rank": i, "workers": len(ranks), "hdfs_tokens": tokens,
+                       "tls_ca": coord.tls_ca, "snapshot": coord.snapshot}  # fmt: skip
+                msg.update(o.feeder_fields())
+                ctl.send(gen, r, msg)
+            t0 = last_t = time.monotonic()
+            last_acked = -1
+            next_probe = t0
+
+            def feeders_done() -> bool:
+                nodes = ctl.gen_nodes(gen)
+                return all(r in nodes and nodes[r].feeders.get(job, {}).get("code") == 0 for r in ranks)
+
+            while True:
+                code = coord.poll()
+                if code is None and feeders_done():
+                    # Every feeder left after its end of feed, so every row was acked and no
+                    # call to the coordinator is in flight: no need to wait for its linger.
+                    coord.interrupt()
+                    code = 0 if coord.state() else coord.poll()
+                if code == 0:
+                    finished = True
+                    break
+                self._check(gen, job, coord, code)
+                now = time.monotonic()
+                if now >= next_probe:
+                    next_probe = now + 5.0
+                    acked = coord.rows_acked()
+                    if acked is not None and acked != last_acked:
+                        if last_acked >= 0:
+                            logger.info("hydrofeed: file feed %s: %d rows consumed, %.0f rows/s", job, acked, acked / max(now - t0, 1e-9))
+                        last_acked, last_t = acked, now
+                    elif now - last_t > o.feed_timeout:
+                        raise TimeoutError(
+                            f"hydrofeed: file feed of {o.uri}: no row consumed for feed_timeout={o.feed_timeout}s "
+                            f"({max(last_acked, 0)} rows so far); the trainers stopped reading?"
+                        )
+                ctl.wait_for(
+                    lambda: coord.poll() is not None or feeders_done() or g.gen != gen or g.failed_node_locked(gen) is not None,
+                    0.2,
+                )
+            state: dict[str, Any] = json.loads(coord.state() or "{}")
+            if not state.get("finished"):
+                raise FeedFilesError(f"hydrofeed: the coordinator of file feed {job} stopped before the end of the feed: {state}")
+            # The feeders leave once their trainer read the end of this feed.
+            ctl.wait_for(lambda: all(job in ctl.gen_nodes(gen)[r].feeders for r in ranks if r in ctl.gen_nodes(gen)), 30)
+            logger.info("hydrofeed: file feed %s done in %.1fs", job, time.monotonic() - t0)
+            return state
+        finally:
+            if not finished:
+                self.resume_state = coord.interrupt() or self.resume_state
+            coord.close()
+
+    def _check(self, gen: int, job: str, coord: Coordinator, code: int | None) -> None:
+        """Raises if a feeder, the coordinator or a node of the feed failed."""
+        from hydrofeed.spark import failures as _failures
+
+        g = self.gang
+        ctl = g.server
+
+        def failed_feeder() -> tuple[int, dict[str, Any]] | None:
+            for r, n in sorted(ctl.gen_nodes(gen).items()):
+                f = n.feeders.get(job)
+                if f is not None and f["code"] != 0 and not f["stopped"]:
+                    return r, f
+            return None
+
+        with ctl.cond:
+            bad = failed_feeder()
+            node = g.failed_node_locked(gen)
+        if bad is None and node is not None:
+            # The trainer usually fails *because* its feeder did (PeerLostError): give the
+            # feeder's report, which names the file and offset, a moment to arrive.
+            ctl.wait_for(lambda: failed_feeder() is not None, 2.0)
+            with ctl.cond:
+                bad = failed_feeder()
+        if bad is not None and node is not None and not _failures.lost_its_feeder(node):
+            bad = None  # the trainer failed (killed, raised) and its feeder saw it go: blame the trainer
+        if bad is not None:
+            r, f = bad
+            m = ctl.gen_nodes(gen)[r].meta
+            errs = [x for x in f["tail"] if "rror" in x]
+            why = _failures.error_summary(f["tail"]) or (errs[-1] if errs else f"exit code {f['code']}")
+            tail = "\n".join("    " + x for x in f["tail"][-15:])
+            raise FeedFilesError(
+                f"hydrofeed: the feeder of rank {r} ({m.get('job_name')}:{m.get('task_index')} on {m.get('host')}) "
+                f"failed (stage: reading/decoding {coord.uri}): {why}; last output lines:\n{tail}"
+            )
+        if node is not None:
+            raise TrainerFailedError(node, _failures.describe(node))
+        if g.gen != gen:
+            raise RuntimeError("hydrofeed: the cluster restarted during the file feed")
+        if code is not None:
+            tail = "\n".join("    " + x for x in list(coord.tail)[-15:])
+            raise FeedFilesError(f"hydrofeed: the coordinator exited with code {code} (stage: coordinating the file feed); last output lines:\n{tail}")
