@@ -23,6 +23,7 @@ pub mod listing;
 pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
+mod parquet_pages;
 mod parquet_spark;
 pub mod rebatch;
 pub mod split;

@@ -247,6 +247,9 @@ pub(crate) struct RowGroups {
     batch_rows: usize,
     /// Spark's hybrid-calendar values to rebase, if any.
     spark: Option<Arc<SparkLegacy>>,
+    /// `meta` with the file's offset index, loaded when a row group is first opened inside
+    /// (`None`: the file has none): see [`super::parquet_pages`].
+    paged: std::sync::OnceLock<Option<ArrowReaderMetadata>>,
 }
 
 /// Opens a Parquet split: the row groups it names, projected to `opts.columns`.
@@ -296,6 +299,7 @@ fn open_reader(
         mask,
         batch_rows: opts.batch_rows.max(1),
         spark,
+        paged: std::sync::OnceLock::new(),
     };
     Ok(UnitReader::new(
         units,
@@ -359,11 +363,24 @@ impl RowGroups {
     /// Row group `rg` from its row `skip` on: the rows before are passed over with a row
     /// selection (the column readers skip their records without building arrays).
     fn rg_reader(&self, rg: usize, skip: u64) -> Result<RgReader> {
+        let mut ranges = self.chunk_ranges(rg);
+        // Opened inside, with page locations: fetch the pages from row `skip` on only.
+        let mut meta = &self.meta;
+        if skip > 0 && !ranges.is_empty() {
+            let paged = self
+                .paged
+                .get_or_init(|| super::parquet_pages::with_offset_index(&self.meta, &self.chunks));
+            if let Some(paged) = paged {
+                if let Some(r) = super::parquet_pages::ranges_from(paged, rg, skip, &self.mask) {
+                    (ranges, meta) = (r, paged);
+                }
+            }
+        }
         let chunks = self
             .chunks
-            .read_ahead(&self.chunk_ranges(rg))
+            .read_ahead(&ranges)
             .map_err(|e| self.rg_error(rg, e.to_string()))?;
-        let md = self.meta.metadata();
+        let md = meta.metadata();
         let pq_schema = md.file_metadata().schema_descr();
         let file_schema = self.meta.schema();
         // Projected root columns, in the order the parquet reader yields them.
@@ -398,11 +415,10 @@ impl RowGroups {
             ])
         });
         let arrow_reader = |chunks: StorageChunks, mask: ProjectionMask| {
-            let mut b =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, self.meta.clone())
-                    .with_row_groups(vec![rg])
-                    .with_projection(mask)
-                    .with_batch_size(self.batch_rows);
+            let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, meta.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_batch_size(self.batch_rows);
             if let Some(sel) = &selection {
                 b = b.with_row_selection(sel.clone());
             }
@@ -418,6 +434,7 @@ impl RowGroups {
             let mut c = super::parquet_fixed::FixedListColumn::open(
                 chunks.clone(),
                 md.row_group(rg),
+                md.offset_index().and_then(|oi| oi.get(rg)).map(|v| &v[..]),
                 leaf,
                 Arc::new(field),
             )

@@ -24,6 +24,7 @@ use parquet::column::reader::{get_column_reader, ColumnReader, ColumnReaderImpl}
 use parquet::data_type::DataType as PqType;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::reader::{ChunkReader, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
 use parquet::schema::types::{ColumnDescriptor, ColumnPath, SchemaDescriptor, Type};
@@ -88,10 +89,12 @@ pub(crate) struct FixedListColumn {
 }
 
 impl FixedListColumn {
-    /// Opens leaf `leaf` of the row group for the list field `field`.
+    /// Opens leaf `leaf` of the row group for the list field `field`. With the row group's
+    /// offset index, [`FixedListColumn::skip`] passes over whole pages without their bytes.
     pub(crate) fn open<R: ChunkReader + 'static>(
         chunks: Arc<R>,
         rg: &RowGroupMetaData,
+        offset_index: Option<&[OffsetIndexMetaData]>,
         leaf: usize,
         field: FieldRef,
     ) -> Result<Self, String> {
@@ -100,14 +103,15 @@ impl FixedListColumn {
         };
         let width = *width as usize;
         let props = Arc::new(parquet::file::properties::ReaderProperties::builder().build());
-        let rgr =
-            SerializedRowGroupReader::new(chunks, rg, None, props).map_err(|e| e.to_string())?;
+        let rgr = SerializedRowGroupReader::new(chunks, rg, offset_index, props)
+            .map_err(|e| e.to_string())?;
         let descr = rg.column(leaf).column_descr();
         let pages = FlatPages {
             inner: rgr
                 .get_column_page_reader(leaf)
                 .map_err(|e| e.to_string())?,
             rows: RowCheck::new(width, descr.max_def_level()),
+            located: offset_index.is_some(),
         };
         let reader = match get_column_reader(flat(descr)?, Box::new(pages)) {
             ColumnReader::FloatColumnReader(r) => Typed::F32(r),
@@ -205,6 +209,9 @@ fn flat(descr: &ColumnDescriptor) -> Result<Arc<ColumnDescriptor>, String> {
 struct FlatPages {
     inner: Box<dyn PageReader>,
     rows: RowCheck,
+    /// Pages located by the offset index: each starts a row, and its row count comes from the
+    /// index, so whole pages may be passed over (their levels unchecked, their bytes unread).
+    located: bool,
 }
 
 fn general(e: String) -> ParquetError {
@@ -293,20 +300,31 @@ impl PageReader for FlatPages {
         }
     }
 
-    /// Only whether the next page is a dictionary: its row and level counts are the list's,
-    /// not the flat column's, and every data page must pass [`FlatPages::flatten`].
+    /// Whether the next page is a dictionary; with page locations also its values (rows of
+    /// the list times its width), so that a skip passes over whole pages. Without them the
+    /// row and level counts are the list's, not the flat column's, and every data page must
+    /// pass [`FlatPages::flatten`].
     fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        let located = self.located && self.rows.at_row_start();
+        let width = self.rows.width;
         Ok(self.inner.peek_next_page()?.map(|m| PageMetadata {
-            num_rows: None,
+            num_rows: m
+                .num_rows
+                .filter(|_| located && !m.is_dict)
+                .and_then(|r| r.checked_mul(width)),
             num_levels: None,
             is_dict: m.is_dict,
         }))
     }
 
     fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
-        Err(general(
-            "the pages of a fixed-size list are read, not skipped".into(),
-        ))
+        if !(self.located && self.rows.at_row_start()) {
+            return Err(general(
+                "the pages of a fixed-size list without page locations are read, not skipped"
+                    .into(),
+            ));
+        }
+        self.inner.skip_next_page()
     }
 }
 
@@ -394,6 +412,11 @@ impl RowCheck {
                 format!("a null (definition level {level} of {max}) where the statistics said none")
             })
         })
+    }
+
+    /// Whether the values seen so far end a row (a page passed over must start one).
+    fn at_row_start(&self) -> bool {
+        self.at == 0 || self.at == self.width
     }
 
     /// At the end of the column chunk: the last row is whole.

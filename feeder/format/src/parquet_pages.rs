@@ -1,0 +1,124 @@
+//! Reading a row group from a row inside it without fetching the pages before that row.
+//!
+//! A lane of the fixed order that starts inside a row group (at a rank's boundary, or where a
+//! resumed epoch stopped) needs the row group's rows from `skip` on. Without page locations the
+//! reader must fetch every column chunk whole and decode its way to `skip`. With the file's
+//! offset index (Parquet's page index: each data page's offset, size and first row; written by
+//! parquet-mr, as Spark writes it, and by arrow-rs by default, by pyarrow with
+//! `write_page_index=True`), only the dictionary page and the data pages from the one holding
+//! row `skip` on are fetched, and the readers pass over the pages before it without their bytes.
+//!
+//! The offset index is read only when a row group is opened inside (once per open file). A
+//! file without one, or with one that does not fit its footer (pages outside their column
+//! chunk, first rows out of order), is read as before: whole column chunks.
+
+use std::sync::Arc;
+
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use super::io::StorageChunks;
+
+/// `meta` with the file's offset index loaded (its column index left out), or `None` when the
+/// file has none or it does not fit the footer.
+pub(crate) fn with_offset_index(
+    meta: &ArrowReaderMetadata,
+    chunks: &StorageChunks,
+) -> Option<ArrowReaderMetadata> {
+    let md = meta.metadata();
+    let any = md.row_groups().iter().any(|rg| {
+        rg.columns()
+            .iter()
+            .any(|c| c.offset_index_offset().is_some())
+    });
+    if !any {
+        return None;
+    }
+    let mut reader = ParquetMetaDataReader::new_with_metadata(md.as_ref().clone())
+        .with_offset_index_policy(PageIndexPolicy::Required)
+        .with_column_index_policy(PageIndexPolicy::Skip);
+    reader.read_page_indexes(chunks).ok()?;
+    let loaded = reader.finish().ok()?;
+    if !fits(&loaded) {
+        return None;
+    }
+    ArrowReaderMetadata::try_new(
+        Arc::new(loaded),
+        ArrowReaderOptions::new().with_schema(meta.schema().clone()),
+    )
+    .ok()
+}
+
+/// Whether every column chunk's page locations lie inside the chunk, in order, the first at
+/// row 0 and every first row within the row group.
+fn fits(md: &ParquetMetaData) -> bool {
+    let Some(oi) = md.offset_index() else {
+        return false;
+    };
+    oi.len() == md.num_row_groups()
+        && md.row_groups().iter().zip(oi).all(|(rg, cols)| {
+            cols.len() == rg.num_columns()
+                && rg.columns().iter().zip(cols).all(|(c, o)| {
+                    let (Ok(start), Ok(len)) = (
+                        u64::try_from(c.dictionary_page_offset().unwrap_or(c.data_page_offset())),
+                        u64::try_from(c.compressed_size()),
+                    ) else {
+                        return false;
+                    };
+                    let end = start.saturating_add(len);
+                    let pages = o.page_locations();
+                    !pages.is_empty()
+                        && pages[0].first_row_index == 0
+                        && pages.windows(2).all(|w| {
+                            w[0].first_row_index < w[1].first_row_index && w[0].offset < w[1].offset
+                        })
+                        && pages.iter().all(|p| {
+                            let (Ok(at), Ok(size)) = (
+                                u64::try_from(p.offset),
+                                u64::try_from(p.compressed_page_size),
+                            ) else {
+                                return false;
+                            };
+                            at >= start
+                                && at.saturating_add(size) <= end
+                                && p.first_row_index < rg.num_rows()
+                        })
+                })
+        })
+}
+
+/// The byte ranges, `(start, len)`, that reading row group `rg` from its row `skip` on needs
+/// for the leaves of `mask`: per column chunk its dictionary page (the bytes before its first
+/// data page) and its data pages from the one holding row `skip` to the chunk's end. `None`
+/// when `meta` has no offset index.
+pub(crate) fn ranges_from(
+    meta: &ArrowReaderMetadata,
+    rg: usize,
+    skip: u64,
+    mask: &ProjectionMask,
+) -> Option<Vec<(u64, u64)>> {
+    let md = meta.metadata();
+    let cols = md.offset_index()?.get(rg)?;
+    let skip = i64::try_from(skip).ok()?;
+    let mut out = Vec::new();
+    for (leaf, (c, o)) in md.row_group(rg).columns().iter().zip(cols).enumerate() {
+        if !mask.leaf_included(leaf) {
+            continue;
+        }
+        let pages = o.page_locations();
+        let start =
+            u64::try_from(c.dictionary_page_offset().unwrap_or(c.data_page_offset())).ok()?;
+        let end = start.saturating_add(u64::try_from(c.compressed_size()).ok()?);
+        let first = u64::try_from(pages.first()?.offset).ok()?;
+        let k = pages
+            .partition_point(|p| p.first_row_index <= skip)
+            .checked_sub(1)?;
+        let from = u64::try_from(pages[k].offset).ok()?;
+        if first > start {
+            out.push((start, first - start));
+        }
+        out.push((from, end - from));
+    }
+    Some(out)
+}
