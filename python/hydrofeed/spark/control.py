@@ -6,9 +6,10 @@ token. Node -> driver: ``hello`` (meta), ``ready`` (tb_port), ``exit`` (code, st
 ``files`` (file mode: start a feeder). A connection that closes without ``exit`` means
 the supervisor itself died (executor lost): reported as a lost node.
 
-This is *not* a reservation server: the rendezvous (host/port/GPU exchange) happens inside the
-barrier stage with ``BarrierTaskContext.allGather``. The driver only needs a channel for status
-and end-of-feed, which Spark does not offer for finished barrier tasks.
+It is also where the nodes meet: each barrier task sends its host, reserved port and GPUs
+(``_gather``) and gets every task's back once all arrived, in place of
+``BarrierTaskContext.allGather`` (a fixed second). Beyond that the driver needs a channel for
+status and end-of-feed, which Spark does not offer for finished barrier tasks.
 """
 
 from __future__ import annotations

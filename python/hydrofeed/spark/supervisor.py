@@ -24,7 +24,8 @@ import time
 from typing import Any
 
 from hydrofeed._tensorboard import TENSORBOARD_ENV
-from hydrofeed.spark.files import Feeder, pump
+from hydrofeed.spark.children import pump
+from hydrofeed.spark.files import Feeder
 
 TAIL_LINES = 40
 STOP_GRACE_S = 5.0
