@@ -22,16 +22,21 @@ HERE = Path(__file__).resolve().parent
 TARGETS = {
     "ring_vs_memcpy_1MiB": 0.8,
     "parquet_vs_pyarrow": 1.5,
+    "parquet_vs_snappy_plus_memcpy": 0.7,
     "orc_vs_pyarrow": 1.5,
     "avro_vs_fastavro": 20.0,
     "tfrecord_vs_tfdata": 3.0,
+    "tfrecord_gzip_vs_tfdata": 3.0,
     "feed_vs_pyarrow_b100": 2.0,
     "feed_vs_pyarrow_b1000": 2.0,
-    "feed_vs_tfdata_b100": 1.0,
+    "feed_vs_tfdata_b100": 1.5,
+    "feed_vs_tfdata_b1000": 1.5,
     "launch_w1_vs_pyarrow_b1000": 2.0,
     "launch_w2_vs_pyarrow_b1000": 2.0,
-    "launch_w1_shuffle_vs_no_buffer": 0.85,
-    "launch_w2_shuffle_vs_no_buffer": 0.85,
+    "launch_w1_shuffle_vs_no_buffer": 0.9,
+    "launch_w2_shuffle_vs_no_buffer": 0.9,
+    "launch_w1_fixed_vs_dynamic_best": 0.9,
+    "launch_w2_fixed_vs_dynamic_best": 0.9,
     "spark_rdd_vs_tfos": 10.0,
     "spark_rdd_rows_vs_tfos": 10.0,
     "spark_df_vs_tfos": 50.0,
@@ -42,7 +47,8 @@ TARGETS = {
     "spark_rdd_rows_vs_ceiling": 0.8,
     "file_mode_vs_launch": 0.8,
     "serve_vs_pyarrow": 2.0,
-    "launch_vs_pyarrow": 1.0,
+    "launch_vs_pyarrow": 2.0,
+    "launch_vs_tfdata": 1.5,
     "ring_h2d_vs_pinned": 0.8,
     "ring_h2d_vs_pageable": 1.5,
     "feed_vs_dataloader_pinned": 1.0,
@@ -51,9 +57,9 @@ TARGETS = {
 
 def target(name: str) -> float | None:
     """The target of a ratio (runs of the same bench at another size share it)."""
-    name = name.removesuffix(" [H200]")
+    name = name.removesuffix(" [H200]").removesuffix("_single")
     if name.startswith("launch_vs_") and name not in TARGETS:
-        return 1.0  # ahead of every peer (bench peers)
+        return 2.0  # 2x every peer but tf.data (bench peers)
     return TARGETS.get(name, TARGETS.get(name.removesuffix("_20k_rows")))
 
 
@@ -61,12 +67,15 @@ def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
     # The top level, the order runs, the peers side by side and the GPU run on an H200 node
     # (the other folders hold before/after pairs of one change, or earlier runs).
-    extra = ["order/feed_shuffle.json", "peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json"]
+    extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.
         tag = " [H200]" if data.get("benchmark") == "gpu" else ""
         for name, value in (data.get("ratios") or {}).items():
+            # The best passes only (medians and the all-cores decode runs are in the tables).
+            if name.endswith(("_median", "_all_cores")):
+                continue
             if isinstance(value, (int, float)):
                 ratios[name + tag] = float(value)
         for frame in data.get("frames") or []:
@@ -82,7 +91,12 @@ def main() -> int:
         print(f"no ratios found in {results}/*.json", file=sys.stderr)
         return 1
     order = list(TARGETS)
-    names = sorted(ratios, key=lambda n: (order.index(n.removesuffix("_20k_rows")) if n.removesuffix("_20k_rows") in order else 99, n))
+
+    def rank(n: str) -> int:
+        base = n.removesuffix("_20k_rows").removesuffix("_single")
+        return order.index(base) if base in order else 99
+
+    names = sorted(ratios, key=lambda n: (rank(n), n))
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.2))
     ys = range(len(names))
     colors = [
