@@ -46,6 +46,7 @@ fn tf_config(
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    hydrofeed_error::check_cpu().map_err(pyo3::exceptions::PyImportError::new_err)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     error::register(m)?;
     m.add_class::<read::Reader>()?;

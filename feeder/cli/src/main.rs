@@ -316,6 +316,10 @@ fn retain_freed_memory() {
 fn retain_freed_memory() {}
 
 fn main() {
+    if let Err(e) = hydrofeed_error::check_cpu() {
+        eprintln!("hydrofeed: {e}");
+        std::process::exit(2);
+    }
     retain_freed_memory();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -184,3 +184,76 @@ impl Error {
 
 /// Result with the feeder's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `Err` naming the CPU features this build was compiled to use (see `.cargo/config.toml`:
+/// x86-64-v3) that the running CPU lacks; checked first by the `hydrofeed` binary and the Python
+/// extension, so that such a CPU gets this message instead of an illegal-instruction crash.
+pub fn check_cpu() -> std::result::Result<(), String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cpu_missing(|f| match f {
+            "avx" => std::arch::is_x86_feature_detected!("avx"),
+            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+            "bmi1" => std::arch::is_x86_feature_detected!("bmi1"),
+            "bmi2" => std::arch::is_x86_feature_detected!("bmi2"),
+            "fma" => std::arch::is_x86_feature_detected!("fma"),
+            "f16c" => std::arch::is_x86_feature_detected!("f16c"),
+            "lzcnt" => std::arch::is_x86_feature_detected!("lzcnt"),
+            "movbe" => std::arch::is_x86_feature_detected!("movbe"),
+            _ => false,
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Ok(())
+}
+
+/// The check of [`check_cpu`] against `has` (whether the running CPU has a feature).
+#[cfg(target_arch = "x86_64")]
+fn cpu_missing(has: impl Fn(&str) -> bool) -> std::result::Result<(), String> {
+    let built = [
+        ("avx", cfg!(target_feature = "avx")),
+        ("avx2", cfg!(target_feature = "avx2")),
+        ("bmi1", cfg!(target_feature = "bmi1")),
+        ("bmi2", cfg!(target_feature = "bmi2")),
+        ("fma", cfg!(target_feature = "fma")),
+        ("f16c", cfg!(target_feature = "f16c")),
+        ("lzcnt", cfg!(target_feature = "lzcnt")),
+        ("movbe", cfg!(target_feature = "movbe")),
+    ];
+    let missing: Vec<&str> = built
+        .iter()
+        .filter(|(f, used)| *used && !has(f))
+        .map(|(f, _)| *f)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "this build of hydrofeed uses CPU features this CPU lacks ({}): it targets x86-64-v3 \
+         (AVX2, BMI2, FMA: Intel from 2013, AMD from 2015); build it for this CPU with \
+         RUSTFLAGS=\"-C target-cpu=x86-64\" make build develop",
+        missing.join(", ")
+    ))
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod cpu_tests {
+    use super::*;
+
+    #[test]
+    fn this_cpu_runs_this_build() {
+        check_cpu().unwrap();
+    }
+
+    #[test]
+    fn a_cpu_without_the_features_the_build_uses_is_refused_by_name() {
+        let e = cpu_missing(|f| f != "avx2");
+        if cfg!(target_feature = "avx2") {
+            let e = e.unwrap_err();
+            assert!(e.contains("(avx2)") && e.contains("x86-64-v3"), "{e}");
+        } else {
+            e.unwrap(); // a baseline build asks nothing of the CPU
+        }
+        assert!(cpu_missing(|_| true).is_ok());
+    }
+}
