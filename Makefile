@@ -3,6 +3,15 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_BUILD_JOBS ?= 2
+# .cargo/config.toml builds for x86-64-v3 (AVX2, BMI2, FMA, ...). On a host whose CPU lacks one
+# of them (an old CPU, or a VM that masks AVX2) make builds for baseline x86-64 instead, so that
+# the demo and the tests run there; set it yourself to choose (`-C target-cpu=...`).
+V3_FLAGS := avx avx2 bmi1 bmi2 fma f16c abm movbe
+ifeq ($(shell uname -m),x86_64)
+ifneq ($(words $(filter $(V3_FLAGS),$(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null))),$(words $(V3_FLAGS)))
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS ?= -C target-cpu=x86-64
+endif
+endif
 VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
