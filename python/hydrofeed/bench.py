@@ -74,13 +74,20 @@ def _measure(batches: Callable[[], Iterator[tuple[Any, Any]]], rows: int) -> dic
 MIN_SECS = 2.0
 
 
+def _passes_for(one_pass: Callable[[], dict[str, float]],
+                min_secs: float = MIN_SECS) -> list[dict[str, float]]:
+    """Results of ``one_pass()`` (each with its ``seconds``) until ``min_secs`` of them went by
+    (at least one): one side of a measurement."""
+    out: list[dict[str, float]] = []
+    while not out or sum(r["seconds"] for r in out) < min_secs:
+        out.append(one_pass())
+    return out
+
+
 def _measure_for(batches: Callable[[], Iterator[tuple[Any, Any]]], rows: int,
                  min_secs: float = MIN_SECS) -> list[dict[str, float]]:
     """Passes of ``_measure`` until ``min_secs`` went by (at least one)."""
-    out: list[dict[str, float]] = []
-    while not out or sum(r["seconds"] for r in out) < min_secs:
-        out.append(_measure(batches, rows))
-    return out
+    return _passes_for(lambda: _measure(batches, rows), min_secs)
 
 
 def _best(runs: list[dict[str, float]]) -> dict[str, float]:

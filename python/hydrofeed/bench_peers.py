@@ -83,6 +83,7 @@ from hydrofeed.bench import (
     ROW_BYTES,
     _cpu,
     _measure,
+    _passes_for,
     _summary,
     feed_batches,
     pyarrow_batches,
@@ -344,14 +345,13 @@ def run_one(method: str, work: Path, rows: int, batch_size: int,
     module = PEERS[method][0] if method in PEERS else "hydrofeed"
     if importlib.util.find_spec(module) is None:
         return {"status": "not installed", "reason": f"no module named {module!r}"}
-    passes: list[dict[str, float]] = []
     try:
-        batches = None if method == "launch" else _setup(method, work, batch_size)
-        while not passes or sum(r["seconds"] for r in passes) < min_secs:
-            if batches is None:
-                passes.append(_launch(work, rows, batch_size, Path(tempfile.mkdtemp(dir=work))))
-            else:
-                passes.append(_timed(batches, rows))
+        if method == "launch":
+            passes = _passes_for(
+                lambda: _launch(work, rows, batch_size, Path(tempfile.mkdtemp(dir=work))), min_secs)
+        else:
+            batches = _setup(method, work, batch_size)
+            passes = _passes_for(lambda: _timed(batches, rows), min_secs)
     except Exception as e:  # a peer's failure is a result
         return {"status": "failed", "reason": _reason(e)}
     return {"status": "ran", "passes": passes}
