@@ -585,7 +585,7 @@ impl Iterator for FixedRg {
 }
 
 /// Where a column chunk starts in the file, if its footer says so sensibly.
-fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> Option<u64> {
+pub(crate) fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> Option<u64> {
     let start = match c.dictionary_page_offset() {
         Some(d) => d,
         None => c.data_page_offset(),

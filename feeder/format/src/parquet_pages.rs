@@ -16,9 +16,12 @@ use std::sync::Arc;
 
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
+};
 
 use super::io::StorageChunks;
+use super::parquet::chunk_start;
 
 /// `meta` with the file's offset index loaded (its column index left out), or `None` when the
 /// file has none or it does not fit the footer.
@@ -60,13 +63,9 @@ fn fits(md: &ParquetMetaData) -> bool {
         && md.row_groups().iter().zip(oi).all(|(rg, cols)| {
             cols.len() == rg.num_columns()
                 && rg.columns().iter().zip(cols).all(|(c, o)| {
-                    let (Ok(start), Ok(len)) = (
-                        u64::try_from(c.dictionary_page_offset().unwrap_or(c.data_page_offset())),
-                        u64::try_from(c.compressed_size()),
-                    ) else {
+                    let Some((start, end)) = chunk_span(c) else {
                         return false;
                     };
-                    let end = start.saturating_add(len);
                     let pages = o.page_locations();
                     !pages.is_empty()
                         && pages[0].first_row_index == 0
@@ -88,6 +87,15 @@ fn fits(md: &ParquetMetaData) -> bool {
         })
 }
 
+/// Where a column chunk starts and ends in the file, if its footer says so sensibly.
+fn chunk_span(c: &ColumnChunkMetaData) -> Option<(u64, u64)> {
+    let start = chunk_start(c)?;
+    Some((
+        start,
+        start.saturating_add(u64::try_from(c.compressed_size()).ok()?),
+    ))
+}
+
 /// The byte ranges, `(start, len)`, that reading row group `rg` from its row `skip` on needs
 /// for the leaves of `mask`: per column chunk its dictionary page (the bytes before its first
 /// data page) and its data pages from the one holding row `skip` to the chunk's end. `None`
@@ -107,9 +115,7 @@ pub(crate) fn ranges_from(
             continue;
         }
         let pages = o.page_locations();
-        let start =
-            u64::try_from(c.dictionary_page_offset().unwrap_or(c.data_page_offset())).ok()?;
-        let end = start.saturating_add(u64::try_from(c.compressed_size()).ok()?);
+        let (start, end) = chunk_span(c)?;
         let first = u64::try_from(pages.first()?.offset).ok()?;
         let k = pages
             .partition_point(|p| p.first_row_index <= skip)
