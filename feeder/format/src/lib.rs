@@ -16,6 +16,7 @@ pub use hydrofeed_error::{Error, Location, Result};
 pub mod avro;
 mod calendar;
 pub mod delta;
+pub mod filter;
 pub mod gen;
 pub mod iceberg;
 mod io;
