@@ -141,8 +141,12 @@ impl Filter {
 
 /// The SQL syntax tree as the filter's own, or what in it is not supported.
 fn lower(text: &str, e: &Sql) -> Result<Expr> {
-    let unsupported =
-        |what: &str| bad(text, format!("{what} is not supported (in `{e}`); see docs/formats.md"));
+    let unsupported = |what: &str| {
+        bad(
+            text,
+            format!("{what} is not supported (in `{e}`); see docs/formats.md"),
+        )
+    };
     Ok(match e {
         Sql::Nested(inner) => lower(text, inner)?,
         Sql::Identifier(_) | Sql::CompoundIdentifier(_) => {
@@ -158,14 +162,12 @@ fn lower(text: &str, e: &Sql) -> Result<Expr> {
             expr,
         } => Expr::Not(Box::new(lower(text, expr)?)),
         Sql::BinaryOp { left, op, right } => match op {
-            BinaryOperator::And => Expr::And(
-                Box::new(lower(text, left)?),
-                Box::new(lower(text, right)?),
-            ),
-            BinaryOperator::Or => Expr::Or(
-                Box::new(lower(text, left)?),
-                Box::new(lower(text, right)?),
-            ),
+            BinaryOperator::And => {
+                Expr::And(Box::new(lower(text, left)?), Box::new(lower(text, right)?))
+            }
+            BinaryOperator::Or => {
+                Expr::Or(Box::new(lower(text, left)?), Box::new(lower(text, right)?))
+            }
             op => {
                 let op = match op {
                     BinaryOperator::Eq => Op::Eq,
@@ -182,9 +184,7 @@ fn lower(text: &str, e: &Sql) -> Result<Expr> {
                         Expr::Cmp(column(text, right)?, op.flip(), literal(text, left)?)
                     }
                     (true, true) => return Err(unsupported("comparing two columns")),
-                    (false, false) => {
-                        return Err(unsupported("a comparison without a column"))
-                    }
+                    (false, false) => return Err(unsupported("a comparison without a column")),
                 }
             }
         },
@@ -296,10 +296,12 @@ fn literal(text: &str, e: &Sql) -> Result<Lit> {
             op: op @ (UnaryOperator::Minus | UnaryOperator::Plus),
             expr,
         } => match literal(text, expr)? {
-            Lit::Number(n) if *op == UnaryOperator::Minus => Ok(Lit::Number(match n.strip_prefix('-') {
-                Some(pos) => pos.to_string(),
-                None => format!("-{n}"),
-            })),
+            Lit::Number(n) if *op == UnaryOperator::Minus => {
+                Ok(Lit::Number(match n.strip_prefix('-') {
+                    Some(pos) => pos.to_string(),
+                    None => format!("-{n}"),
+                }))
+            }
             Lit::Number(n) => Ok(Lit::Number(n)),
             _ => Err(not_lit()),
         },
@@ -356,7 +358,10 @@ impl Binder<'_> {
                 let first = it.next().ok_or_else(|| bad(self.text, "IN () is empty"))?;
                 let mut n = Node::Cmp(self.operand(i, first)?, Op::Eq);
                 for l in it {
-                    n = Node::Or(Box::new(n), Box::new(Node::Cmp(self.operand(i, l)?, Op::Eq)));
+                    n = Node::Or(
+                        Box::new(n),
+                        Box::new(Node::Cmp(self.operand(i, l)?, Op::Eq)),
+                    );
                 }
                 n
             }
@@ -423,7 +428,11 @@ impl Binder<'_> {
         let wrong = |why: &str| {
             bad(
                 self.text,
-                format!("column {:?} ({ty}) compared with {}: {why}", f.name(), show(lit)),
+                format!(
+                    "column {:?} ({ty}) compared with {}: {why}",
+                    f.name(),
+                    show(lit)
+                ),
             )
         };
         let (cast, text): (Option<DataType>, Option<String>) = match lit {
@@ -702,7 +711,10 @@ fn possible(n: &Node, rows: u64, stats: &[Option<ColumnStats>]) -> Possible {
             };
             let (lo, mut hi) = (bound(&s.min), bound(&s.max));
             let target = o.lit.data_type();
-            if matches!(target, DataType::Float16 | DataType::Float32 | DataType::Float64) {
+            if matches!(
+                target,
+                DataType::Float16 | DataType::Float32 | DataType::Float64
+            ) {
                 // NaN orders above every number and is left out of statistics' maxima.
                 hi = None;
             }

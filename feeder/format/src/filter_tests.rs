@@ -15,7 +15,13 @@ fn batch() -> RecordBatch {
     let cols: Vec<(&str, ArrayRef)> = vec![
         (
             "id",
-            Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4), Some(5)])),
+            Arc::new(Int64Array::from(vec![
+                Some(1),
+                Some(2),
+                None,
+                Some(4),
+                Some(5),
+            ])),
         ),
         (
             "name",
@@ -52,8 +58,10 @@ fn batch() -> RecordBatch {
         (
             "ts",
             Arc::new(
-                TimestampMicrosecondArray::from(vec![0, 1_000_000, 2_000_000, 3_000_000, 4_000_000])
-                    .with_timezone("UTC"),
+                TimestampMicrosecondArray::from(vec![
+                    0, 1_000_000, 2_000_000, 3_000_000, 4_000_000,
+                ])
+                .with_timezone("UTC"),
             ),
         ),
         (
@@ -106,17 +114,32 @@ fn comparisons_take_the_columns_types() {
     assert_eq!(rows("small < 1000"), vec![1, 2, -1, 4, 5]);
     assert_eq!(rows("small > 1.5"), vec![-1, 4]);
     assert_eq!(rows("small >= -128 AND small <= -1"), vec![2, 5]);
-    assert_eq!(rows("f = 0.1"), Vec::<i64>::new(), "float32 0.1 is not the double 0.1");
-    assert_eq!(rows("f >= 0.5"), vec![2, -1, 5], "NaN orders above every number");
+    assert_eq!(
+        rows("f = 0.1"),
+        Vec::<i64>::new(),
+        "float32 0.1 is not the double 0.1"
+    );
+    assert_eq!(
+        rows("f >= 0.5"),
+        vec![2, -1, 5],
+        "NaN orders above every number"
+    );
     assert_eq!(rows("flag"), vec![1, 4]);
     assert_eq!(rows("NOT flag"), vec![2, 5]);
     assert_eq!(rows("day >= DATE '1970-01-21'"), vec![-1, 4, 5]);
     assert_eq!(rows("day = '2020-01-01'"), vec![5]);
     assert_eq!(rows("ts > TIMESTAMP '1970-01-01T00:00:02Z'"), vec![4, 5]);
-    assert_eq!(rows("ts BETWEEN '1970-01-01 00:00:01' AND '1970-01-01 00:00:03'"), vec![2, -1, 4]);
+    assert_eq!(
+        rows("ts BETWEEN '1970-01-01 00:00:01' AND '1970-01-01 00:00:03'"),
+        vec![2, -1, 4]
+    );
     assert_eq!(rows("price > 2.5"), vec![-1, 4]);
     assert_eq!(rows("price >= 2.50"), vec![2, -1, 4]);
-    assert_eq!(rows("price > 2.505"), vec![-1, 4], "more digits than the scale: as doubles");
+    assert_eq!(
+        rows("price > 2.505"),
+        vec![-1, 4],
+        "more digits than the scale: as doubles"
+    );
     assert_eq!(rows("cat = 'x'"), vec![1, -1]);
     assert_eq!(rows("cat IN ('y', 'z')"), vec![2, 4, 5]);
 }
@@ -126,7 +149,11 @@ fn nulls_follow_sql() {
     assert_eq!(rows("id IS NULL"), vec![-1]);
     assert_eq!(rows("id IS NOT NULL AND id < 3"), vec![1, 2]);
     assert_eq!(rows("id = NULL"), Vec::<i64>::new());
-    assert_eq!(rows("NOT (id = 1)"), vec![2, 4, 5], "NOT unknown stays unknown");
+    assert_eq!(
+        rows("NOT (id = 1)"),
+        vec![2, 4, 5],
+        "NOT unknown stays unknown"
+    );
     assert_eq!(rows("id IN (1, NULL)"), vec![1]);
     assert_eq!(rows("id NOT IN (1, NULL)"), Vec::<i64>::new());
     assert_eq!(rows("id NOT IN (1, 2)"), vec![4, 5]);
@@ -142,9 +169,17 @@ fn nulls_follow_sql() {
 #[test]
 fn what_is_not_understood_is_named() {
     assert!(err("id >").contains("filter \"id >\""));
-    assert!(err("nope = 1").contains("no column \"nope\""), "{}", err("nope = 1"));
+    assert!(
+        err("nope = 1").contains("no column \"nope\""),
+        "{}",
+        err("nope = 1")
+    );
     assert!(err("id = name").contains("comparing two columns"));
-    assert!(err("id = 'x'").contains("column \"id\" (Int64) compared with 'x'"), "{}", err("id = 'x'"));
+    assert!(
+        err("id = 'x'").contains("column \"id\" (Int64) compared with 'x'"),
+        "{}",
+        err("id = 'x'")
+    );
     assert!(err("name = 3").contains("a number needs a numeric column"));
     assert!(err("id + 1 > 2").contains("not supported"));
     assert!(err("a.b = 1").contains("nested columns"));
@@ -182,7 +217,11 @@ fn statistics_decide_what_they_can() {
     assert_eq!(verdict("x > 10", 0, 10, Some(0)), "none");
     assert_eq!(verdict("x > 10", 0, 11, Some(0)), "some");
     assert_eq!(verdict("x >= 0", 0, 11, Some(0)), "all");
-    assert_eq!(verdict("x >= 0", 0, 11, Some(1)), "some", "a null does not pass");
+    assert_eq!(
+        verdict("x >= 0", 0, 11, Some(1)),
+        "some",
+        "a null does not pass"
+    );
     assert_eq!(verdict("x >= 0", 0, 11, None), "some", "nulls not known");
     assert_eq!(verdict("x = 5", 5, 5, Some(0)), "all");
     assert_eq!(verdict("x <> 5", 5, 5, Some(0)), "none");
@@ -214,7 +253,10 @@ fn a_float_maximum_does_not_rule_out_nan() {
             nulls: Some(0),
         })
     });
-    assert!(!p.none_pass(), "a NaN (left out of the maximum) passes x > 10");
+    assert!(
+        !p.none_pass(),
+        "a NaN (left out of the maximum) passes x > 10"
+    );
     let f = Filter::parse("x < -1").unwrap().bind(&s).unwrap();
     let p = f.possible(10, &|_| {
         Some(ColumnStats {

@@ -17,6 +17,7 @@ pub mod avro;
 mod calendar;
 pub mod delta;
 pub mod filter;
+pub mod filtered;
 pub mod gen;
 pub mod iceberg;
 mod io;
@@ -75,6 +76,8 @@ pub struct ReadOptions {
     pub orc_timestamps: OrcTimestamps,
     /// The snapshot of a table input to read (default: the newest at planning time).
     pub snapshot: Option<delta::SnapshotSpec>,
+    /// Rows to read: those the predicate holds for (see [`filter`] and [`filtered`]).
+    pub filter: Option<filter::Filter>,
 }
 
 impl Default for ReadOptions {
@@ -88,6 +91,7 @@ impl Default for ReadOptions {
             split_bytes: 64 << 20,
             orc_timestamps: OrcTimestamps::Instant,
             snapshot: None,
+            filter: None,
         }
     }
 }
@@ -111,6 +115,8 @@ pub struct Plan {
     pub read_schema: Option<SchemaRef>,
     /// The table snapshot planned, when the input is a table: the files are its live ones.
     pub table: Option<delta::TableSnapshot>,
+    /// The filter, when the read has one: the splits' rows are then those that pass.
+    pub filter: Option<filtered::PlanFilter>,
 }
 
 impl Plan {
@@ -128,6 +134,23 @@ impl Plan {
     /// its lanes at, besides the splits.
     pub fn split_units(&self) -> Vec<Vec<u64>> {
         self.splits.iter().map(|s| s.units.clone()).collect()
+    }
+
+    /// Under a filter, the rows of each split's units that pass it (what a feeder takes from
+    /// its coordinator, [`plan_counted`]); `None` without a filter.
+    pub fn filter_counts(&self) -> Option<Vec<Vec<u64>>> {
+        self.filter.as_ref()?;
+        Some(
+            self.splits
+                .iter()
+                .map(|s| {
+                    s.filter
+                        .as_ref()
+                        .map(|f| f.pass.clone())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        )
     }
 }
 
@@ -212,7 +235,21 @@ pub trait SplitReader: Iterator<Item = Result<RecordBatch>> + Send {
 ///   as the reader schema, by Avro's resolution rules (fields added with defaults).
 /// - `opts.schema`, when given, is the schema of the read; a dataset with no file to take a
 ///   schema from and none given is a `SchemaError` that says so.
+///
+/// Under a filter (`opts.filter`), every split's rows are counted here (see [`filtered`]).
 pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Result<Plan> {
+    plan_counted(storage, input, opts, None)
+}
+
+/// [`plan`], with the filter's counts (each split's passing rows per unit, as
+/// [`Plan::filter_counts`] gives them) taken from the plan that made them instead of counted
+/// again: what a feeder does with its coordinator's.
+pub fn plan_counted(
+    storage: &Arc<dyn Storage>,
+    input: &str,
+    opts: &ReadOptions,
+    counts: Option<&[Vec<u64>]>,
+) -> Result<Plan> {
     let files = listing::list(storage, input, opts.format, opts.snapshot.as_ref())?;
     let table = files.table.clone();
     let format = files.format;
@@ -266,7 +303,7 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
             ),
         });
     }
-    Ok(Plan {
+    let mut plan = Plan {
         input: input.to_string(),
         format,
         schema,
@@ -274,7 +311,35 @@ pub fn plan(storage: &Arc<dyn Storage>, input: &str, opts: &ReadOptions) -> Resu
         read_schema,
         files: files.files.into_iter().map(|f| f.status).collect(),
         table,
-    })
+        filter: None,
+    };
+    if let Some(f) = &opts.filter {
+        let full = listing::plan_schema(&first_path, &file_schema, &files.partition_fields, None)?;
+        let bound = Arc::new(f.bind(&full)?);
+        let (counts, cost) = match counts {
+            Some(c) => (
+                c.to_vec(),
+                filtered::FilterCost {
+                    rows_before: plan.total_rows(),
+                    rows_after: c.iter().flatten().sum(),
+                    units: c.iter().map(|u| u.len() as u64).sum(),
+                    given: true,
+                    ..Default::default()
+                },
+            ),
+            None => filtered::count(storage, &plan, &bound, &full, opts)?,
+        };
+        filtered::apply(&mut plan.splits, &counts)?;
+        tracing::info!("filter {:?}: {}", f.text(), cost.line());
+        let extra = bound
+            .columns()
+            .iter()
+            .filter(|c| plan.schema.field_with_name(c.name()).is_err())
+            .cloned()
+            .collect();
+        plan.filter = Some(filtered::PlanFilter { bound, extra, cost });
+    }
+    Ok(plan)
 }
 
 /// The first column name (nested ones included) holding a NUL character.
@@ -337,16 +402,48 @@ pub fn plan_file(
 }
 
 /// Opens one split of a plan for reading: batches of `plan.schema` (projection applied,
-/// partition columns appended as constants).
+/// partition columns appended as constants; under a filter, the rows that pass).
 pub fn open_split(
     storage: &Arc<dyn Storage>,
     plan: &Plan,
     split: &Split,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
+    let Some(f) = &plan.filter else {
+        return open_projected(
+            storage,
+            &plan.schema,
+            plan.read_schema.as_ref(),
+            split,
+            opts,
+        );
+    };
+    let mut fields: Vec<arrow_schema::FieldRef> = plan.schema.fields().iter().cloned().collect();
+    fields.extend(f.extra.iter().map(|x| Arc::new(x.clone())));
+    let read: SchemaRef = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        plan.schema.metadata().clone(),
+    ));
+    let inner = open_projected(storage, &read, plan.read_schema.as_ref(), split, opts)?;
+    Ok(Box::new(filtered::Filtered::new(
+        inner,
+        f.bound.clone(),
+        plan.schema.clone(),
+        split,
+    )?))
+}
+
+/// Opens `split` for batches of `schema` (columns of the file and partition keys; the files
+/// decoded with `read_schema` where it is given).
+pub(crate) fn open_projected(
+    storage: &Arc<dyn Storage>,
+    schema: &SchemaRef,
+    read_schema: Option<&SchemaRef>,
+    split: &Split,
+    opts: &ReadOptions,
+) -> Result<Box<dyn SplitReader>> {
     let is_part = |name: &str| split.partition.iter().any(|(k, _)| k == name);
-    let file_fields: Vec<_> = plan
-        .schema
+    let file_fields: Vec<_> = schema
         .fields()
         .iter()
         .filter(|f| !is_part(f.name()))
@@ -354,8 +451,8 @@ pub fn open_split(
         .collect();
     let file_schema: SchemaRef = Arc::new(arrow_schema::Schema::new(file_fields));
     let mut file_opts = opts.clone();
-    if plan.read_schema.is_some() {
-        file_opts.schema = plan.read_schema.clone();
+    if read_schema.is_some() {
+        file_opts.schema = read_schema.cloned();
     }
     file_opts.columns = Some(
         file_schema
@@ -370,14 +467,14 @@ pub fn open_split(
         Format::Avro => avro::open(storage, split, &file_schema, &file_opts)?,
         Format::Tfrecord => tfrecord::open(storage, split, &file_schema, &file_opts)?,
     };
-    if inner.schema() == plan.schema {
+    if &inner.schema() == schema {
         return Ok(inner);
     }
     // Partition columns to append, or only schema metadata differing from the first file's
-    // (pandas metadata, created_by): batches always carry exactly `plan.schema`.
+    // (pandas metadata, created_by): batches always carry exactly `schema`.
     Ok(Box::new(listing::WithPartition::new(
         inner,
-        plan.schema.clone(),
+        schema.clone(),
         split,
     )?))
 }

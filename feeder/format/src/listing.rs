@@ -496,14 +496,7 @@ impl WithPartition {
                     Error::Internal(format!("reader yielded no column {:?}", f.name()))
                 })?,
                 Some(None) => new_null_array(f.data_type(), n),
-                Some(Some(v)) => match f.data_type() {
-                    DataType::Int64 => Arc::new(Int64Array::from_value(
-                        v.parse::<i64>()
-                            .map_err(|e| Error::Internal(format!("{v}: {e}")))?,
-                        n,
-                    )),
-                    _ => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n))),
-                },
+                Some(Some(v)) => partition_constant(f.data_type(), v, n)?,
             };
             cols.push(col);
         }
@@ -514,6 +507,18 @@ impl WithPartition {
         )
         .map_err(|e| Error::Internal(format!("appending partition columns: {e}")))
     }
+}
+
+/// `n` rows of the partition value `v` (not Hive's null) in a partition column of type `t`.
+pub(crate) fn partition_constant(t: &DataType, v: &str, n: usize) -> Result<ArrayRef> {
+    Ok(match t {
+        DataType::Int64 => Arc::new(Int64Array::from_value(
+            v.parse::<i64>()
+                .map_err(|e| Error::Internal(format!("{v}: {e}")))?,
+            n,
+        )),
+        _ => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v, n))),
+    })
 }
 
 impl Iterator for WithPartition {

@@ -196,7 +196,8 @@ fn open_reader(
         projection,
         opts.on_error,
         (first as usize, count as usize),
-    ))
+    )
+    .passing(split))
 }
 
 impl Stripes {

@@ -308,7 +308,8 @@ fn open_reader(
         projection,
         opts.on_error,
         (first as usize, count as usize),
-    ))
+    )
+    .passing(split))
 }
 
 impl RowGroups {
@@ -591,4 +592,75 @@ pub(crate) fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> O
         None => c.data_page_offset(),
     };
     u64::try_from(start).ok()
+}
+
+/// The statistics of `columns` (those of the file) in each row group of the file at `path`,
+/// as the filter takes them: per row group, per column, in `columns`' order (`None`: none the
+/// filter can trust). Columns read as INT96, and dates and timestamps of a file Spark wrote in
+/// its hybrid calendar (whose statistics are the unrebased values), have none.
+pub(crate) fn row_group_stats(
+    storage: &Arc<dyn Storage>,
+    path: &str,
+    columns: &[arrow_schema::Field],
+) -> Result<Vec<Vec<Option<crate::filter::ColumnStats>>>> {
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+    let chunks = StorageChunks::new(storage.open(path)?);
+    let meta = load(&chunks, path)?;
+    let md = meta.metadata();
+    let n = md.num_row_groups();
+    let paths = int96_micros(md, meta.schema())
+        .map(|(_, p)| p)
+        .unwrap_or_default();
+    let spark_legacy = legacy(md, paths).is_some();
+    let per_column: Vec<
+        Option<(
+            arrow_array::ArrayRef,
+            arrow_array::ArrayRef,
+            Vec<Option<u64>>,
+        )>,
+    > = columns
+        .iter()
+        .map(|f| {
+            if spark_legacy
+                && matches!(
+                    f.data_type(),
+                    arrow_schema::DataType::Date32
+                        | arrow_schema::DataType::Date64
+                        | arrow_schema::DataType::Timestamp(..)
+                )
+            {
+                return None;
+            }
+            let c = StatisticsConverter::try_new(f.name(), meta.schema(), meta.parquet_schema())
+                .ok()?
+                .with_missing_null_counts_as_zero(false);
+            let leaf = c.parquet_column_index()?;
+            if meta.parquet_schema().column(leaf).physical_type() == parquet::basic::Type::INT96 {
+                return None;
+            }
+            let mins = c.row_group_mins(md.row_groups()).ok()?;
+            let maxes = c.row_group_maxes(md.row_groups()).ok()?;
+            let nulls = c.row_group_null_counts(md.row_groups()).ok()?;
+            let nulls = (0..nulls.len())
+                .map(|i| nulls.is_valid(i).then(|| nulls.value(i)))
+                .collect();
+            (mins.len() == n && maxes.len() == n).then_some((mins, maxes, nulls))
+        })
+        .collect();
+    Ok((0..n)
+        .map(|rg| {
+            per_column
+                .iter()
+                .map(|c| {
+                    let (mins, maxes, nulls) = c.as_ref()?;
+                    Some(crate::filter::ColumnStats {
+                        min: mins.is_valid(rg).then(|| mins.slice(rg, 1)),
+                        max: maxes.is_valid(rg).then(|| maxes.slice(rg, 1)),
+                        nulls: nulls.get(rg).copied().flatten(),
+                    })
+                })
+                .collect()
+        })
+        .collect())
 }

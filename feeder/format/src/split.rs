@@ -29,7 +29,7 @@ impl Format {
 }
 
 /// Which part of a file a split covers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitUnit {
     /// Parquet row groups `[first, first + count)`.
@@ -79,6 +79,54 @@ pub struct Split {
     /// order cuts its lanes only there, so that no unit is read twice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<u64>,
+    /// Under a filter: the rows of each unit before it and the rows that pass it. `rows` and
+    /// `units` then count the rows that pass, and positions in the split are theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<SplitFilter>,
+}
+
+/// What a filter leaves of a split's units (all of them, one for a split of one unit).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SplitFilter {
+    /// Rows of each unit, by the file's metadata.
+    pub raw: Vec<u64>,
+    /// Rows of each unit that pass the filter.
+    pub pass: Vec<u64>,
+}
+
+impl Split {
+    /// Rows of each unit by the file's metadata (one unit: the split's rows), before any
+    /// filter.
+    pub fn raw_units(&self) -> Vec<u64> {
+        match &self.filter {
+            Some(f) => f.raw.clone(),
+            None if self.units.is_empty() => vec![self.rows],
+            None => self.units.clone(),
+        }
+    }
+
+    /// The split's unit `u` alone (row group or stripe `first + u`), before any filter.
+    pub fn unit_alone(&self, u: usize) -> Split {
+        let raw = self.raw_units();
+        let unit = match self.unit {
+            SplitUnit::RowGroups { first, .. } => SplitUnit::RowGroups {
+                first: first + u as u32,
+                count: 1,
+            },
+            SplitUnit::Stripes { first, .. } => SplitUnit::Stripes {
+                first: first + u as u32,
+                count: 1,
+            },
+            SplitUnit::Bytes { start, end } => SplitUnit::Bytes { start, end },
+        };
+        Split {
+            unit,
+            rows: raw.get(u).copied().unwrap_or(0),
+            units: Vec::new(),
+            filter: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// The splits of one file, numbered from `first_id`, from each part's `(unit, rows, bytes)`
@@ -101,6 +149,7 @@ pub fn file_splits(
             bytes,
             partition: Vec::new(),
             units: Vec::new(),
+            filter: None,
         })
         .collect()
 }

@@ -222,6 +222,16 @@ impl<U: Units> UnitReader<U> {
         }
     }
 
+    /// Leaves out the units of `split` that its filter left no row of: they are never read.
+    pub(crate) fn passing(mut self, split: &Split) -> Self {
+        if let Some(f) = &split.filter {
+            let first = self.first;
+            self.todo
+                .retain(|&u| f.pass.get(u - first).copied().unwrap_or(1) > 0);
+        }
+        self
+    }
+
     /// A bad unit: the error under `Raise` (or when it is not a data error), a count and a
     /// warning under `Skip`.
     fn bad(&mut self, u: usize, e: Error) -> Result<()> {

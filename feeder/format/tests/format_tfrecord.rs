@@ -648,6 +648,7 @@ fn reader_with_arbitrary_byte_splits_reads_each_record_once() {
                 bytes: end - start,
                 partition: vec![],
                 units: vec![],
+                filter: None,
             };
             let r = tfrecord::open(&storage(), &split, &schema, &ReadOptions::default()).unwrap();
             let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();

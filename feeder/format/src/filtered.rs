@@ -1,0 +1,440 @@
+//! A plan under a filter, and the reader of its splits.
+//!
+//! Equal steps and exactly-once need every split's row count before the first batch: the
+//! filter's count, not the file's. So planning decides every unit (row group, stripe, Avro or
+//! TFRecord split) before the job starts:
+//!
+//! 1. from what is known without reading it: partition values, then the unit's statistics
+//!    (Parquet row-group statistics); when they say no row passes the unit counts 0 and is
+//!    never read, when they say every row passes it counts its rows;
+//! 2. else by a counting pass: the unit's filter columns alone are read and the predicate
+//!    counted (units in parallel). Its cost (units, bytes, seconds) is in [`FilterCost`], which
+//!    `inspect`, `launch` and the coordinator print.
+//!
+//! The counts go into the plan ([`SplitFilter`]: each unit's rows before and after), so the
+//! order, the ledger and a resumed state count the rows that pass. A feeder does not count
+//! again: it takes the coordinator's counts ([`crate::plan_counted`]).
+//!
+//! [`Filtered`] reads a split: it leaves out the units that count 0 (their bytes are never
+//! fetched), reads the filter's columns beside the projection, drops the rows that do not
+//! pass, and maps positions (skipped units, [`SplitReader::skip_rows`]) from the file's rows
+//! to the rows that pass.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Field, SchemaRef};
+
+use hydrofeed_storage::Storage;
+
+use crate::filter::{Bound, ColumnStats};
+use crate::split::{Format, Split, SplitFilter};
+use crate::{Error, Plan, ReadOptions, Result, SkipStats, SkippedRows, SplitReader};
+
+/// The filter of a plan.
+#[derive(Debug, Clone)]
+pub struct PlanFilter {
+    /// The predicate, bound to the input's columns.
+    pub bound: Arc<Bound>,
+    /// Its columns that the plan's schema (the projection) leaves out: read beside it.
+    pub extra: Vec<Field>,
+    /// What deciding the units cost.
+    pub cost: FilterCost,
+}
+
+/// What planning under a filter did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FilterCost {
+    /// Units (row groups, stripes, byte-range splits) planned.
+    pub units: u64,
+    /// Units no row of which passes, by partition values or statistics (never read).
+    pub none_by_stats: u64,
+    /// Units every row of which passes, by partition values or statistics.
+    pub all_by_stats: u64,
+    /// Units whose filter columns were read and counted.
+    pub counted: u64,
+    /// Rows of the input.
+    pub rows_before: u64,
+    /// Rows that pass.
+    pub rows_after: u64,
+    /// Bytes the counting pass read.
+    pub bytes: u64,
+    /// Seconds the counting pass took (0 when the coordinator's counts were taken).
+    pub secs: f64,
+    /// Whether the counts came from elsewhere (the coordinator) rather than from here.
+    pub given: bool,
+}
+
+impl FilterCost {
+    /// One line for logs and `inspect`.
+    pub fn line(&self) -> String {
+        if self.given {
+            return format!(
+                "{} of {} rows pass (counts from the coordinator)",
+                self.rows_after, self.rows_before
+            );
+        }
+        format!(
+            "{} of {} rows pass; {} unit(s): {} skipped and {} taken whole by partition values \
+             or statistics, {} counted ({:.1} MB read, {:.2} s)",
+            self.rows_after,
+            self.rows_before,
+            self.units,
+            self.none_by_stats,
+            self.all_by_stats,
+            self.counted,
+            self.bytes as f64 / 1e6,
+            self.secs
+        )
+    }
+}
+
+/// The statistics that partition values give: one value, or all null.
+fn partition_stats(split: &Split, f: &Field, rows: u64) -> Option<ColumnStats> {
+    let (_, v) = split.partition.iter().find(|(k, _)| k == f.name())?;
+    if v == crate::listing::HIVE_NULL {
+        return Some(ColumnStats {
+            min: None,
+            max: None,
+            nulls: Some(rows),
+        });
+    }
+    let c = crate::listing::partition_constant(f.data_type(), v, 1).ok()?;
+    Some(ColumnStats {
+        min: Some(c.clone()),
+        max: Some(c),
+        nulls: Some(0),
+    })
+}
+
+/// Each split's passing rows per unit, by statistics where they tell and by a counting pass
+/// where they do not.
+pub(crate) fn count(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    bound: &Bound,
+    full: &SchemaRef,
+    opts: &ReadOptions,
+) -> Result<(Vec<Vec<u64>>, FilterCost)> {
+    let t0 = Instant::now();
+    let mut cost = FilterCost::default();
+    let cols = bound.columns();
+    let mut out: Vec<Vec<u64>> = Vec::with_capacity(plan.splits.len());
+    let mut todo: Vec<(usize, usize)> = Vec::new();
+    // Row-group statistics of the file being planned (splits of a file are consecutive).
+    let mut file_stats: Option<(String, Vec<Vec<Option<ColumnStats>>>)> = None;
+    for (si, split) in plan.splits.iter().enumerate() {
+        let raw = split.raw_units();
+        let stats_of_file = match split.format {
+            Format::Parquet => {
+                if file_stats.as_ref().map(|(p, _)| p) != Some(&split.path) {
+                    let st = crate::parquet::row_group_stats(storage, &split.path, cols)?;
+                    file_stats = Some((split.path.clone(), st));
+                }
+                file_stats.as_ref().map(|(_, s)| s)
+            }
+            _ => None,
+        };
+        let first = match split.unit {
+            crate::split::SplitUnit::RowGroups { first, .. } => first as usize,
+            _ => 0,
+        };
+        let mut pass = Vec::with_capacity(raw.len());
+        for (u, &rows) in raw.iter().enumerate() {
+            cost.units += 1;
+            cost.rows_before += rows;
+            let p = bound.possible(rows, &|f: &Field| {
+                if let Some(s) = partition_stats(split, f, rows) {
+                    return Some(s);
+                }
+                let i = cols.iter().position(|c| c.name() == f.name())?;
+                stats_of_file?.get(first + u)?.get(i)?.clone()
+            });
+            if rows == 0 || p.none_pass() {
+                cost.none_by_stats += 1;
+                pass.push(0);
+            } else if p.all_pass() {
+                cost.all_by_stats += 1;
+                pass.push(rows);
+            } else {
+                todo.push((si, u));
+                pass.push(0);
+            }
+        }
+        out.push(pass);
+    }
+    cost.counted = todo.len() as u64;
+    if !todo.is_empty() {
+        let bytes = Arc::new(hydrofeed_storage::metered::ByteCount::default());
+        let metered = hydrofeed_storage::metered::metered(storage, bytes.clone());
+        let idx: Vec<usize> = cols
+            .iter()
+            .filter_map(|c| full.index_of(c.name()).ok())
+            .collect();
+        let schema: SchemaRef = Arc::new(full.project(&idx).map_err(|e| Error::Schema {
+            path: plan.input.clone(),
+            detail: e.to_string(),
+        })?);
+        let next = AtomicUsize::new(0);
+        let counted: Mutex<Vec<(usize, usize, u64)>> = Mutex::new(Vec::new());
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .clamp(1, 16)
+            .min(todo.len());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(si, u)) = todo.get(k) else { break };
+                    if failed.lock().map(|f| f.is_some()).unwrap_or(true) {
+                        break;
+                    }
+                    let unit = plan.splits[si].unit_alone(u);
+                    let r = count_unit(&metered, plan, &schema, &unit, bound, opts);
+                    match r {
+                        Ok(n) => counted.lock().expect("count list").push((si, u, n)),
+                        Err(e) => {
+                            let mut f = failed.lock().expect("count error");
+                            f.get_or_insert(e);
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failed.into_inner().ok().flatten() {
+            return Err(e);
+        }
+        for (si, u, n) in counted.into_inner().unwrap_or_default() {
+            out[si][u] = n;
+        }
+        cost.bytes = bytes.get();
+    }
+    cost.rows_after = out.iter().flatten().sum();
+    cost.secs = t0.elapsed().as_secs_f64();
+    Ok((out, cost))
+}
+
+/// Rows of one unit (a split of one unit) that pass.
+fn count_unit(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    schema: &SchemaRef,
+    unit: &Split,
+    bound: &Bound,
+    opts: &ReadOptions,
+) -> Result<u64> {
+    let r = crate::open_projected(storage, schema, plan.read_schema.as_ref(), unit, opts)?;
+    let mut n = 0u64;
+    for b in r {
+        let b = b?;
+        n += bound.eval(&b)?.true_count() as u64;
+    }
+    Ok(n)
+}
+
+/// Puts the counts (each split's passing rows per unit) into the splits; an error when they do
+/// not fit the splits (counts of another plan).
+pub(crate) fn apply(splits: &mut [Split], counts: &[Vec<u64>]) -> Result<()> {
+    if counts.len() != splits.len() {
+        return Err(Error::InvalidArgument(format!(
+            "the filter's counts are of {} splits, the plan has {}: the coordinator planned \
+             another input",
+            counts.len(),
+            splits.len()
+        )));
+    }
+    for (s, pass) in splits.iter_mut().zip(counts) {
+        let raw = s.raw_units();
+        if pass.len() != raw.len() || pass.iter().zip(&raw).any(|(p, r)| p > r) {
+            return Err(Error::InvalidArgument(format!(
+                "the filter's counts of split {} ({}) do not fit its units {raw:?}: the \
+                 coordinator planned another input",
+                s.id, s.path
+            )));
+        }
+        s.rows = pass.iter().sum();
+        s.units = if pass.len() > 1 {
+            pass.clone()
+        } else {
+            Vec::new()
+        };
+        s.filter = Some(SplitFilter {
+            raw,
+            pass: pass.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Reads a split of a filtered plan: the rows that pass, in the plan's schema.
+pub(crate) struct Filtered {
+    inner: Box<dyn SplitReader>,
+    bound: Arc<Bound>,
+    schema: SchemaRef,
+    /// Output column `i` is column `out[i]` of the inner reader's batches.
+    out: Vec<usize>,
+    /// Rows before each unit boundary: the file's (`raw[i]`) and the filter's (`pass[i]`).
+    raw_at: Vec<u64>,
+    pass_at: Vec<u64>,
+    filter: SplitFilter,
+    /// Skips among a byte-range split's records, which its count never held.
+    whole_units: bool,
+    gaps: Vec<SkippedRows>,
+    seen_gaps: usize,
+    started: bool,
+}
+
+impl Filtered {
+    /// `inner` reads `split` with the filter's extra columns after the plan's `schema`.
+    pub(crate) fn new(
+        inner: Box<dyn SplitReader>,
+        bound: Arc<Bound>,
+        schema: SchemaRef,
+        split: &Split,
+    ) -> Result<Self> {
+        let filter = split.filter.clone().ok_or_else(|| {
+            Error::Internal(format!(
+                "split {} of a filtered plan has no filter counts",
+                split.id
+            ))
+        })?;
+        let inner_schema = inner.schema();
+        let out = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                inner_schema.index_of(f.name()).map_err(|_| {
+                    Error::Internal(format!("filtered read: no column {:?}", f.name()))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let prefix = |v: &[u64]| {
+            std::iter::once(0)
+                .chain(v.iter().scan(0u64, |a, &x| {
+                    *a += x;
+                    Some(*a)
+                }))
+                .collect::<Vec<u64>>()
+        };
+        Ok(Self {
+            inner,
+            bound,
+            schema,
+            out,
+            raw_at: prefix(&filter.raw),
+            pass_at: prefix(&filter.pass),
+            whole_units: !matches!(split.unit, crate::split::SplitUnit::Bytes { .. }),
+            filter,
+            gaps: Vec::new(),
+            seen_gaps: 0,
+            started: false,
+        })
+    }
+
+    /// The inner reader's new skipped ranges, in the filter's positions: a unit skipped whole
+    /// is the unit's passing rows. A skip inside a byte-range split held no counted row (its
+    /// counting pass skipped the same records), so it holds no position.
+    fn map_gaps(&mut self) {
+        let inner = self.inner.skipped_rows();
+        for g in &inner[self.seen_gaps..] {
+            let a = self.raw_at.iter().position(|&r| r == g.start);
+            let b = self.raw_at.iter().rposition(|&r| r == g.end);
+            if let (Some(a), Some(b)) = (a, b) {
+                if self.pass_at[b] > self.pass_at[a] {
+                    self.gaps.push(SkippedRows {
+                        start: self.pass_at[a],
+                        end: self.pass_at[b],
+                        reason: g.reason.clone(),
+                    });
+                }
+            }
+        }
+        self.seen_gaps = inner.len();
+    }
+
+    fn step(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            let b = self.inner.next();
+            self.map_gaps();
+            let b = match b? {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            };
+            self.started = true;
+            let kept = self.bound.eval(&b).and_then(|mask| {
+                arrow_select::filter::filter_record_batch(&b, &mask)
+                    .map_err(|e| Error::external("filtering a batch", e))
+            });
+            let kept = match kept {
+                Ok(k) => k,
+                Err(e) => return Some(Err(e)),
+            };
+            if kept.num_rows() == 0 {
+                continue;
+            }
+            let cols = self.out.iter().map(|&i| kept.column(i).clone()).collect();
+            return Some(
+                RecordBatch::try_new_with_options(
+                    self.schema.clone(),
+                    cols,
+                    &arrow_array::RecordBatchOptions::new().with_row_count(Some(kept.num_rows())),
+                )
+                .map_err(|e| Error::Internal(format!("filtered batch: {e}"))),
+            );
+        }
+    }
+}
+
+impl Iterator for Filtered {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step()
+    }
+}
+
+impl SplitReader for Filtered {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        self.inner.skipped()
+    }
+
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        &self.gaps
+    }
+
+    /// Passes over whole units holding at most `n` passing rows: the file rows of those the
+    /// inner reader reads (units that count 0 are not among them).
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        if self.started || !self.whole_units {
+            return 0;
+        }
+        let (mut pass, mut raw) = (0u64, 0u64);
+        for (p, r) in self.filter.pass.iter().zip(&self.filter.raw) {
+            if pass + p > n {
+                break;
+            }
+            pass += p;
+            if *p > 0 {
+                raw += r;
+            }
+        }
+        if raw == 0 {
+            return 0;
+        }
+        if self.inner.skip_rows(raw) == raw {
+            self.started = true;
+            pass
+        } else {
+            0
+        }
+    }
+}
