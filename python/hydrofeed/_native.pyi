@@ -64,6 +64,7 @@ class Reader:
         schema: pa.Schema | None = None,
         orc_timestamps: str = "instant",
         snapshot: str | None = None,
+        filter: str | None = None,
     ) -> Reader: ...
     @property
     def schema(self) -> pa.Schema: ...

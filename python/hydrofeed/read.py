@@ -20,6 +20,7 @@ def read(
     schema: pa.Schema | None = None,
     orc_timestamps: str = "instant",
     snapshot: int | str | None = None,
+    filter: str | None = None,
 ) -> Reader:
     """Reads ``path`` (file, directory, glob; local or ``hdfs://``) and yields its batches.
 
@@ -45,6 +46,12 @@ def read(
     A directory holding ``_delta_log/`` is read as a Delta Lake table: the live files of one
     snapshot, never files a later commit removed. ``snapshot`` is a version (``int``) or an
     RFC 3339 time (the newest commit at or before it); default the newest.
+
+    ``filter`` reads only the rows a SQL predicate holds for, e.g. ``"label IN (1, 7) AND
+    day >= '2026-01-01'"``: comparisons, ``IN``, ``BETWEEN``, ``IS NULL``, ``AND``/``OR``/``NOT``
+    over columns and partition keys, with SQL's nulls (docs/formats.md, "Filters"). Row groups
+    and partitions that statistics rule out are not read; ``num_rows`` counts the rows that
+    pass. A predicate that does not parse, or names no column, is a ``ValueError``.
     """
     reader = Reader(
         path,
@@ -56,5 +63,6 @@ def read(
         schema=schema,
         orc_timestamps=orc_timestamps,
         snapshot=None if snapshot is None else str(snapshot),
+        filter=filter,
     )
     return reader

@@ -181,7 +181,7 @@ impl Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant", snapshot=None))]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant", snapshot=None, filter=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -194,6 +194,7 @@ impl Reader {
         schema: Option<pyo3_arrow::PySchema>,
         orc_timestamps: &str,
         snapshot: Option<String>,
+        filter: Option<String>,
     ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
@@ -212,6 +213,11 @@ impl Reader {
             snapshot: snapshot
                 .as_deref()
                 .map(hydrofeed_format::delta::SnapshotSpec::parse)
+                .transpose()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            filter: filter
+                .as_deref()
+                .map(hydrofeed_format::filter::Filter::parse)
                 .transpose()
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
             ..ReadOptions::default()

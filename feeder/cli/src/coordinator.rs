@@ -111,10 +111,14 @@ pub(crate) fn read_state(p: &std::path::Path) -> anyhow::Result<State> {
 
 /// The splits, and the input's fingerprint where there is an input (not `--splits`).
 /// A table input is planned at the snapshot of `saved`, the state resumed.
-fn splits_of(
-    args: &Args,
-    saved: Option<&State>,
-) -> anyhow::Result<(Vec<SplitInfo>, Option<InputFingerprint>)> {
+/// The splits, the input's fingerprint and, under a filter, what the feeders take of it.
+type Planned = (
+    Vec<SplitInfo>,
+    Option<InputFingerprint>,
+    Option<std::sync::Arc<(String, Vec<Vec<u64>>)>>,
+);
+
+fn splits_of(args: &Args, saved: Option<&State>) -> anyhow::Result<Planned> {
     if let Some(p) = &args.splits {
         #[derive(serde::Deserialize)]
         struct S {
@@ -130,7 +134,7 @@ fn splits_of(
             .into_iter()
             .map(|s| SplitInfo::new(s.id, s.rows).with_hosts(s.hosts))
             .collect();
-        return Ok((splits, None));
+        return Ok((splits, None, None));
     }
     let input = args
         .input
@@ -151,6 +155,7 @@ fn splits_of(
     Ok((
         crate::split_infos(&plan),
         Some(crate::input_fingerprint(&plan)),
+        crate::filter_counts(&plan, "hydrofeed coordinator"),
     ))
 }
 
@@ -210,7 +215,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let (splits, input) = splits_of(&args, journaled.as_ref().or(saved.as_ref()))?;
+    let (splits, input, filter_counts) = splits_of(&args, journaled.as_ref().or(saved.as_ref()))?;
     let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -327,6 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         log_path: args.log.clone(),
         token,
         tls,
+        filter_counts,
     };
     let (workers, quota, total) = (m.config().workers, m.quota(), m.total_rows());
     let tls_line = opts.tls.as_ref().map(|t| match t.client_ca() {

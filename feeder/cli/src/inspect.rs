@@ -86,10 +86,25 @@ pub fn plan_json(plan: &Plan) -> Value {
             "committed_ms": t.committed_ms,
         })
     });
+    let filter = plan.filter.as_ref().map(|f| {
+        let c = &f.cost;
+        json!({
+            "filter": f.bound.text(),
+            "rows_before": c.rows_before,
+            "rows_after": c.rows_after,
+            "units": c.units,
+            "units_none_by_stats": c.none_by_stats,
+            "units_all_by_stats": c.all_by_stats,
+            "units_counted": c.counted,
+            "count_bytes": c.bytes,
+            "count_secs": c.secs,
+        })
+    });
     json!({
         "input": plan.input,
         "format": plan.format.name(),
         "table": table,
+        "filter": filter,
         "schema": schema,
         "files": files,
         "splits": plan.splits,
@@ -112,6 +127,10 @@ fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<
             },
             t.version
         )?;
+    }
+    if let Some(f) = &plan.filter {
+        writeln!(out, "filter: {}", f.bound.text())?;
+        writeln!(out, "        {}", f.cost.line())?;
     }
     writeln!(
         out,

@@ -218,13 +218,31 @@ pub(crate) fn input_fingerprint(plan: &Plan) -> InputFingerprint {
             }
         })
         .collect();
-    InputFingerprint::of_files(&plan.input, files).with_table(plan.table.as_ref().map(|t| {
-        hydrofeed_coord::input::TableRef {
-            kind: t.kind.to_string(),
-            id: t.id.clone(),
-            version: t.version,
-        }
-    }))
+    InputFingerprint::of_files(&plan.input, files)
+        .with_table(
+            plan.table
+                .as_ref()
+                .map(|t| hydrofeed_coord::input::TableRef {
+                    kind: t.kind.to_string(),
+                    id: t.id.clone(),
+                    version: t.version,
+                }),
+        )
+        .with_filter(plan.filter.as_ref().map(|f| f.bound.text().to_string()))
+}
+
+/// Under a filter, what the coordinator hands its feeders (the filter and each split's
+/// passing rows per unit), its cost printed on standard error prefixed with `who`.
+pub(crate) fn filter_counts(
+    plan: &Plan,
+    who: &str,
+) -> Option<std::sync::Arc<(String, Vec<Vec<u64>>)>> {
+    let f = plan.filter.as_ref()?;
+    eprintln!("{who}: filter {:?}: {}", f.bound.text(), f.cost.line());
+    Some(std::sync::Arc::new((
+        f.bound.text().to_string(),
+        plan.filter_counts()?,
+    )))
 }
 
 /// The snapshot to plan a table input at when resuming `saved`: the state's, which a

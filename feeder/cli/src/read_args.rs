@@ -84,6 +84,11 @@ pub struct ReadArgs {
     /// job then keeps (its feeders and a resume read that one).
     #[arg(long, value_name = "VERSION|TIME")]
     pub snapshot: Option<String>,
+    /// Read only the rows this predicate holds for: comparisons, IN, BETWEEN, IS NULL,
+    /// AND/OR/NOT over columns and partition keys, with SQL's nulls (docs/formats.md,
+    /// "Filters"); e.g. `--filter "label IN (1, 7) AND day >= '2026-01-01'"`.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 impl ReadArgs {
@@ -107,6 +112,11 @@ impl ReadArgs {
                 .snapshot
                 .as_deref()
                 .map(hydrofeed_format::delta::SnapshotSpec::parse)
+                .transpose()?,
+            filter: self
+                .filter
+                .as_deref()
+                .map(hydrofeed_format::filter::Filter::parse)
                 .transpose()?,
             ..ReadOptions::default()
         })
@@ -140,6 +150,10 @@ impl ReadArgs {
         if let Some(s) = &self.snapshot {
             args.push("--snapshot".into());
             args.push(s.into());
+        }
+        if let Some(f) = &self.filter {
+            args.push("--filter".into());
+            args.push(f.into());
         }
         args
     }
@@ -231,6 +245,7 @@ mod tests {
             schema: Some(json_schema(dir)),
             orc_timestamps: OrcTimestampsArg::Wall,
             snapshot: Some("7".into()),
+            filter: Some("label IN (1, 7) AND id >= -3".into()),
         }
     }
 
@@ -248,8 +263,11 @@ mod tests {
             schema.to_str().unwrap(),
             "--orc-timestamps",
             "wall",
+            "--filter",
+            "label = 3",
         ]);
         let o = read.options().unwrap();
+        assert_eq!(o.filter.as_ref().map(|f| f.text()), Some("label = 3"));
         assert_eq!(o.orc_timestamps, OrcTimestamps::Wall);
         assert_eq!(o.columns, Some(vec!["label".into(), "image".into()]));
         assert_eq!(o.format, Some(Format::Tfrecord));
@@ -274,6 +292,13 @@ mod tests {
         assert_eq!(o.on_error, OnError::Raise);
         assert_eq!(o.orc_timestamps, OrcTimestamps::Instant);
         assert!(read.to_args().is_empty());
+    }
+
+    #[test]
+    fn a_filter_that_does_not_parse_is_named() {
+        let read = parse(&["--filter", "label =="]);
+        let e = read.options().unwrap_err();
+        assert!(format!("{e:#}").contains("filter \"label ==\""), "{e:#}");
     }
 
     #[test]

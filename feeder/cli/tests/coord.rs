@@ -49,6 +49,7 @@ fn start(m: Machine, token: &Token, log: Option<std::path::PathBuf>) -> RunningS
         log_path: log,
         token: token.clone(),
         tls: None,
+        filter_counts: None,
     };
     service::spawn(m, opts, "127.0.0.1:0".parse().unwrap(), None).unwrap()
 }
@@ -438,6 +439,7 @@ fn missing_worker_at_reservation_is_named() {
         log_path: None,
         token: token.clone(),
         tls: None,
+        filter_counts: None,
     };
     let svc = service::spawn(
         Machine::new(splits(), cfg(3)).unwrap(),

@@ -115,6 +115,7 @@ fn start(token: &Token, tls: Option<ServerTls>) -> RunningService {
         log_path: None,
         token: token.clone(),
         tls,
+        filter_counts: None,
     };
     let m = Machine::new(vec![SplitInfo::new(0, 100)], Config::new(1, 10)).unwrap();
     service::spawn(m, opts, "127.0.0.1:0".parse().unwrap(), None).unwrap()

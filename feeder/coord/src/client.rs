@@ -35,6 +35,9 @@ impl tonic::service::Interceptor for AddToken {
     }
 }
 
+/// The largest reply taken (a filter's counts: a few bytes per row group of the input).
+const MAX_REPLY: usize = 256 << 20;
+
 /// What `register` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {
@@ -196,7 +199,8 @@ impl CoordClient {
             .parse()
             .map_err(|_| Error::InvalidArgument("token is not valid metadata".into()))?;
         let auth = AddToken(v);
-        let inner = CoordinatorClient::with_interceptor(ch, auth.clone());
+        let inner = CoordinatorClient::with_interceptor(ch, auth.clone())
+            .max_decoding_message_size(MAX_REPLY);
         let mut c = Self {
             rt,
             inner,
@@ -319,7 +323,8 @@ impl CoordClient {
         match ch {
             Ok(Ok(ch)) => {
                 // The token stays; only the channel is new.
-                self.inner = CoordinatorClient::with_interceptor(ch, self.auth.clone());
+                self.inner = CoordinatorClient::with_interceptor(ch, self.auth.clone())
+                    .max_decoding_message_size(MAX_REPLY);
                 Ok(())
             }
             Ok(Err(e)) => Err(causes(&e)),
@@ -654,6 +659,36 @@ impl CoordClient {
             |mut c, r| async move { c.get_state(r).await },
         )?;
         Ok(r.state_json)
+    }
+
+    /// The filter the job was planned with and each split's passing rows per unit (see
+    /// `hydrofeed_format::plan_counted`); an error when the job has no filter.
+    pub fn filter_counts(&mut self) -> Result<(String, Vec<Vec<u64>>)> {
+        let t = self.call_timeout;
+        let r = self.call(
+            "the filter's counts",
+            "reading the filter's counts",
+            proto::FilterCountsRequest {},
+            t,
+            |mut c, r| async move { c.filter_counts(r).await },
+        )?;
+        let mut pass = r.pass.into_iter();
+        let counts: Vec<Vec<u64>> = r
+            .units
+            .iter()
+            .map(|&n| pass.by_ref().take(n as usize).collect())
+            .collect();
+        if pass.next().is_some()
+            || counts
+                .iter()
+                .zip(&r.units)
+                .any(|(c, &n)| c.len() != n as usize)
+        {
+            return Err(Error::Coordinator(
+                "the filter's counts do not add up (units and rows disagree)".into(),
+            ));
+        }
+        Ok((r.filter, counts))
     }
 
     /// Counters.

@@ -37,6 +37,10 @@ pub enum InputFingerprint {
         /// resume plans that snapshot again, whatever was committed since.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         table: Option<TableRef>,
+        /// The filter the rows were planned under, as written: positions count the rows that
+        /// pass it, so a resume must read under the same one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filter: Option<String>,
     },
 }
 
@@ -109,16 +113,38 @@ impl InputFingerprint {
             digest: format!("{:016x}", h.finish()),
             files,
             table: None,
+            filter: None,
+        }
+    }
+
+    /// The same fingerprint, of the rows that pass `filter`.
+    pub fn with_filter(mut self, f: Option<String>) -> Self {
+        match &mut self {
+            Self::Files { filter, .. } => *filter = f,
+        }
+        self
+    }
+
+    /// The filter the rows were planned under.
+    pub fn filter(&self) -> Option<&str> {
+        match self {
+            Self::Files { filter, .. } => filter.as_deref(),
         }
     }
 
     /// The same fingerprint, of the table snapshot `t`.
     pub fn with_table(self, t: Option<TableRef>) -> Self {
         match self {
-            Self::Files { digest, files, .. } => Self::Files {
+            Self::Files {
+                digest,
+                files,
+                filter,
+                ..
+            } => Self::Files {
                 digest,
                 files,
                 table: t,
+                filter,
             },
         }
     }
@@ -290,6 +316,17 @@ pub fn resume_over(state: &State, now: &InputFingerprint, allow_changed: bool) -
             )),
         });
     };
+    if saved.filter() != now.filter() {
+        let show = |f: Option<&str>| match f {
+            Some(f) => format!("--filter {f:?}"),
+            None => "no filter".to_string(),
+        };
+        return Err(Error::Coordinator(format!(
+            "the state was saved reading with {}, this run reads with {}: its positions count              the rows that pass the saved one; resume with the same filter",
+            show(saved.filter()),
+            show(now.filter())
+        )));
+    }
     let changes = saved.changes(now);
     if changes.is_empty() {
         return Ok(Resume::AsSaved { note: None });

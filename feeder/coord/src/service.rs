@@ -43,6 +43,9 @@ pub struct ServiceOptions {
     pub token: Token,
     /// TLS (`None`: plain HTTP/2).
     pub tls: Option<ServerTls>,
+    /// Under a filter: the filter as written and each split's passing rows per unit
+    /// (`FilterCounts`).
+    pub filter_counts: Option<Arc<(String, Vec<Vec<u64>>)>>,
 }
 
 struct Inner {
@@ -524,6 +527,23 @@ impl proto::coordinator_server::Coordinator for CoordService {
         let st = self.shared.lock().m.state();
         Ok(Response::new(proto::StateReply {
             state_json: st.to_json(),
+        }))
+    }
+
+    async fn filter_counts(
+        &self,
+        _req: Request<proto::FilterCountsRequest>,
+    ) -> Result<Response<proto::FilterCountsReply>, Status> {
+        let Some(c) = &self.shared.opts.filter_counts else {
+            return Err(Status::not_found(
+                "this job reads its input without a filter",
+            ));
+        };
+        let (filter, counts) = c.as_ref();
+        Ok(Response::new(proto::FilterCountsReply {
+            filter: filter.clone(),
+            units: counts.iter().map(|u| u.len() as u32).collect(),
+            pass: counts.iter().flatten().copied().collect(),
         }))
     }
 

@@ -232,6 +232,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     }
     let splits = crate::split_infos(&plan);
     let input = crate::input_fingerprint(&plan);
+    let filter_counts = crate::filter_counts(&plan, "hydrofeed launch");
     let cfg = Config {
         epochs: args.epochs.unwrap_or(1),
         seed: args.seed.unwrap_or(0),
@@ -299,6 +300,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             log_path: None,
             token: token.clone(),
             tls: tls.as_ref().map(|t| t.server.clone()),
+            filter_counts,
         },
         "127.0.0.1:0".parse()?,
         None,

@@ -210,7 +210,7 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
         return Err(Error::InvalidArgument("--trainers 0".into()));
     }
     let storage = storage::open_storage(&opts.input)?;
-    let plan = Arc::new(hydrofeed_format::plan(&storage, &opts.input, &opts.read)?);
+    let plan = Arc::new(plan_input(&storage, opts)?);
     tracing::info!(
         splits = plan.splits.len(),
         rows = plan.total_rows(),
@@ -305,6 +305,24 @@ pub fn run_feeder(opts: &FeederOptions) -> Result<FeederReport> {
 }
 
 /// A client of the coordinator that keeps trying it for `--coordinator-timeout`.
+/// The feeder's plan: under a filter, with the rows the coordinator counted (it planned the
+/// same input with the same filter; counting again on every node would read the filter's
+/// columns once per feeder).
+fn plan_input(storage: &Arc<dyn Storage>, opts: &FeederOptions) -> Result<Plan> {
+    let Some(f) = &opts.read.filter else {
+        return hydrofeed_format::plan(storage, &opts.input, &opts.read);
+    };
+    let (text, counts) = connect(opts)?.filter_counts()?;
+    if text != f.text() {
+        return Err(Error::InvalidArgument(format!(
+            "--filter {:?} differs from the coordinator's {text:?}: a feeder reads the rows \
+             its coordinator planned",
+            f.text()
+        )));
+    }
+    hydrofeed_format::plan_counted(storage, &opts.input, &opts.read, Some(&counts))
+}
+
 fn connect(opts: &FeederOptions) -> Result<CoordClient> {
     CoordClient::connect_retrying(
         &opts.coordinator,
