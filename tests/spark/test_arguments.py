@@ -58,6 +58,7 @@ def test_argument_error_is_what_tfos_and_earlier_versions_raised() -> None:
         ({"num_epochs": -1}, "num_epochs cannot be negative"),
         ({"order": "random"}, "order must be 'fixed' or 'dynamic'"),
         ({"shuffle_buffer": -1}, "shuffle_buffer cannot be negative"),
+        ({"filter": " "}, "filter must be a SQL predicate"),
     ],
 )
 def test_train_files_checks_its_arguments_first(kwargs: dict[str, object], message: str) -> None:

@@ -335,3 +335,27 @@ def test_a_delta_table_is_fed_at_one_snapshot(sc, tmp_path):
         assert set(counts.values()) == {1}, snapshot
         assert set(counts) == want, (snapshot, len(counts), len(want))
         assert state["input"]["table"]["version"] == (1 if snapshot == 1 else 2), state["input"]
+
+
+def test_a_filter_feeds_each_passing_row_once(sc, tmp_path):
+    """``train_files(filter=)`` over Hive partitions: the coordinator counts the rows that
+    pass once, the feeders read with its counts, every passing row comes once and no other;
+    the state records the filter."""
+    data = tmp_path / "data"
+    for p in (0, 1):
+        (data / f"p={p}").mkdir(parents=True)
+        ids = np.arange(p, 6000, 2, dtype=np.int64)
+        t = pa.table({"id": ids, "x": ids.astype(np.float32)})
+        pq.write_table(t, data / f"p={p}" / "part-0.parquet", row_group_size=500)
+    out = tmp_path / "out"
+    out.mkdir()
+    text = "p = 1 AND (id < 1000 OR x >= 4500)"
+    cluster = TFCluster.run(sc, spark_funs.record_ids, {"out": str(out), "batch": 50}, 2, input_mode=InputMode.SPARK)
+    state = cluster.train_files(str(data), batch_size=50, seed=3, filter=text, remainder="pad")
+    cluster.shutdown()
+    want = {i for i in range(1, 6000, 2) if i < 1000 or i >= 4500}
+    res = spark_funs.results(str(out), 2)
+    counts = collections.Counter(i for r in res.values() for i in r["ids"])
+    assert set(counts) == want, (len(counts), len(want))
+    assert sum(counts.values()) - len(want) < 2 * 50, "only the last steps are padded"
+    assert state["input"]["filter"] == text

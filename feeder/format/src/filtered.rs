@@ -128,9 +128,32 @@ pub(crate) fn count(
     for (si, split) in plan.splits.iter().enumerate() {
         let raw = split.raw_units();
         let stats_of_file = match split.format {
-            Format::Parquet => {
+            Format::Parquet | Format::Orc => {
                 if file_stats.as_ref().map(|(p, _)| p) != Some(&split.path) {
-                    let st = crate::parquet::row_group_stats(storage, &split.path, cols)?;
+                    let file_cols: Vec<Field> = cols
+                        .iter()
+                        .filter(|c| !split.partition.iter().any(|(k, _)| k == c.name()))
+                        .cloned()
+                        .collect();
+                    let mut st = match split.format {
+                        Format::Parquet => {
+                            crate::parquet::row_group_stats(storage, &split.path, &file_cols)?
+                        }
+                        _ => crate::orc::stripe_stats(storage, &split.path, &file_cols, opts)?,
+                    };
+                    // Back in `cols`' order, partition keys without file statistics.
+                    for unit in &mut st {
+                        let got: Vec<(&Field, Option<ColumnStats>)> =
+                            file_cols.iter().zip(unit.drain(..)).collect();
+                        *unit = cols
+                            .iter()
+                            .map(|c| {
+                                got.iter()
+                                    .find(|(f, _)| f.name() == c.name())
+                                    .and_then(|(_, s)| s.clone())
+                            })
+                            .collect();
+                    }
                     file_stats = Some((split.path.clone(), st));
                 }
                 file_stats.as_ref().map(|(_, s)| s)
@@ -138,7 +161,8 @@ pub(crate) fn count(
             _ => None,
         };
         let first = match split.unit {
-            crate::split::SplitUnit::RowGroups { first, .. } => first as usize,
+            crate::split::SplitUnit::RowGroups { first, .. }
+            | crate::split::SplitUnit::Stripes { first, .. } => first as usize,
             _ => 0,
         };
         let mut pass = Vec::with_capacity(raw.len());

@@ -253,3 +253,91 @@ impl Units for Stripes {
         format!("stripe {stripe}")
     }
 }
+
+/// The statistics of `columns` (those of the file) in each stripe of the file at `path`, as
+/// the filter takes them: per stripe, per column in `columns`' order (`None`: none it can
+/// trust). Integers, floating point, strings, and dates of a file in the proleptic calendar
+/// have bounds; every column has its null count (rows less values). Timestamps (written in
+/// the writer's zone), decimals and dates of a hybrid-calendar file have only the null count.
+pub(crate) fn stripe_stats(
+    storage: &Arc<dyn Storage>,
+    path: &str,
+    columns: &[arrow_schema::Field],
+    opts: &ReadOptions,
+) -> Result<Vec<Vec<Option<crate::filter::ColumnStats>>>> {
+    use arrow_array::{ArrayRef, Date32Array, Float64Array, Int64Array, StringArray};
+    use orc_rust::statistics::TypeStatistics as T;
+    let chunks = StorageChunks::new(storage.open(path)?);
+    check_head_magic(chunks.file(), b"ORC", FORMAT)?;
+    let b = builder(&chunks, path, opts)?;
+    let md = b.file_metadata();
+    let hybrid = md.hybrid_calendar();
+    let index: Vec<Option<usize>> = columns
+        .iter()
+        .map(|f| {
+            md.root_data_type()
+                .children()
+                .iter()
+                .find(|c| c.name() == f.name())
+                .map(|c| c.data_type().column_index())
+        })
+        .collect();
+    let one = |a: ArrayRef, t: &arrow_schema::DataType| -> Option<ArrayRef> {
+        // Bounds in the column's type (an int64 bound of an int32 column cast back).
+        arrow::compute::cast(&a, t).ok().filter(|c| c.is_valid(0))
+    };
+    Ok(md
+        .stripe_metadatas()
+        .iter()
+        .map(|s| {
+            let rows = s.number_of_rows();
+            columns
+                .iter()
+                .zip(&index)
+                .map(|(f, i)| {
+                    let cs = s.column_statistics().get((*i)?)?;
+                    let nulls = Some(rows.saturating_sub(cs.number_of_values()));
+                    let t = f.data_type();
+                    let bounds: Option<(ArrayRef, ArrayRef)> = match cs.type_statistics() {
+                        Some(T::Integer { min, max, .. }) if t.is_integer() => Some((
+                            Arc::new(Int64Array::from(vec![*min])),
+                            Arc::new(Int64Array::from(vec![*max])),
+                        )),
+                        Some(T::Double { min, max, .. }) if t.is_floating() => Some((
+                            Arc::new(Float64Array::from(vec![*min])),
+                            Arc::new(Float64Array::from(vec![*max])),
+                        )),
+                        Some(T::String {
+                            lower_bound,
+                            upper_bound,
+                            ..
+                        }) if matches!(
+                            t,
+                            arrow_schema::DataType::Utf8 | arrow_schema::DataType::LargeUtf8
+                        ) =>
+                        {
+                            Some((
+                                Arc::new(StringArray::from(vec![lower_bound.as_str()])),
+                                Arc::new(StringArray::from(vec![upper_bound.as_str()])),
+                            ))
+                        }
+                        Some(T::Date { min, max })
+                            if !hybrid && t == &arrow_schema::DataType::Date32 =>
+                        {
+                            Some((
+                                Arc::new(Date32Array::from(vec![*min])),
+                                Arc::new(Date32Array::from(vec![*max])),
+                            ))
+                        }
+                        _ => None,
+                    };
+                    let (min, max) = match bounds {
+                        Some((lo, hi)) => (one(lo, t), one(hi, t)),
+                        None => (None, None),
+                    };
+                    Some(crate::filter::ColumnStats { min, max, nulls })
+                })
+                .collect()
+        })
+        .collect())
+}

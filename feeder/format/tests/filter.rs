@@ -392,3 +392,51 @@ fn a_unit_skipped_as_corrupt_keeps_the_positions_of_the_rest() {
         "every planned position is read or skipped"
     );
 }
+
+#[test]
+fn parquet_row_group_statistics_rule_files_out() {
+    for (format, by_stats) in [
+        (Format::Parquet, true),
+        // (`gen`'s ORC writer, orc-rust's, writes no stripe statistics: pyarrow's files, which
+        // have them, are in python/tests/test_filter.py.)
+        (Format::Orc, false),
+        (Format::Avro, false),
+        (Format::Tfrecord, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write_dataset(
+            dir.path(),
+            &GenOptions {
+                format,
+                rows: 3000,
+                files: 3,
+                ..GenOptions::default()
+            },
+        )
+        .unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
+        let input = dir.path().display().to_string();
+        let o = ReadOptions {
+            filter: Some(Filter::parse("id >= 200 AND id < 700").unwrap()),
+            ..ReadOptions::default()
+        };
+        let p = plan(&storage, &input, &o).unwrap();
+        assert_eq!(p.total_rows(), 500, "{format:?}");
+        let c = &p.filter.as_ref().unwrap().cost;
+        if by_stats {
+            // Files 2 and 3 hold ids 1000..3000: their units are ruled out unread.
+            assert!(
+                c.none_by_stats >= 2 && c.counted <= c.units - 2,
+                "{format:?}: {}",
+                c.line()
+            );
+        } else {
+            assert_eq!(
+                c.counted,
+                c.units,
+                "{format:?}: no statistics: {}",
+                c.line()
+            );
+        }
+    }
+}

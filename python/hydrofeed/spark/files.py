@@ -89,6 +89,7 @@ class Coordinator:
         tls: bool = True,
         allow_changed_input: bool = False,
         snapshot: str | None = None,
+        filter: str | None = None,
     ) -> None:
         from hydrofeed._proc import hydrofeed_bin
 
@@ -124,6 +125,8 @@ class Coordinator:
             args += ["--format", fmt]
         if snapshot is not None:
             args += ["--snapshot", snapshot]
+        if filter is not None:
+            args += ["--filter", filter]
         if schema is not None:
             args += ["--schema", write_schema(self._dir, schema)]
         if tls:
@@ -319,6 +322,8 @@ class Feeder:
             args += ["--format", msg["format"]]
         if msg.get("snapshot"):
             args += ["--snapshot", str(msg["snapshot"])]
+        if msg.get("filter"):
+            args += ["--filter", msg["filter"]]
         if msg.get("skip_errors"):
             args.append("--skip-errors")
         if msg.get("decode_threads"):
@@ -507,6 +512,7 @@ class FileFeedOptions:
     tls: bool
     allow_changed_input: bool
     snapshot: str | None
+    filter: str | None  #: the rows read: those this SQL predicate holds for
 
     @classmethod
     def of(
@@ -531,6 +537,7 @@ class FileFeedOptions:
         order: str | None,
         tls: bool,
         snapshot: int | str | None,
+        filter: str | None = None,
     ) -> FileFeedOptions:
         """Checks ``train_files``' arguments (:class:`ArgumentError`, a ``ValueError``) and
         makes the options of them; ``columns`` may be a comma-separated string."""
@@ -542,6 +549,8 @@ class FileFeedOptions:
             raise ArgumentError("batch_size must be at least 1")
         if num_epochs < 0:
             raise ArgumentError("num_epochs cannot be negative")
+        if filter is not None and (not isinstance(filter, str) or not filter.strip()):
+            raise ArgumentError(f"filter must be a SQL predicate (a non-empty str), not {filter!r}")
         if isinstance(columns, str):
             columns = [c.strip() for c in columns.split(",") if c.strip()]
         return cls(
@@ -562,6 +571,7 @@ class FileFeedOptions:
             tls=bool(tls),
             allow_changed_input=bool(allow_changed_input),
             snapshot=None if snapshot is None else str(snapshot),
+            filter=filter,
         )
 
     def feeder_fields(self) -> dict[str, Any]:
@@ -575,6 +585,7 @@ class FileFeedOptions:
             "memory_mb": self.memory_mb,
             "decode_threads": self.decode_threads,
             "schema": self.schema,
+            "filter": self.filter,
         }
 
 
@@ -635,7 +646,7 @@ class FileFeed:
                 o.uri, len(ranks), o.batch_size, o.epochs, o.seed, o.shuffle, o.remainder,
                 host=g.cluster_meta["driver_addr"][0], resume=resume_path, fmt=o.format, schema=o.schema,
                 order=o.order, hdfs_tokens=tokens, tls=o.tls,
-                allow_changed_input=o.allow_changed_input, snapshot=o.snapshot,
+                allow_changed_input=o.allow_changed_input, snapshot=o.snapshot, filter=o.filter,
             )  # fmt: skip
         finally:
             if resume_path:
