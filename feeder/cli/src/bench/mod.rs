@@ -5,6 +5,7 @@ use clap::Subcommand;
 pub mod ceiling;
 pub mod coord;
 pub mod decode;
+pub mod filter;
 pub mod order;
 pub mod ring;
 
@@ -28,6 +29,9 @@ pub enum Which {
     /// Mixing of the fixed order on data stored sorted, beside tf.data and a random
     /// permutation, and the shuffle buffer's cost in read throughput.
     Order(order::Args),
+    /// Bytes a filtered read fetches from storage beside the same read without the filter,
+    /// on a Hive-partitioned table.
+    Filter(filter::Args),
     /// GPU staging: H2D GB/s from the registered ring, a pinned buffer and pageable memory,
     /// and rows/s into CUDA tensors against DataLoader(pin_memory=True) (runs
     /// `python -m hydrofeed.bench gpu`; without a CUDA device it prints `{"skipped": ...}`).
@@ -74,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Which::Coord(a) => coord::run(a),
         Which::Decode(a) => decode::run(a),
         Which::Order(a) => order::run(a),
+        Which::Filter(a) => filter::run(a),
         Which::Gpu(a) => run_gpu(a),
     }
 }
