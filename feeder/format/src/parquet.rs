@@ -613,13 +613,13 @@ pub(crate) fn row_group_stats(
         .map(|(_, p)| p)
         .unwrap_or_default();
     let spark_legacy = legacy(md, paths).is_some();
-    let per_column: Vec<
-        Option<(
-            arrow_array::ArrayRef,
-            arrow_array::ArrayRef,
-            Vec<Option<u64>>,
-        )>,
-    > = columns
+    // Per column: every row group's minima, maxima and null counts.
+    type Columns = (
+        arrow_array::ArrayRef,
+        arrow_array::ArrayRef,
+        Vec<Option<u64>>,
+    );
+    let per_column: Vec<Option<Columns>> = columns
         .iter()
         .map(|f| {
             if spark_legacy

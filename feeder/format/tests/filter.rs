@@ -251,7 +251,7 @@ fn positions_are_the_passing_rows_and_skip_rows_passes_whole_units() {
     };
     let p = plan(&storage, &input, &o).unwrap();
     let s = &p.splits[0];
-    let want: Vec<i64> = expected(|i, s, _, _| i < 400 && i >= 100 && s == Some(1.0));
+    let want: Vec<i64> = expected(|i, s, _, _| (100..400).contains(&i) && s == Some(1.0));
     assert_eq!(s.rows, want.len() as u64);
     assert_eq!(s.units.len(), 4, "the units count passing rows");
     assert_eq!(s.units[0], 0, "row group 0 (ids 0..100) holds none");

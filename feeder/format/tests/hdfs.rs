@@ -729,12 +729,12 @@ for k in range(2):
             lplan
                 .splits
                 .iter()
-                .map(|s| (s.rows, s.unit.clone()))
+                .map(|s| (s.rows, s.unit))
                 .collect::<Vec<_>>(),
             hplan
                 .splits
                 .iter()
-                .map(|s| (s.rows, s.unit.clone()))
+                .map(|s| (s.rows, s.unit))
                 .collect::<Vec<_>>(),
             "{name}: split units and rows"
         );
