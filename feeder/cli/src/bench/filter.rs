@@ -111,17 +111,17 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
     };
     let (mut best_plain, mut best_filtered): (Option<Pass>, Option<Pass>) = (None, None);
     for _ in 0..a.repeat.max(1) {
-        for (o, best) in [
-            (&plain, &mut best_plain),
-            (&filtered, &mut best_filtered),
-        ] {
+        for (o, best) in [(&plain, &mut best_plain), (&filtered, &mut best_filtered)] {
             let p = pass(&storage, &input, o)?;
             if best.is_none_or(|b| p.secs < b.secs) {
                 *best = Some(p);
             }
         }
     }
-    let (n, f) = (best_plain.unwrap_or_default(), best_filtered.unwrap_or_default());
+    let (n, f) = (
+        best_plain.unwrap_or_default(),
+        best_filtered.unwrap_or_default(),
+    );
     let cost = plan(&storage, &input, &filtered)?
         .filter
         .map(|pf| pf.cost.line())
