@@ -168,3 +168,43 @@ def test_a_coordinator_restarted_on_its_journal_continues_the_job(
 def _steps(out: Path, rank: int) -> list[dict]:
     return [json.loads(line) for line in (out / f"rank-{rank}.jsonl").read_text().splitlines()
             if '"ids"' in line]
+
+
+def test_a_filtered_job_restarted_on_its_journal_reads_the_same_rows(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """Under `--filter`: the coordinator counts the passing rows once, each `hydrofeed feeder`
+    (a process of its own) takes its counts instead of counting again; the coordinator
+    `kill -9`ed mid-epoch and restarted on its journal plans the same rows, and every passing
+    row comes exactly once per epoch, no other."""
+    text = "id < 4000 OR x >= 2000"
+    journal = tmp_path / "journal"
+    job = Job(hf_bin, data7, tmp_path, "--journal", str(journal), "--filter", text,
+              coordinator_timeout=60, epochs=2, feeder_args=("--filter", text))
+    res = job.restart_on_journal(20)
+    assert "filter" in res[-1].stderr and "rows pass" in res[-1].stderr, res[-1].stderr[-2000:]
+    # data7: files of 1, 10000, 37, 2500, 3, 900, 6000 rows; x is the row's index in its file.
+    sizes, want, start = [1, 10000, 37, 2500, 3, 900, 6000], set(), 0
+    for n in sizes:
+        want |= {start + k for k in range(n) if start + k < 4000 or k >= 2000}
+        start += n
+    per_epoch = len(want) - len(want) % (WORKERS * BATCH)
+    for epoch in range(2):
+        got = [i for k in range(WORKERS) for s in _steps(job.out, k) if s["epoch"] == epoch
+               for i in s["ids"]]
+        assert len(got) == len(set(got)) == per_epoch, (epoch, len(got), per_epoch)
+        assert set(got) <= want
+
+
+def test_a_feeder_with_another_filter_than_its_coordinators_stops_naming_both(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    job = Job(hf_bin, data7, tmp_path, "--filter", "x < 1000", coordinator_timeout=10,
+              epochs=1, feeder_args=("--filter", "x < 1001"))
+    try:
+        for f in job.feeders:
+            _, err = f.communicate(timeout=60)
+            assert f.returncode != 0
+            assert "--filter \"x < 1001\" differs from the coordinator's \"x < 1000\"" in err, err[-2000:]
+    finally:
+        job.kill()
