@@ -14,9 +14,12 @@
 //!   `commitInfo` timestamp, else the commit file's modification time); by default the newest
 //!   version at planning time;
 //! - partition values from the `add` actions (typed by the table's schema), not from directory
-//!   names.
+//!   names;
+//! - deletion vectors: a file's identity is its path and its vector (a `DELETE` removes the
+//!   file without a vector and adds it with one); the vector is passed on with the file
+//!   ([`crate::deletion`] reads it, the plan leaves its rows out).
 //!
-//! Refused by name, never read wrong: deletion vectors on a live file, column mapping (`name`
+//! Refused by name, never read wrong: column mapping (`name`
 //! or `id` mode), V2 checkpoints and any reader feature this reader does not know; a snapshot
 //! whose commits were cleaned up (the log no longer reaches it).
 
@@ -85,6 +88,8 @@ pub struct TableFile {
     pub partition: Vec<(String, Option<String>)>,
     /// Rows, from the `add` action's statistics, where present.
     pub records: Option<u64>,
+    /// The rows a deletion vector deleted from the file, when it has one.
+    pub deletion: Option<crate::deletion::DeletionVector>,
 }
 
 /// A snapshot's live files and what the table says of them.
@@ -123,8 +128,29 @@ struct Add {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Remove {
     path: String,
+    #[serde(default)]
+    deletion_vector: Option<serde_json::Value>,
+}
+
+/// A file's identity in the log: its path and its deletion vector's unique id (Delta's
+/// protocol: a `DELETE` removes `(path, no vector)` and adds `(path, vector)` in one commit).
+fn file_key(path: &str, dv: Option<&serde_json::Value>) -> (String, String) {
+    let id = match dv.filter(|d| d.is_object()) {
+        None => String::new(),
+        Some(d) => {
+            let s = |k: &str| d.get(k).map(|v| v.to_string()).unwrap_or_default();
+            format!(
+                "{}{}@{}",
+                s("storageType"),
+                s("pathOrInlineDv"),
+                s("offset")
+            )
+        }
+    };
+    (path.to_string(), id)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -226,7 +252,7 @@ pub(crate) fn bad(path: &str, detail: impl Into<String>) -> Error {
 /// The live state of the log while it is replayed.
 #[derive(Default)]
 struct Replay {
-    live: BTreeMap<String, Add>,
+    live: BTreeMap<(String, String), Add>,
     meta: Option<MetaData>,
     protocol: Option<Protocol>,
 }
@@ -234,10 +260,12 @@ struct Replay {
 impl Replay {
     fn apply(&mut self, l: Line) {
         if let Some(r) = l.remove {
-            self.live.remove(&r.path);
+            self.live
+                .remove(&file_key(&r.path, r.deletion_vector.as_ref()));
         }
         if let Some(a) = l.add {
-            self.live.insert(a.path.clone(), a);
+            self.live
+                .insert(file_key(&a.path, a.deletion_vector.as_ref()), a);
         }
         if let Some(m) = l.meta_data {
             self.meta = Some(m);
@@ -382,14 +410,14 @@ pub fn snapshot(
     check_protocol(&log, replay.protocol.as_ref(), &meta)?;
     let types = partition_types(&log, &meta)?;
     let mut out = Vec::with_capacity(replay.live.len());
-    for (path, a) in replay.live {
-        if a.deletion_vector.as_ref().is_some_and(|d| !d.is_null()) {
-            return Err(bad(
-                &join(root, &path),
-                "has a deletion vector (rows deleted without rewriting the file): not read \
-                 yet; purge them first (Spark: REORG TABLE ... APPLY (PURGE))",
-            ));
-        }
+    for ((path, _), a) in replay.live {
+        let deletion = match a.deletion_vector.as_ref().filter(|d| !d.is_null()) {
+            None => None,
+            Some(d) => Some(
+                serde_json::from_value::<crate::deletion::DeletionVector>(d.clone())
+                    .map_err(|e| bad(&join(root, &path), &format!("its deletion vector: {e}")))?,
+            ),
+        };
         let full = if path.contains("://") || path.starts_with('/') {
             path.clone()
         } else {
@@ -414,6 +442,7 @@ pub fn snapshot(
                 .map(|c| (c.clone(), a.partition_values.get(c).cloned().flatten()))
                 .collect(),
             records,
+            deletion,
         });
     }
     Ok(TableFiles {
@@ -513,6 +542,26 @@ fn field<'a>(s: &'a StructArray, name: &str) -> Option<&'a Arc<dyn Array>> {
     s.column_by_name(name)
 }
 
+/// A checkpoint's `deletionVector` struct at row `i`, as the JSON log writes it.
+fn dv_at(a: Option<&Arc<dyn Array>>, i: usize) -> Option<serde_json::Value> {
+    let d = a?.as_any().downcast_ref::<StructArray>()?;
+    if d.is_null(i) {
+        return None;
+    }
+    let mut o = serde_json::Map::new();
+    for k in ["storageType", "pathOrInlineDv"] {
+        if let Some(v) = str_at(field(d, k), i) {
+            o.insert(k.into(), v.into());
+        }
+    }
+    for k in ["offset", "sizeInBytes", "cardinality"] {
+        if let Some(v) = i64_at(field(d, k), i) {
+            o.insert(k.into(), v.into());
+        }
+    }
+    Some(serde_json::Value::Object(o))
+}
+
 fn str_at(a: Option<&Arc<dyn Array>>, i: usize) -> Option<String> {
     let a = a?;
     if a.is_null(i) {
@@ -591,15 +640,16 @@ fn checkpoint_batch(path: &str, b: &RecordBatch, replay: &mut Replay) -> Result<
                 partition_values: map_at(field(a, "partitionValues"), i),
                 size: i64_at(field(a, "size"), i).unwrap_or(0).max(0) as u64,
                 modification_time: i64_at(field(a, "modificationTime"), i).unwrap_or(0),
-                deletion_vector: field(a, "deletionVector")
-                    .filter(|d| d.is_valid(i))
-                    .map(|_| serde_json::Value::Bool(true)),
+                deletion_vector: dv_at(field(a, "deletionVector"), i),
                 stats: str_at(field(a, "stats"), i),
             });
         }
         if let Some(r) = remove.filter(|r| r.is_valid(i)) {
             if let Some(p) = str_at(field(r, "path"), i) {
-                line.remove = Some(Remove { path: p });
+                line.remove = Some(Remove {
+                    path: p,
+                    deletion_vector: dv_at(field(r, "deletionVector"), i),
+                });
             }
         }
         if let Some(m) = meta.filter(|m| m.is_valid(i)) {
@@ -700,8 +750,13 @@ mod tests {
 
         let dv = r#","deletionVector":{"storageType":"u","pathOrInlineDv":"x","offset":1,"sizeInBytes":4,"cardinality":2}"#;
         let (d, s) = table(&[vec![META.into(), add("a.parquet", "1", dv)]]);
+        let t = snapshot(&s, d.path().to_str().unwrap(), None).unwrap();
+        assert_eq!(t.files[0].deletion.as_ref().map(|v| v.cardinality), Some(2));
+        // A deletion vector the log does not describe whole is named.
+        let dv = r#","deletionVector":{"storageType":"u"}"#;
+        let (d, s) = table(&[vec![META.into(), add("a.parquet", "1", dv)]]);
         let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
-        assert!(e.to_string().contains("deletion vector"), "{e}");
+        assert!(e.to_string().contains("its deletion vector"), "{e}");
 
         let mapped = META.replace(
             r#""configuration":{}"#,

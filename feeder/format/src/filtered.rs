@@ -24,11 +24,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use arrow_array::RecordBatch;
+use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::{Field, SchemaRef};
 
 use hydrofeed_storage::Storage;
 
+use crate::deletion::Deleted;
 use crate::filter::{Bound, ColumnStats};
 use crate::split::{Format, Split, SplitFilter};
 use crate::{Error, Plan, ReadOptions, Result, SkipStats, SkippedRows, SplitReader};
@@ -122,7 +123,9 @@ pub(crate) fn count(
     let mut cost = FilterCost::default();
     let cols = bound.columns();
     let mut out: Vec<Vec<u64>> = Vec::with_capacity(plan.splits.len());
-    let mut todo: Vec<(usize, usize)> = Vec::new();
+    // (split, unit, the unit's first row in its file)
+    let mut todo: Vec<(usize, usize, u64)> = Vec::new();
+    let starts = first_rows(&plan.splits);
     // Row-group statistics of the file being planned (splits of a file are consecutive).
     let mut file_stats: Option<(String, Vec<Vec<Option<ColumnStats>>>)> = None;
     for (si, split) in plan.splits.iter().enumerate() {
@@ -166,9 +169,14 @@ pub(crate) fn count(
             _ => 0,
         };
         let mut pass = Vec::with_capacity(raw.len());
+        let deleted = plan.deleted.get(&split.path);
+        let mut unit_row = starts[si];
         for (u, &rows) in raw.iter().enumerate() {
+            let at = unit_row;
+            unit_row += rows;
             cost.units += 1;
             cost.rows_before += rows;
+            let alive = rows - deleted.map_or(0, |d| d.count_in(at, at + rows));
             let p = bound.possible(rows, &|f: &Field| {
                 if let Some(s) = partition_stats(split, f, rows) {
                     return Some(s);
@@ -176,14 +184,14 @@ pub(crate) fn count(
                 let i = cols.iter().position(|c| c.name() == f.name())?;
                 stats_of_file?.get(first + u)?.get(i)?.clone()
             });
-            if rows == 0 || p.none_pass() {
+            if alive == 0 || p.none_pass() {
                 cost.none_by_stats += 1;
                 pass.push(0);
             } else if p.all_pass() {
                 cost.all_by_stats += 1;
-                pass.push(rows);
+                pass.push(alive);
             } else {
-                todo.push((si, u));
+                todo.push((si, u, at));
                 pass.push(0);
             }
         }
@@ -213,12 +221,15 @@ pub(crate) fn count(
             for _ in 0..threads {
                 s.spawn(|| loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(si, u)) = todo.get(k) else { break };
+                    let Some(&(si, u, at)) = todo.get(k) else {
+                        break;
+                    };
                     if failed.lock().map(|f| f.is_some()).unwrap_or(true) {
                         break;
                     }
                     let unit = plan.splits[si].unit_alone(u);
-                    let r = count_unit(&metered, plan, &schema, &unit, bound, opts);
+                    let deleted = plan.deleted.get(&unit.path).map(|d| (d.as_ref(), at));
+                    let r = count_unit(&metered, plan, &schema, &unit, bound, deleted, opts);
                     match r {
                         Ok(n) => counted.lock().expect("count list").push((si, u, n)),
                         Err(e) => {
@@ -243,22 +254,74 @@ pub(crate) fn count(
     Ok((out, cost))
 }
 
-/// Rows of one unit (a split of one unit) that pass.
+/// Rows of one unit (a split of one unit) that pass, leaving out those `deleted` (with the
+/// unit's first row in its file) deletes.
 fn count_unit(
     storage: &Arc<dyn Storage>,
     plan: &Plan,
     schema: &SchemaRef,
     unit: &Split,
     bound: &Bound,
+    deleted: Option<(&Deleted, u64)>,
     opts: &ReadOptions,
 ) -> Result<u64> {
     let r = crate::open_projected(storage, schema, plan.read_schema.as_ref(), unit, opts)?;
     let mut n = 0u64;
+    let mut row = deleted.map_or(0, |(_, at)| at);
     for b in r {
         let b = b?;
-        n += bound.eval(&b)?.true_count() as u64;
+        let mut m = bound.eval(&b)?;
+        if let Some((d, _)) = deleted {
+            m = and_alive(m, d, row)?;
+        }
+        row += b.num_rows() as u64;
+        n += m.true_count() as u64;
     }
     Ok(n)
+}
+
+/// `mask` and not deleted, for rows `row..` of the file.
+fn and_alive(mask: BooleanArray, d: &Deleted, row: u64) -> Result<BooleanArray> {
+    let n = mask.len() as u64;
+    if d.count_in(row, row + n) == 0 {
+        return Ok(mask);
+    }
+    let alive: BooleanArray = (row..row + n).map(|i| Some(!d.contains(i))).collect();
+    arrow::compute::and(&mask, &alive).map_err(|e| Error::external("masking deleted rows", e))
+}
+
+/// The file row each split starts at (a file's splits are consecutive, in unit order).
+pub(crate) fn first_rows(splits: &[Split]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(splits.len());
+    let (mut path, mut at): (Option<&str>, u64) = (None, 0);
+    for s in splits {
+        if path != Some(s.path.as_str()) {
+            (path, at) = (Some(s.path.as_str()), 0);
+        }
+        out.push(at);
+        at += s.raw_units().iter().sum::<u64>();
+    }
+    out
+}
+
+/// Each split's rows per unit that its file's deletion vector left (no filter).
+pub(crate) fn undeleted(plan: &Plan) -> Vec<Vec<u64>> {
+    let starts = first_rows(&plan.splits);
+    plan.splits
+        .iter()
+        .zip(starts)
+        .map(|(s, mut at)| {
+            let d = plan.deleted.get(&s.path);
+            s.raw_units()
+                .into_iter()
+                .map(|rows| {
+                    let left = rows - d.map_or(0, |d| d.count_in(at, at + rows));
+                    at += rows;
+                    left
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Puts the counts (each split's passing rows per unit) into the splits; an error when they do
@@ -272,7 +335,8 @@ pub(crate) fn apply(splits: &mut [Split], counts: &[Vec<u64>]) -> Result<()> {
             splits.len()
         )));
     }
-    for (s, pass) in splits.iter_mut().zip(counts) {
+    let starts = first_rows(splits);
+    for ((s, pass), first_row) in splits.iter_mut().zip(counts).zip(starts) {
         let raw = s.raw_units();
         if pass.len() != raw.len() || pass.iter().zip(&raw).any(|(p, r)| p > r) {
             return Err(Error::InvalidArgument(format!(
@@ -290,15 +354,18 @@ pub(crate) fn apply(splits: &mut [Split], counts: &[Vec<u64>]) -> Result<()> {
         s.filter = Some(SplitFilter {
             raw,
             pass: pass.clone(),
+            first_row,
         });
     }
     Ok(())
 }
 
-/// Reads a split of a filtered plan: the rows that pass, in the plan's schema.
+/// Reads a split of a filtered plan (or of a file with deleted rows): the rows that pass and
+/// are not deleted, in the plan's schema.
 pub(crate) struct Filtered {
     inner: Box<dyn SplitReader>,
-    bound: Arc<Bound>,
+    bound: Option<Arc<Bound>>,
+    deleted: Option<Arc<Deleted>>,
     schema: SchemaRef,
     /// Output column `i` is column `out[i]` of the inner reader's batches.
     out: Vec<usize>,
@@ -311,13 +378,17 @@ pub(crate) struct Filtered {
     gaps: Vec<SkippedRows>,
     seen_gaps: usize,
     started: bool,
+    /// Where the next batch starts (with deleted rows): its unit and the rows of it read.
+    cur: usize,
+    off: u64,
 }
 
 impl Filtered {
     /// `inner` reads `split` with the filter's extra columns after the plan's `schema`.
     pub(crate) fn new(
         inner: Box<dyn SplitReader>,
-        bound: Arc<Bound>,
+        bound: Option<Arc<Bound>>,
+        deleted: Option<Arc<Deleted>>,
         schema: SchemaRef,
         split: &Split,
     ) -> Result<Self> {
@@ -348,6 +419,7 @@ impl Filtered {
         Ok(Self {
             inner,
             bound,
+            deleted,
             schema,
             out,
             raw_at: prefix(&filter.raw),
@@ -357,7 +429,36 @@ impl Filtered {
             gaps: Vec::new(),
             seen_gaps: 0,
             started: false,
+            cur: 0,
+            off: 0,
         })
+    }
+
+    /// Which rows of `b`, the next batch of the inner reader, are read: those the predicate
+    /// holds for and no deletion vector deleted (`None`: all).
+    fn keep(&mut self, b: &RecordBatch) -> Result<Option<BooleanArray>> {
+        let mut mask = match &self.bound {
+            Some(f) => Some(f.eval(b)?),
+            None => None,
+        };
+        if let Some(d) = &self.deleted {
+            let units = self.filter.raw.len();
+            // Batches never span units; units that count 0 are not read.
+            while self.cur < units
+                && (self.filter.pass[self.cur] == 0 || self.off >= self.filter.raw[self.cur])
+            {
+                self.cur += 1;
+                self.off = 0;
+            }
+            let row = self.filter.first_row + self.raw_at[self.cur.min(units)] + self.off;
+            self.off += b.num_rows() as u64;
+            let n = b.num_rows() as u64;
+            if d.count_in(row, row + n) > 0 {
+                let all = BooleanArray::from(vec![true; b.num_rows()]);
+                mask = Some(and_alive(mask.unwrap_or(all), d, row)?);
+            }
+        }
+        Ok(mask)
     }
 
     /// The inner reader's new skipped ranges, in the filter's positions: a unit skipped whole
@@ -369,6 +470,9 @@ impl Filtered {
             let a = self.raw_at.iter().position(|&r| r == g.start);
             let b = self.raw_at.iter().rposition(|&r| r == g.end);
             if let (Some(a), Some(b)) = (a, b) {
+                if self.cur < b {
+                    (self.cur, self.off) = (b, 0);
+                }
                 if self.pass_at[b] > self.pass_at[a] {
                     self.gaps.push(SkippedRows {
                         start: self.pass_at[a],
@@ -390,9 +494,10 @@ impl Filtered {
                 Err(e) => return Some(Err(e)),
             };
             self.started = true;
-            let kept = self.bound.eval(&b).and_then(|mask| {
-                arrow_select::filter::filter_record_batch(&b, &mask)
-                    .map_err(|e| Error::external("filtering a batch", e))
+            let kept = self.keep(&b).and_then(|mask| match mask {
+                None => Ok(b),
+                Some(m) => arrow_select::filter::filter_record_batch(&b, &m)
+                    .map_err(|e| Error::external("filtering a batch", e)),
             });
             let kept = match kept {
                 Ok(k) => k,
@@ -441,12 +546,13 @@ impl SplitReader for Filtered {
         if self.started || !self.whole_units {
             return 0;
         }
-        let (mut pass, mut raw) = (0u64, 0u64);
+        let (mut pass, mut raw, mut units) = (0u64, 0u64, 0usize);
         for (p, r) in self.filter.pass.iter().zip(&self.filter.raw) {
             if pass + p > n {
                 break;
             }
             pass += p;
+            units += 1;
             if *p > 0 {
                 raw += r;
             }
@@ -456,6 +562,7 @@ impl SplitReader for Filtered {
         }
         if self.inner.skip_rows(raw) == raw {
             self.started = true;
+            (self.cur, self.off) = (units, 0);
             pass
         } else {
             0

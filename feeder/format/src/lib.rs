@@ -15,6 +15,7 @@ pub use hydrofeed_error::{Error, Location, Result};
 
 pub mod avro;
 mod calendar;
+pub mod deletion;
 pub mod delta;
 pub mod filter;
 pub mod filtered;
@@ -117,6 +118,9 @@ pub struct Plan {
     pub table: Option<delta::TableSnapshot>,
     /// The filter, when the read has one: the splits' rows are then those that pass.
     pub filter: Option<filtered::PlanFilter>,
+    /// The rows deletion vectors deleted, by data file path (Delta tables): the splits' rows
+    /// leave them out.
+    pub deleted: std::collections::HashMap<String, Arc<deletion::Deleted>>,
 }
 
 impl Plan {
@@ -253,6 +257,13 @@ pub fn plan_counted(
     let files = listing::list(storage, input, opts.format, opts.snapshot.as_ref())?;
     let table = files.table.clone();
     let format = files.format;
+    let mut deleted = std::collections::HashMap::new();
+    for f in &files.files {
+        if let Some(dv) = &f.deletion {
+            let d = dv.load(storage, input, &f.status.path)?;
+            deleted.insert(f.status.path.clone(), Arc::new(d));
+        }
+    }
     let mut read_schema = opts.schema.clone();
     let mut planned = plan_files(storage, &files, opts);
     if format == Format::Avro && opts.schema.is_none() {
@@ -312,7 +323,12 @@ pub fn plan_counted(
         files: files.files.into_iter().map(|f| f.status).collect(),
         table,
         filter: None,
+        deleted,
     };
+    if opts.filter.is_none() && !plan.deleted.is_empty() {
+        let counts = filtered::undeleted(&plan);
+        filtered::apply(&mut plan.splits, &counts)?;
+    }
     if let Some(f) = &opts.filter {
         let full = listing::plan_schema(&first_path, &file_schema, &files.partition_fields, None)?;
         let bound = Arc::new(f.bind(&full)?);
@@ -409,7 +425,8 @@ pub fn open_split(
     split: &Split,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    let Some(f) = &plan.filter else {
+    let deleted = plan.deleted.get(&split.path).cloned();
+    if plan.filter.is_none() && deleted.is_none() {
         return open_projected(
             storage,
             &plan.schema,
@@ -417,9 +434,11 @@ pub fn open_split(
             split,
             opts,
         );
-    };
+    }
     let mut fields: Vec<arrow_schema::FieldRef> = plan.schema.fields().iter().cloned().collect();
-    fields.extend(f.extra.iter().map(|x| Arc::new(x.clone())));
+    if let Some(f) = &plan.filter {
+        fields.extend(f.extra.iter().map(|x| Arc::new(x.clone())));
+    }
     let read: SchemaRef = Arc::new(arrow_schema::Schema::new_with_metadata(
         fields,
         plan.schema.metadata().clone(),
@@ -427,7 +446,8 @@ pub fn open_split(
     let inner = open_projected(storage, &read, plan.read_schema.as_ref(), split, opts)?;
     Ok(Box::new(filtered::Filtered::new(
         inner,
-        f.bound.clone(),
+        plan.filter.as_ref().map(|f| f.bound.clone()),
+        deleted,
         plan.schema.clone(),
         split,
     )?))

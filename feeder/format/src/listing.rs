@@ -35,6 +35,8 @@ pub struct Listed {
     pub status: FileStatus,
     /// `key=value` directories above it (below the input root).
     pub partition: Vec<(String, String)>,
+    /// A table's deletion vector of the file (Delta): rows it no longer holds.
+    pub deletion: Option<crate::deletion::DeletionVector>,
 }
 
 /// The files of an input.
@@ -150,6 +152,7 @@ fn walk(
                 Listed {
                     status: c,
                     partition: parts.to_vec(),
+                    deletion: None,
                 },
             ));
         }
@@ -198,6 +201,7 @@ fn list_table(
         .into_iter()
         .map(|f| Listed {
             status: f.status,
+            deletion: f.deletion,
             partition: f
                 .partition
                 .into_iter()
@@ -298,6 +302,7 @@ pub fn list(
                 Listed {
                     status: st,
                     partition: Vec::new(),
+                    deletion: None,
                 },
             ));
         }

@@ -90,8 +90,12 @@ pub struct Split {
 pub struct SplitFilter {
     /// Rows of each unit, by the file's metadata.
     pub raw: Vec<u64>,
-    /// Rows of each unit that pass the filter.
+    /// Rows of each unit that pass the filter (and that no deletion vector deleted).
     pub pass: Vec<u64>,
+    /// The file row the split starts at (the rows of the file's units before it): where a
+    /// deletion vector's row indices are counted from.
+    #[serde(default)]
+    pub first_row: u64,
 }
 
 impl Split {

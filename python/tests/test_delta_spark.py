@@ -1,0 +1,82 @@
+"""Delta tables written by Spark with Delta Lake's own writer (``delta-spark`` from Maven at
+PySpark's version) read as Spark reads them: deletion vectors (``DELETE``/``UPDATE`` with
+``delta.enableDeletionVectors``) leave out exactly the rows Spark leaves out, at every version,
+partitioned and not, through ``hydrofeed.read`` and through ``launch`` with equal steps.
+
+Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hydrofeed
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+HERE = Path(__file__).resolve().parent
+WRITER = HERE / "spark_delta_writer.py"
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("spark_delta")
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"the Spark writer cannot run on CI: {e}")
+        pytest.skip(str(e))
+    r = subprocess.run([sys.executable, str(WRITER), str(out)], capture_output=True, text=True,
+                       timeout=800)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return out, json.loads((out / "done.json").read_text())
+
+
+def ids(path: Path, **kw) -> list[int]:
+    r = hydrofeed.read(str(path), columns=["id"], **kw)
+    got = sorted(i for b in r for i in b.column(0).to_pylist())
+    assert r.num_rows == len(got), "the plan counts the rows left"
+    return got
+
+
+@pytest.mark.parametrize("name", ["dv_plain", "dv_partitioned"])
+def test_every_version_reads_the_rows_spark_reads(tables: tuple[Path, dict], name: str) -> None:
+    out, done = tables
+    table = out / name
+    assert any(p.name.startswith("deletion_vector_") for p in table.rglob("*.bin")), \
+        "the writer made deletion vectors"
+    for version, want in done[name].items():
+        assert ids(table, snapshot=int(version)) == want, f"version {version}"
+
+
+def test_a_filter_over_deleted_rows(tables: tuple[Path, dict]) -> None:
+    out, done = tables
+    newest = done["dv_partitioned"][str(max(map(int, done["dv_partitioned"])))]
+    got = ids(out / "dv_partitioned", filter="k = 1 AND id < 12000")
+    assert got == [i for i in newest if i % 3 == 1 and i < 12000]
+
+
+def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict], tmp_path: Path) -> None:
+    out, done = tables
+    newest = done["dv_plain"][str(max(map(int, done["dv_plain"])))]
+    e = dict(os.environ, OUT=str(tmp_path))
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "2", "--input", str(out / "dv_plain"), "--batch-size", "50",
+         "--remainder", "pad", "--", sys.executable, str(HERE / "launch_trainer.py")],
+        env=e, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = []
+    for k in range(2):
+        for line in (tmp_path / f"rank-{k}.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            seen.extend(rec.get("ids", []))
+    assert set(seen) == set(newest)
+    assert len(seen) - len(newest) < 100, "only the last step of each rank is padded"
