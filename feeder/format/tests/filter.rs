@@ -3,60 +3,18 @@
 //! never read.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-use bytes::Bytes;
 use hydrofeed_format::filter::Filter;
 use hydrofeed_format::gen::{write_dataset, GenOptions};
 use hydrofeed_format::split::Format;
 use hydrofeed_format::{open_split, plan, plan_counted, OnError, Plan, ReadOptions};
 use hydrofeed_storage::local::LocalStorage;
-use hydrofeed_storage::{BlockLocation, FileStatus, RandomAccess, Result, Storage};
-
-/// Local storage that counts the bytes read through it.
-#[derive(Default)]
-struct Counting(Arc<AtomicU64>);
-
-struct CountingFile(Arc<dyn RandomAccess>, Arc<AtomicU64>);
-
-impl RandomAccess for CountingFile {
-    fn len(&self) -> u64 {
-        self.0.len()
-    }
-    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
-        let b = self.0.read_at(offset, len)?;
-        self.1.fetch_add(b.len() as u64, Ordering::Relaxed);
-        Ok(b)
-    }
-    fn path(&self) -> &str {
-        self.0.path()
-    }
-}
-
-impl Storage for Counting {
-    fn stat(&self, path: &str) -> Result<FileStatus> {
-        LocalStorage.stat(path)
-    }
-    fn list(&self, dir: &str) -> Result<Vec<FileStatus>> {
-        LocalStorage.list(dir)
-    }
-    fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>> {
-        Ok(Arc::new(CountingFile(
-            LocalStorage.open(path)?,
-            self.0.clone(),
-        )))
-    }
-    fn block_locations(&self, path: &str) -> Result<Vec<BlockLocation>> {
-        LocalStorage.block_locations(path)
-    }
-    fn scheme(&self) -> &'static str {
-        "file"
-    }
-}
+use hydrofeed_storage::metered::{metered, ByteCount};
+use hydrofeed_storage::Storage;
 
 /// Row `i` of the table: `id` = i, `score` = (i % 7) as a float, null every 10th row, `name`.
 fn rows(lo: i64, hi: i64) -> RecordBatch {
@@ -194,8 +152,9 @@ fn a_filtered_plan_counts_and_reads_exactly_the_rows_that_pass() {
 fn partitions_and_statistics_decide_units_without_reading_them() {
     let dir = tempfile::tempdir().unwrap();
     table(dir.path());
-    let bytes = Arc::new(AtomicU64::new(0));
-    let storage: Arc<dyn Storage> = Arc::new(Counting(bytes.clone()));
+    let bytes = Arc::new(ByteCount::default());
+    let local: Arc<dyn Storage> = Arc::new(LocalStorage);
+    let storage = metered(&local, bytes.clone());
     let input = dir.path().display().to_string();
     // Row group 2 of part=b (ids 600..700) alone holds rows that pass.
     let o = opts("part = 'b' AND id >= 600 AND id < 650");
@@ -217,13 +176,13 @@ fn partitions_and_statistics_decide_units_without_reading_them() {
     let p = plan(&storage, &input, &o).unwrap();
     let s = p.splits.iter().find(|s| s.rows > 0).unwrap();
     assert_eq!(s.units, vec![0, 0, 50, 0]);
-    bytes.store(0, Ordering::Relaxed);
+    let before = bytes.get();
     let n: usize = open_split(&storage, &p, s, &o)
         .unwrap()
         .map(|b| b.unwrap().num_rows())
         .sum();
     assert_eq!(n, 50);
-    let read = bytes.load(Ordering::Relaxed);
+    let read = bytes.get() - before;
     let whole = std::fs::metadata(dir.path().join("part=b/f.parquet"))
         .unwrap()
         .len();
@@ -299,22 +258,28 @@ fn a_feeder_takes_the_coordinators_counts_and_refuses_others() {
     assert!(e.to_string().contains("do not fit"), "{e}");
 }
 
+/// 3,000 `gen` rows in 3 files of `format` (ids 0..3000 in order), and the input's path.
+fn generated(format: Format) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(
+        dir.path(),
+        &GenOptions {
+            format,
+            rows: 3000,
+            files: 3,
+            ..GenOptions::default()
+        },
+    )
+    .unwrap();
+    let input = dir.path().display().to_string();
+    (dir, input)
+}
+
 #[test]
 fn every_format_filters_the_same_rows() {
     for format in [Format::Parquet, Format::Orc, Format::Avro, Format::Tfrecord] {
-        let dir = tempfile::tempdir().unwrap();
-        write_dataset(
-            dir.path(),
-            &GenOptions {
-                format,
-                rows: 3000,
-                files: 3,
-                ..GenOptions::default()
-            },
-        )
-        .unwrap();
+        let (_dir, input) = generated(format);
         let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
-        let input = dir.path().display().to_string();
         let o = ReadOptions {
             filter: Some(Filter::parse("id BETWEEN 500 AND 1499 AND label <> 3").unwrap()),
             columns: Some(vec!["id".into()]),
@@ -403,19 +368,8 @@ fn parquet_row_group_statistics_rule_files_out() {
         (Format::Avro, false),
         (Format::Tfrecord, false),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        write_dataset(
-            dir.path(),
-            &GenOptions {
-                format,
-                rows: 3000,
-                files: 3,
-                ..GenOptions::default()
-            },
-        )
-        .unwrap();
+        let (_dir, input) = generated(format);
         let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
-        let input = dir.path().display().to_string();
         let o = ReadOptions {
             filter: Some(Filter::parse("id >= 200 AND id < 700").unwrap()),
             ..ReadOptions::default()
