@@ -200,3 +200,23 @@ def test_orc_stripe_statistics_rule_out_stripes(hf_bin: str, tmp_path: Path) -> 
             & (F("day") > pa.scalar(datetime.date(2026, 1, 3))))
     want = sorted(ds.dataset(tmp_path, format="orc").to_table(filter=expr).column("id").to_pylist())
     assert got == want and got
+
+
+def test_a_delta_tables_file_statistics_rule_files_out_unopened(hf_bin: str, tmp_path: Path) -> None:
+    """A Delta table written by delta-rs (statistics in every `add`): files whose `minValues` /
+    `maxValues` rule the predicate out are not opened; the rows are delta-rs' own, filtered."""
+    deltalake = pytest.importorskip("deltalake")
+    table = tmp_path / "t"
+    for k in range(4):
+        ids = pa.array(range(k * 1000, (k + 1) * 1000), pa.int64())
+        t = pa.table({"id": ids, "name": pa.array([f"n{i % 3}" for i in range(1000)])})
+        deltalake.write_deltalake(str(table), t, mode="append")
+    text = "id >= 2100 AND id < 2200 AND name <> 'n0'"
+    f = inspect(hf_bin, table, text)["filter"]
+    assert f["files_ruled_out"] == 3, f
+    want = sorted(
+        deltalake.DeltaTable(str(table)).to_pyarrow_table()
+        .filter((F("id") >= 2100) & (F("id") < 2200) & (F("name") != "n0")).column("id").to_pylist()
+    )
+    got, r = ours(table, text)
+    assert got == want and len(got) > 50

@@ -90,6 +90,9 @@ pub struct TableFile {
     pub records: Option<u64>,
     /// The rows a deletion vector deleted from the file, when it has one.
     pub deletion: Option<crate::deletion::DeletionVector>,
+    /// The `add` action's statistics (`numRecords`, `minValues`, `maxValues`, `nullCount`),
+    /// where present: a filter rules files out by them unread.
+    pub stats: Option<serde_json::Value>,
 }
 
 /// A snapshot's live files and what the table says of them.
@@ -423,12 +426,11 @@ pub fn snapshot(
         } else {
             join(root, &crate::listing::unescape(&path))
         };
-        let records = a.stats.as_deref().and_then(|s| {
-            serde_json::from_str::<serde_json::Value>(s)
-                .ok()?
-                .get("numRecords")?
-                .as_u64()
-        });
+        let stats = a
+            .stats
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
+        let records = stats.as_ref().and_then(|s| s.get("numRecords")?.as_u64());
         out.push(TableFile {
             status: FileStatus {
                 path: full,
@@ -443,6 +445,7 @@ pub fn snapshot(
                 .collect(),
             records,
             deletion,
+            stats,
         });
     }
     Ok(TableFiles {

@@ -66,6 +66,8 @@ pub struct FilterCost {
     pub secs: f64,
     /// Whether the counts came from elsewhere (the coordinator) rather than from here.
     pub given: bool,
+    /// Files of a table its own statistics ruled out (never opened, no split planned).
+    pub files_ruled_out: u64,
 }
 
 impl FilterCost {
@@ -77,9 +79,13 @@ impl FilterCost {
                 self.rows_after, self.rows_before
             );
         }
+        let files = match self.files_ruled_out {
+            0 => String::new(),
+            n => format!("; {n} file(s) ruled out by the table's statistics"),
+        };
         format!(
-            "{} of {} rows pass; {} unit(s): {} skipped and {} taken whole by partition values \
-             or statistics, {} counted ({:.1} MB read, {:.2} s)",
+            "{} of {} rows pass{files}; {} unit(s): {} skipped and {} taken whole by partition \
+             values or statistics, {} counted ({:.1} MB read, {:.2} s)",
             self.rows_after,
             self.rows_before,
             self.units,
@@ -92,9 +98,49 @@ impl FilterCost {
     }
 }
 
+/// Whether a table's statistics of a file (Delta `add.stats`: `numRecords`, `minValues`,
+/// `maxValues`, `nullCount`, by column name) and its partition values say no row passes.
+/// Timestamps are left out (Delta truncates their bounds to milliseconds).
+pub(crate) fn table_stats_rule_out(
+    bound: &Bound,
+    stats: &serde_json::Value,
+    partition: &[(String, String)],
+) -> bool {
+    let Some(rows) = stats.get("numRecords").and_then(|n| n.as_u64()) else {
+        return false;
+    };
+    let value = |kind: &str, f: &Field| -> Option<arrow_array::ArrayRef> {
+        if matches!(f.data_type(), arrow_schema::DataType::Timestamp(..)) {
+            return None;
+        }
+        let text = match stats.get(kind)?.get(f.name())? {
+            serde_json::Value::String(s) => s.clone(),
+            v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)) => v.to_string(),
+            _ => return None,
+        };
+        let a: arrow_array::ArrayRef = Arc::new(arrow_array::StringArray::from(vec![text]));
+        let c = arrow::compute::cast(&a, f.data_type()).ok()?;
+        c.is_valid(0).then_some(c)
+    };
+    bound
+        .possible(rows, &|f: &Field| {
+            if let Some(s) = partition_stats(partition, f, rows) {
+                return Some(s);
+            }
+            Some(ColumnStats {
+                min: value("minValues", f),
+                max: value("maxValues", f),
+                nulls: stats
+                    .get("nullCount")
+                    .and_then(|n| n.get(f.name())?.as_u64()),
+            })
+        })
+        .none_pass()
+}
+
 /// The statistics that partition values give: one value, or all null.
-fn partition_stats(split: &Split, f: &Field, rows: u64) -> Option<ColumnStats> {
-    let (_, v) = split.partition.iter().find(|(k, _)| k == f.name())?;
+fn partition_stats(partition: &[(String, String)], f: &Field, rows: u64) -> Option<ColumnStats> {
+    let (_, v) = partition.iter().find(|(k, _)| k == f.name())?;
     if v == crate::listing::HIVE_NULL {
         return Some(ColumnStats {
             min: None,
@@ -178,7 +224,7 @@ pub(crate) fn count(
             cost.rows_before += rows;
             let alive = rows - deleted.map_or(0, |d| d.count_in(at, at + rows));
             let p = bound.possible(rows, &|f: &Field| {
-                if let Some(s) = partition_stats(split, f, rows) {
+                if let Some(s) = partition_stats(&split.partition, f, rows) {
                     return Some(s);
                 }
                 let i = cols.iter().position(|c| c.name() == f.name())?;

@@ -278,6 +278,7 @@ fn manifest_files(
                 partition: Vec::new(),
                 records: u64::try_from(records.value(i)).ok(),
                 deletion: None,
+                stats: None,
             });
         }
     }

@@ -278,7 +278,7 @@ pub fn plan_counted(
             }
         }
     }
-    let (first, splits) = planned?;
+    let (first, splits, files_ruled_out) = planned?;
     if let (Some((p, s)), Some(given), Format::Parquet | Format::Orc) =
         (&first, &opts.schema, format)
     {
@@ -346,6 +346,10 @@ pub fn plan_counted(
             None => filtered::count(storage, &plan, &bound, &full, opts)?,
         };
         filtered::apply(&mut plan.splits, &counts)?;
+        let cost = filtered::FilterCost {
+            files_ruled_out,
+            ..cost
+        };
         tracing::info!("filter {:?}: {}", f.text(), cost.line());
         let extra = bound
             .columns()
@@ -376,8 +380,9 @@ fn nul_name(fields: &arrow_schema::Fields) -> Option<String> {
     })
 }
 
-/// The first file with a schema (its path and schema) and the splits of every file.
-type Planned = (Option<(String, SchemaRef)>, Vec<Split>);
+/// The first file with a schema (its path and schema), the splits of every file, and how
+/// many files a table's statistics ruled out under the filter (never opened).
+type Planned = (Option<(String, SchemaRef)>, Vec<Split>, u64);
 
 fn plan_files(
     storage: &Arc<dyn Storage>,
@@ -386,11 +391,38 @@ fn plan_files(
 ) -> Result<Planned> {
     let mut splits: Vec<Split> = Vec::new();
     let mut first: Option<(String, SchemaRef)> = None;
+    // The filter, once the first file told the schema: what a table's file statistics are
+    // checked against.
+    let mut bound: Option<filter::Bound> = None;
+    let mut ruled_out = 0u64;
     for f in files.files.iter().filter(|f| f.status.len > 0) {
+        if let (Some(b), Some(st)) = (&bound, &f.stats) {
+            if filtered::table_stats_rule_out(b, st, &f.partition) {
+                ruled_out += 1;
+                continue;
+            }
+        }
         let (schema, mut sp) =
             plan_file(files.format, storage, &f.status, opts, splits.len() as u32)?;
         match &first {
-            None => first = Some((f.status.path.clone(), schema)),
+            None => {
+                if let (Some(filter), true) = (&opts.filter, files.table.is_some()) {
+                    let full = listing::plan_schema(
+                        &f.status.path,
+                        &schema,
+                        &files.partition_fields,
+                        None,
+                    )?;
+                    bound = filter.bind(&full).ok();
+                    if let (Some(b), Some(st)) = (&bound, &f.stats) {
+                        if filtered::table_stats_rule_out(b, st, &f.partition) {
+                            sp.clear();
+                            ruled_out += 1;
+                        }
+                    }
+                }
+                first = Some((f.status.path.clone(), schema));
+            }
             Some((p0, s0)) => listing::same_schema(p0, s0, &f.status.path, &schema)?,
         }
         for s in &mut sp {
@@ -398,7 +430,7 @@ fn plan_files(
         }
         splits.extend(sp);
     }
-    Ok((first, splits))
+    Ok((first, splits, ruled_out))
 }
 
 /// Plans one file of a known format (the per-format `plan_file`).

@@ -37,6 +37,8 @@ pub struct Listed {
     pub partition: Vec<(String, String)>,
     /// A table's deletion vector of the file (Delta): rows it no longer holds.
     pub deletion: Option<crate::deletion::DeletionVector>,
+    /// A table's statistics of the file (Delta `add.stats`), where present.
+    pub stats: Option<serde_json::Value>,
 }
 
 /// The files of an input.
@@ -153,6 +155,7 @@ fn walk(
                     status: c,
                     partition: parts.to_vec(),
                     deletion: None,
+                    stats: None,
                 },
             ));
         }
@@ -202,6 +205,7 @@ fn list_table(
         .map(|f| Listed {
             status: f.status,
             deletion: f.deletion,
+            stats: f.stats,
             partition: f
                 .partition
                 .into_iter()
@@ -303,6 +307,7 @@ pub fn list(
                     status: st,
                     partition: Vec::new(),
                     deletion: None,
+                    stats: None,
                 },
             ));
         }
