@@ -418,7 +418,7 @@ pub fn snapshot(
             None => None,
             Some(d) => Some(
                 serde_json::from_value::<crate::deletion::DeletionVector>(d.clone())
-                    .map_err(|e| bad(&join(root, &path), &format!("its deletion vector: {e}")))?,
+                    .map_err(|e| bad(&join(root, &path), format!("its deletion vector: {e}")))?,
             ),
         };
         let full = if path.contains("://") || path.starts_with('/') {

@@ -15,7 +15,7 @@
 //! order, the ledger and a resumed state count the rows that pass. A feeder does not count
 //! again: it takes the coordinator's counts ([`crate::plan_counted`]).
 //!
-//! [`Filtered`] reads a split: it leaves out the units that count 0 (their bytes are never
+//! `Filtered` reads a split: it leaves out the units that count 0 (their bytes are never
 //! fetched), reads the filter's columns beside the projection, drops the rows that do not
 //! pass, and maps positions (skipped units, [`SplitReader::skip_rows`]) from the file's rows
 //! to the rows that pass.
