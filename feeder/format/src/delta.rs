@@ -104,6 +104,9 @@ pub struct TableFiles {
     pub files: Vec<TableFile>,
     /// Partition columns and whether each is an integer column (else a string).
     pub partition_columns: Vec<(String, bool)>,
+    /// The table's columns when its data files name them otherwise (Delta column mapping;
+    /// Iceberg, by field id): each file is read through them ([`crate::mapping`]).
+    pub columns: Option<Arc<crate::mapping::TableColumns>>,
 }
 
 /// Whether `input` is a Delta table's root (it holds `_delta_log/`).
@@ -412,6 +415,7 @@ pub fn snapshot(
         .ok_or_else(|| bad(&log, format!("no metaData action up to version {version}")))?;
     check_protocol(&log, replay.protocol.as_ref(), &meta)?;
     let types = partition_types(&log, &meta)?;
+    let mapped = column_mapping(&log, &meta)?;
     let mut out = Vec::with_capacity(replay.live.len());
     for ((path, _), a) in replay.live {
         let deletion = match a.deletion_vector.as_ref().filter(|d| !d.is_null()) {
@@ -426,10 +430,17 @@ pub fn snapshot(
         } else {
             join(root, &crate::listing::unescape(&path))
         };
-        let stats = a
+        let mut stats = a
             .stats
             .as_deref()
             .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
+        if let (Some(st), Some(m)) = (stats.as_mut(), &mapped) {
+            for k in ["minValues", "maxValues", "nullCount"] {
+                if let Some(v) = st.get_mut(k) {
+                    rename_stats(v, &m.names);
+                }
+            }
+        }
         let records = stats.as_ref().and_then(|s| s.get("numRecords")?.as_u64());
         out.push(TableFile {
             status: FileStatus {
@@ -441,7 +452,14 @@ pub fn snapshot(
             partition: meta
                 .partition_columns
                 .iter()
-                .map(|c| (c.clone(), a.partition_values.get(c).cloned().flatten()))
+                .map(|c| {
+                    // Under column mapping, keyed by the column's physical name.
+                    let key = mapped
+                        .as_ref()
+                        .and_then(|m| m.names.iter().find(|n| &n.logical == c))
+                        .map_or(c, |n| &n.physical);
+                    (c.clone(), a.partition_values.get(key).cloned().flatten())
+                })
                 .collect(),
             records,
             deletion,
@@ -461,6 +479,7 @@ pub fn snapshot(
             .iter()
             .map(|c| (c.clone(), types.get(c).copied().unwrap_or(false)))
             .collect(),
+        columns: mapped.map(|m| Arc::new(m.columns)),
     })
 }
 
@@ -479,12 +498,12 @@ fn check_protocol(log: &str, p: Option<&Protocol>, meta: &MetaData) -> Result<()
         .cloned()
         .flatten()
         .unwrap_or_else(|| "none".into());
-    if mode != "none" {
+    if !matches!(mode.as_str(), "none" | "name" | "id") {
         return Err(bad(
             log,
             format!(
-                "column mapping (delta.columnMapping.mode = {mode}): the data files' column \
-                 names are not the table's; not read yet"
+                "column mapping mode {mode:?} (delta.columnMapping.mode): this reader knows \
+                 none, name and id"
             ),
         ));
     }
@@ -526,6 +545,185 @@ fn partition_types(log: &str, meta: &MetaData) -> Result<HashMap<String, bool>> 
         }
     }
     Ok(out)
+}
+
+/// A column-mapped table's columns and the physical names its log keys statistics and
+/// partition values by.
+struct Mapped {
+    columns: crate::mapping::TableColumns,
+    names: Vec<Physical>,
+}
+
+/// A column's physical name (what the data files and the log's `stats` and `partitionValues`
+/// call it) and its struct fields'.
+struct Physical {
+    logical: String,
+    physical: String,
+    fields: Vec<Physical>,
+}
+
+/// The table's columns under column mapping (`name`: found by physical name; `id`: by Parquet
+/// field id), its partition columns left out; `None` without column mapping.
+fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
+    use crate::mapping::{Column, Key, Kind};
+    let mode = meta
+        .configuration
+        .get("delta.columnMapping.mode")
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    let by_id = match mode.as_str() {
+        "name" => false,
+        "id" => true,
+        _ => return Ok(None),
+    };
+    let schema: serde_json::Value = serde_json::from_str(&meta.schema_string)
+        .map_err(|e| bad(log, format!("metaData.schemaString: {e}")))?;
+    fn field(log: &str, f: &serde_json::Value, by_id: bool) -> Result<(Column, Physical)> {
+        let name = f["name"].as_str().ok_or_else(|| {
+            bad(
+                log,
+                format!("metaData.schemaString: a field without a name: {f}"),
+            )
+        })?;
+        let md = &f["metadata"];
+        let physical = md["delta.columnMapping.physicalName"].as_str().ok_or_else(|| {
+            bad(
+                log,
+                format!("column mapping, but column {name:?} has no delta.columnMapping.physicalName"),
+            )
+        })?;
+        let key = if by_id {
+            let id = md["delta.columnMapping.id"]
+                .as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .ok_or_else(|| {
+                    bad(log, format!("column mapping by id, but column {name:?} has no delta.columnMapping.id"))
+                })?;
+            Key::Id(id)
+        } else {
+            Key::Name(physical.to_string())
+        };
+        let (kind, fields) = kind(log, name, &f["type"], by_id)?;
+        let nullable = f["nullable"].as_bool().unwrap_or(true);
+        Ok((
+            Column::new(name, key, nullable, kind),
+            Physical {
+                logical: name.to_string(),
+                physical: physical.to_string(),
+                fields,
+            },
+        ))
+    }
+    fn kind(
+        log: &str,
+        name: &str,
+        t: &serde_json::Value,
+        by_id: bool,
+    ) -> Result<(Kind, Vec<Physical>)> {
+        use arrow_schema::{DataType as T, TimeUnit};
+        let element = |k: Kind, nullable: bool| {
+            Box::new(Column::new(
+                "element",
+                Key::Name(String::new()),
+                nullable,
+                k,
+            ))
+        };
+        if let Some(p) = t.as_str() {
+            let prim = match p {
+                "string" => T::Utf8,
+                "long" => T::Int64,
+                "integer" => T::Int32,
+                "short" => T::Int16,
+                "byte" => T::Int8,
+                "float" => T::Float32,
+                "double" => T::Float64,
+                "boolean" => T::Boolean,
+                "binary" => T::Binary,
+                "date" => T::Date32,
+                "timestamp" => T::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                "timestamp_ntz" => T::Timestamp(TimeUnit::Microsecond, None),
+                d if d.starts_with("decimal(") => {
+                    let ps = d.trim_start_matches("decimal(").trim_end_matches(')');
+                    let (p, s) = ps.split_once(',').unwrap_or((ps, "0"));
+                    match (p.trim().parse::<u8>(), s.trim().parse::<i8>()) {
+                        (Ok(p), Ok(s)) => T::Decimal128(p, s),
+                        _ => return Err(bad(log, format!("column {name:?}: type {d:?}"))),
+                    }
+                }
+                other => {
+                    return Err(bad(
+                        log,
+                        format!("column {name:?} is of Delta type {other:?}, which this reader does not read"),
+                    ))
+                }
+            };
+            return Ok((Kind::Primitive(prim), Vec::new()));
+        }
+        match t["type"].as_str() {
+            Some("struct") => {
+                let mut cols = Vec::new();
+                let mut names = Vec::new();
+                for f in t["fields"].as_array().into_iter().flatten() {
+                    let (c, p) = field(log, f, by_id)?;
+                    cols.push(c);
+                    names.push(p);
+                }
+                Ok((Kind::Struct(cols), names))
+            }
+            Some("array") => {
+                let (e, _) = kind(log, name, &t["elementType"], by_id)?;
+                let nullable = t["containsNull"].as_bool().unwrap_or(true);
+                Ok((Kind::List(element(e, nullable)), Vec::new()))
+            }
+            Some("map") => {
+                let (k, _) = kind(log, name, &t["keyType"], by_id)?;
+                let (v, _) = kind(log, name, &t["valueType"], by_id)?;
+                let nullable = t["valueContainsNull"].as_bool().unwrap_or(true);
+                Ok((
+                    Kind::Map(element(k, false), element(v, nullable)),
+                    Vec::new(),
+                ))
+            }
+            _ => Err(bad(
+                log,
+                format!("column {name:?}: a Delta type this reader does not know: {t}"),
+            )),
+        }
+    }
+    let mut columns = Vec::new();
+    let mut names = Vec::new();
+    for f in schema["fields"].as_array().into_iter().flatten() {
+        let (c, p) = field(log, f, by_id)?;
+        if !meta.partition_columns.contains(&c.name) {
+            columns.push(c);
+        }
+        names.push(p);
+    }
+    Ok(Some(Mapped {
+        columns: crate::mapping::TableColumns {
+            columns,
+            names_without_ids: false,
+        },
+        names,
+    }))
+}
+
+/// A file's statistics (one of `minValues`, `maxValues`, `nullCount`), keyed by physical
+/// names, keyed by the table's names instead (nested structs too); keys of no column dropped.
+fn rename_stats(v: &mut serde_json::Value, names: &[Physical]) {
+    let Some(o) = v.as_object_mut() else { return };
+    let mut out = serde_json::Map::new();
+    for n in names {
+        if let Some(mut x) = o.remove(&n.physical) {
+            if !n.fields.is_empty() {
+                rename_stats(&mut x, &n.fields);
+            }
+            out.insert(n.logical.clone(), x);
+        }
+    }
+    *o = out;
 }
 
 /// Replays one checkpoint file (Parquet, read with the project's Parquet crate).
@@ -761,13 +959,29 @@ mod tests {
         let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
         assert!(e.to_string().contains("its deletion vector"), "{e}");
 
+        // Column mapping is read (below); a mode this reader does not know is named.
+        let mapped = META.replace(
+            r#""configuration":{}"#,
+            r#""configuration":{"delta.columnMapping.mode":"other"}"#,
+        );
+        let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(
+            e.to_string().contains("column mapping mode \"other\""),
+            "{e}"
+        );
+        // Name mode with a column the log gives no physical name.
         let mapped = META.replace(
             r#""configuration":{}"#,
             r#""configuration":{"delta.columnMapping.mode":"name"}"#,
         );
         let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
         let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
-        assert!(e.to_string().contains("column mapping"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("no delta.columnMapping.physicalName"),
+            "{e}"
+        );
 
         // The commits before a snapshot were cleaned up, with no checkpoint to start from.
         let (d, s) = table(&[
@@ -777,6 +991,186 @@ mod tests {
         std::fs::remove_file(d.path().join(LOG_DIR).join(format!("{:020}.json", 0))).unwrap();
         let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
         assert!(e.to_string().contains("no longer reaches"), "{e}");
+    }
+
+    /// A table's metaData under column mapping (`mode`): id (long), v (string), st (struct of
+    /// w: integer) and the partition column p (integer), each with its physical name and id.
+    fn mapped_meta(mode: &str) -> String {
+        let field = |name: &str, t: &str, id: u32| {
+            format!(
+                r#"{{"name":"{name}","type":{t},"nullable":true,"metadata":{{"delta.columnMapping.id":{id},"delta.columnMapping.physicalName":"col-{name}"}}}}"#
+            )
+        };
+        let st = format!(
+            r#"{{"type":"struct","fields":[{}]}}"#,
+            field("w", r#""integer""#, 4)
+        );
+        let schema = format!(
+            r#"{{"type":"struct","fields":[{},{},{},{}]}}"#,
+            field("id", r#""long""#, 1),
+            field("v", r#""string""#, 2),
+            field("st", &st, 3),
+            field("p", r#""integer""#, 5)
+        );
+        let meta = serde_json::json!({"metaData": {
+            "id": "t-m", "schemaString": schema, "partitionColumns": ["p"],
+            "configuration": {"delta.columnMapping.mode": mode}}});
+        meta.to_string()
+    }
+
+    fn mapped_add(path: &str, p: &str) -> String {
+        let stats = r#"{"numRecords":2,"minValues":{"col-id":1,"col-st":{"col-w":3}},"maxValues":{"col-id":2},"nullCount":{"col-v":0}}"#;
+        serde_json::json!({"add": {"path": path, "partitionValues": {"col-p": p}, "size": 10,
+            "modificationTime": 5, "dataChange": true, "stats": stats}})
+        .to_string()
+    }
+
+    #[test]
+    fn column_mapping_gives_the_tables_names_to_partition_values_stats_and_columns() {
+        use crate::mapping::Key;
+        let (d, s) = table(&[vec![
+            r#"{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}"#.into(),
+            mapped_meta("name"),
+            mapped_add("ab/x.parquet", "7"),
+        ]]);
+        let t = snapshot(&s, d.path().to_str().unwrap(), None).unwrap();
+        let f = &t.files[0];
+        assert_eq!(f.partition, [("p".to_string(), Some("7".to_string()))]);
+        assert_eq!(t.partition_columns, [("p".to_string(), true)]);
+        let st = f.stats.as_ref().unwrap();
+        assert_eq!(
+            st["minValues"],
+            serde_json::json!({"id": 1, "st": {"w": 3}})
+        );
+        assert_eq!(st["nullCount"], serde_json::json!({"v": 0}));
+        let cols = t.columns.as_ref().unwrap();
+        let keys: Vec<_> = cols
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), &c.key))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("id", &Key::Name("col-id".into())),
+                ("v", &Key::Name("col-v".into())),
+                ("st", &Key::Name("col-st".into()))
+            ]
+        );
+        let (d, s) = table(&[vec![mapped_meta("id"), mapped_add("x.parquet", "7")]]);
+        let t = snapshot(&s, d.path().to_str().unwrap(), None).unwrap();
+        assert_eq!(t.columns.as_ref().unwrap().columns[1].key, Key::Id(2));
+        // Without column mapping the files are read as they are.
+        let (d, s) = table(&[vec![META.into(), add("a.parquet", "1", "")]]);
+        assert!(snapshot(&s, d.path().to_str().unwrap(), None)
+            .unwrap()
+            .columns
+            .is_none());
+    }
+
+    /// `id` mode: the files' columns found by Parquet field id whatever their names; a file
+    /// written before a column was added gives nulls.
+    #[test]
+    fn id_mode_reads_the_files_by_field_id() {
+        use arrow_array::{Int32Array, Int64Array, StringArray};
+        use arrow_schema::{DataType, Field, Fields, Schema};
+        let (d, s) = table(&[vec![
+            r#"{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}"#.into(),
+            mapped_meta("id"),
+            mapped_add("a.parquet", "1"),
+            mapped_add("b.parquet", "2"),
+        ]]);
+        let id = |f: Field, i: i32| {
+            f.with_metadata(HashMap::from([(
+                crate::mapping::FIELD_ID.to_string(),
+                i.to_string(),
+            )]))
+        };
+        let write = |name: &str, b: RecordBatch| {
+            let f = std::fs::File::create(d.path().join(name)).unwrap();
+            let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), None).unwrap();
+            w.write(&b).unwrap();
+            w.close().unwrap();
+        };
+        let w_field = Fields::from(vec![id(Field::new("old-w", DataType::Int32, true), 4)]);
+        // a.parquet: v under another name, before st was added.
+        let a = Arc::new(Schema::new(vec![
+            id(Field::new("renamed-v", DataType::Utf8, true), 2),
+            id(Field::new("whatever", DataType::Int64, true), 1),
+        ]));
+        write(
+            "a.parquet",
+            RecordBatch::try_new(
+                a,
+                vec![
+                    Arc::new(StringArray::from(vec!["a", "b"])),
+                    Arc::new(Int64Array::from(vec![1, 2])),
+                ],
+            )
+            .unwrap(),
+        );
+        let b = Arc::new(Schema::new(vec![
+            id(Field::new("x", DataType::Int64, true), 1),
+            id(Field::new("y", DataType::Struct(w_field.clone()), true), 3),
+            id(Field::new("z", DataType::Utf8, true), 2),
+        ]));
+        write(
+            "b.parquet",
+            RecordBatch::try_new(
+                b,
+                vec![
+                    Arc::new(Int64Array::from(vec![3])),
+                    Arc::new(StructArray::new(
+                        w_field,
+                        vec![Arc::new(Int32Array::from(vec![30]))],
+                        None,
+                    )),
+                    Arc::new(StringArray::from(vec!["c"])),
+                ],
+            )
+            .unwrap(),
+        );
+        let root = d.path().to_str().unwrap();
+        let opts = crate::ReadOptions::default();
+        let plan = crate::plan(&s, root, &opts).unwrap();
+        let names: Vec<_> = plan
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["id", "v", "st", "p"]);
+        let mut rows = Vec::new();
+        for sp in &plan.splits {
+            for b in crate::open_split(&s, &plan, sp, &opts).unwrap() {
+                let b = b.unwrap();
+                for i in 0..b.num_rows() {
+                    let st = b.column(2).as_struct();
+                    rows.push((
+                        b.column(0)
+                            .as_primitive::<arrow_array::types::Int64Type>()
+                            .value(i),
+                        b.column(1).as_string::<i32>().value(i).to_string(),
+                        (!st.is_null(i)).then(|| {
+                            st.column(0)
+                                .as_primitive::<arrow_array::types::Int32Type>()
+                                .value(i)
+                        }),
+                        b.column(3)
+                            .as_primitive::<arrow_array::types::Int64Type>()
+                            .value(i),
+                    ));
+                }
+            }
+        }
+        assert_eq!(
+            rows,
+            [
+                (1, "a".to_string(), None, 1),
+                (2, "b".to_string(), None, 1),
+                (3, "c".to_string(), Some(30), 2)
+            ]
+        );
     }
 
     #[test]

@@ -48,6 +48,11 @@ struct Metadata {
     snapshots: Vec<Snapshot>,
     #[serde(default)]
     schemas: Vec<serde_json::Value>,
+    #[serde(rename = "current-schema-id", default)]
+    current_schema: Option<i64>,
+    /// Format v1's single schema, where `schemas` is absent.
+    #[serde(default)]
+    schema: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,6 +63,8 @@ struct Snapshot {
     timestamp_ms: i64,
     #[serde(rename = "manifest-list")]
     manifest_list: String,
+    #[serde(rename = "schema-id", default)]
+    schema_id: Option<i64>,
 }
 
 /// A path of the metadata as storage opens it: `file:` URIs become local paths.
@@ -152,16 +159,6 @@ pub fn snapshot(
     let meta_local = storage_path(&meta_path);
     let meta: Metadata = serde_json::from_slice(&read_all(storage, &meta_local)?)
         .map_err(|e| bad(&meta_path, format!("not Iceberg table metadata: {e}")))?;
-    if meta.schemas.len() > 1 {
-        return Err(bad(
-            &meta_path,
-            format!(
-                "the table's schema changed ({} schemas): reading data files by field id is \
-                 not done yet",
-                meta.schemas.len()
-            ),
-        ));
-    }
     let snap = match at {
         None => {
             let id = meta
@@ -193,6 +190,7 @@ pub fn snapshot(
                 .join(", ")
         ))
     })?;
+    let columns = snapshot_columns(&meta_path, &meta, snap)?;
     let list_path = storage_path(&snap.manifest_list);
     let mut files = Vec::new();
     for b in avro_batches(storage, &list_path, MANIFEST_LIST)? {
@@ -218,7 +216,175 @@ pub fn snapshot(
         },
         files,
         partition_columns: Vec::new(),
+        columns: Some(Arc::new(columns)),
     })
+}
+
+/// The columns of the schema `snap` was written with (its `schema-id`, else the table's
+/// current schema), each found in the data files by its field id.
+fn snapshot_columns(
+    meta_path: &str,
+    meta: &Metadata,
+    snap: &Snapshot,
+) -> Result<crate::mapping::TableColumns> {
+    let id = snap.schema_id.or(meta.current_schema);
+    let schema = match id {
+        Some(id) => meta
+            .schemas
+            .iter()
+            .find(|s| s["schema-id"].as_i64() == Some(id))
+            .or(meta
+                .schema
+                .as_ref()
+                .filter(|s| s["schema-id"].as_i64().is_none_or(|i| i == id))),
+        None => meta.schema.as_ref().or(meta.schemas.last()),
+    }
+    .ok_or_else(|| {
+        bad(
+            meta_path,
+            format!(
+                "snapshot {} was written with schema {}, which the metadata does not hold",
+                snap.id,
+                id.map_or("(none named)".into(), |i| i.to_string())
+            ),
+        )
+    })?;
+    let mut columns = Vec::new();
+    for f in schema["fields"].as_array().into_iter().flatten() {
+        columns.push(iceberg_field(meta_path, "", f)?);
+    }
+    Ok(crate::mapping::TableColumns {
+        columns,
+        // A table that never changed its schema: files without field ids (imported ones)
+        // name its columns as it does.
+        names_without_ids: meta.schemas.len() <= 1,
+    })
+}
+
+/// One field of an Iceberg schema (`{"id", "name", "required", "type"}`); `parent`: the dotted
+/// path above it, for errors.
+fn iceberg_field(
+    meta_path: &str,
+    parent: &str,
+    f: &serde_json::Value,
+) -> Result<crate::mapping::Column> {
+    use crate::mapping::{Column, Key};
+    let name = f["name"].as_str().unwrap_or_default();
+    let dotted = if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    };
+    let id = f["id"]
+        .as_i64()
+        .and_then(|i| i32::try_from(i).ok())
+        .ok_or_else(|| bad(meta_path, format!("column {dotted:?} has no field id")))?;
+    if f.get("initial-default").is_some_and(|d| !d.is_null()) {
+        return Err(bad(
+            meta_path,
+            format!(
+                "column {dotted:?} has an initial default (format v3): data files written \
+                 before it was added hold that value, which this reader does not fill in yet"
+            ),
+        ));
+    }
+    let required = f["required"].as_bool().unwrap_or(false);
+    let kind = iceberg_type(meta_path, &dotted, &f["type"])?;
+    Ok(Column::new(name, Key::Id(id), !required, kind))
+}
+
+/// An Iceberg type as the Arrow type of a table column.
+fn iceberg_type(
+    meta_path: &str,
+    dotted: &str,
+    t: &serde_json::Value,
+) -> Result<crate::mapping::Kind> {
+    use crate::mapping::{Column, Key, Kind};
+    use arrow_schema::{DataType as T, TimeUnit};
+    let child = |id: &serde_json::Value, name: &str, required: bool, t: &serde_json::Value| {
+        let id = id
+            .as_i64()
+            .and_then(|i| i32::try_from(i).ok())
+            .unwrap_or(-1);
+        let k = iceberg_type(meta_path, &format!("{dotted}.{name}"), t)?;
+        Ok::<_, Error>(Box::new(Column::new(name, Key::Id(id), !required, k)))
+    };
+    if let Some(p) = t.as_str() {
+        let prim = match p {
+            "boolean" => T::Boolean,
+            "int" => T::Int32,
+            "long" => T::Int64,
+            "float" => T::Float32,
+            "double" => T::Float64,
+            "date" => T::Date32,
+            "time" => T::Time64(TimeUnit::Microsecond),
+            "timestamp" => T::Timestamp(TimeUnit::Microsecond, None),
+            "timestamptz" => T::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            "timestamp_ns" => T::Timestamp(TimeUnit::Nanosecond, None),
+            "timestamptz_ns" => T::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            "string" => T::Utf8,
+            "uuid" => T::FixedSizeBinary(16),
+            "binary" => T::Binary,
+            _ => {
+                let num = |s: &str| s.trim().parse::<u32>().ok();
+                if let Some(n) = p.strip_prefix("fixed[").and_then(|r| r.strip_suffix(']')) {
+                    T::FixedSizeBinary(
+                        num(n).and_then(|n| i32::try_from(n).ok()).ok_or_else(|| {
+                            bad(meta_path, format!("column {dotted:?}: type {p:?}"))
+                        })?,
+                    )
+                } else if let Some(ps) =
+                    p.strip_prefix("decimal(").and_then(|r| r.strip_suffix(')'))
+                {
+                    let (pr, sc) = ps.split_once(',').unwrap_or((ps, "0"));
+                    match (
+                        num(pr).and_then(|v| u8::try_from(v).ok()),
+                        sc.trim().parse::<i8>(),
+                    ) {
+                        (Some(pr), Ok(sc)) => T::Decimal128(pr, sc),
+                        _ => return Err(bad(meta_path, format!("column {dotted:?}: type {p:?}"))),
+                    }
+                } else {
+                    return Err(bad(
+                        meta_path,
+                        format!(
+                            "column {dotted:?} is of Iceberg type {p:?}, which this reader does \
+                             not read"
+                        ),
+                    ));
+                }
+            }
+        };
+        return Ok(Kind::Primitive(prim));
+    }
+    match t["type"].as_str() {
+        Some("struct") => {
+            let mut cols = Vec::new();
+            for f in t["fields"].as_array().into_iter().flatten() {
+                cols.push(iceberg_field(meta_path, dotted, f)?);
+            }
+            Ok(Kind::Struct(cols))
+        }
+        Some("list") => Ok(Kind::List(child(
+            &t["element-id"],
+            "element",
+            t["element-required"].as_bool().unwrap_or(false),
+            &t["element"],
+        )?)),
+        Some("map") => Ok(Kind::Map(
+            child(&t["key-id"], "key", true, &t["key"])?,
+            child(
+                &t["value-id"],
+                "value",
+                t["value-required"].as_bool().unwrap_or(false),
+                &t["value"],
+            )?,
+        )),
+        _ => Err(bad(
+            meta_path,
+            format!("column {dotted:?}: an Iceberg type this reader does not know: {t}"),
+        )),
+    }
 }
 
 /// The live entries of one manifest into `out`; a live delete file is refused.
@@ -283,4 +449,91 @@ fn manifest_files(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mapping::{Key, Kind};
+
+    fn meta(schemas: &str) -> Metadata {
+        serde_json::from_str(&format!(
+            r#"{{"table-uuid":"u","current-schema-id":1,"schemas":[{schemas}],"snapshots":[]}}"#
+        ))
+        .unwrap()
+    }
+
+    fn snap(schema_id: Option<i64>) -> Snapshot {
+        Snapshot {
+            id: 9,
+            timestamp_ms: 0,
+            manifest_list: String::new(),
+            schema_id,
+        }
+    }
+
+    const TWO: &str = r#"{"schema-id":0,"type":"struct","fields":[
+        {"id":1,"name":"a","required":false,"type":"int"},
+        {"id":2,"name":"gone","required":false,"type":"string"}]},
+      {"schema-id":1,"type":"struct","fields":[
+        {"id":1,"name":"b","required":true,"type":"long"},
+        {"id":3,"name":"st","required":false,"type":{"type":"struct","fields":[
+          {"id":4,"name":"w","required":false,"type":"decimal(9, 2)"}]}},
+        {"id":5,"name":"l","required":false,"type":{"type":"list","element-id":6,
+          "element-required":false,"element":"timestamptz"}}]}"#;
+
+    #[test]
+    fn a_snapshot_reads_its_own_schema_by_field_id() {
+        let m = meta(TWO);
+        let old = snapshot_columns("m.json", &m, &snap(Some(0))).unwrap();
+        let names: Vec<_> = old
+            .columns
+            .iter()
+            .map(|c| (c.name.as_str(), &c.key))
+            .collect();
+        assert_eq!(names, [("a", &Key::Id(1)), ("gone", &Key::Id(2))]);
+        assert!(
+            !old.names_without_ids,
+            "the schema changed: files need field ids"
+        );
+        // No schema-id on the snapshot: the current schema.
+        let now = snapshot_columns("m.json", &m, &snap(None)).unwrap();
+        let names: Vec<_> = now.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["b", "st", "l"]);
+        assert!(!now.columns[0].nullable);
+        let Kind::Struct(st) = &now.columns[1].kind else {
+            panic!("{:?}", now.columns[1])
+        };
+        assert_eq!(
+            st[0].kind,
+            Kind::Primitive(arrow_schema::DataType::Decimal128(9, 2))
+        );
+        let s = now.schema();
+        assert_eq!(
+            s.field(2).data_type().to_string(),
+            r#"List(Timestamp(µs, "UTC"), field: 'element')"#
+        );
+        let e = snapshot_columns("m.json", &m, &snap(Some(7))).unwrap_err();
+        assert!(e.to_string().contains("schema 7"), "{e}");
+    }
+
+    #[test]
+    fn what_cannot_be_read_right_is_refused_by_name() {
+        let m = meta(
+            r#"{"schema-id":1,"type":"struct","fields":[
+            {"id":1,"name":"v","required":false,"type":"variant"}]}"#,
+        );
+        let e = snapshot_columns("m.json", &m, &snap(None)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(r#"column "v" is of Iceberg type "variant""#),
+            "{e}"
+        );
+        let m = meta(
+            r#"{"schema-id":1,"type":"struct","fields":[
+            {"id":1,"name":"d","required":false,"type":"int","initial-default":4}]}"#,
+        );
+        let e = snapshot_columns("m.json", &m, &snap(None)).unwrap_err();
+        assert!(e.to_string().contains("initial default"), "{e}");
+    }
 }

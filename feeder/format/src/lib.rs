@@ -23,6 +23,7 @@ pub mod gen;
 pub mod iceberg;
 mod io;
 pub mod listing;
+pub mod mapping;
 pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
@@ -404,6 +405,12 @@ fn plan_files(
         }
         let (schema, mut sp) =
             plan_file(files.format, storage, &f.status, opts, splits.len() as u32)?;
+        // A table whose files name its columns otherwise: the table's schema, each file's
+        // columns found in it.
+        let (schema, columns) = match &files.columns {
+            Some(t) => (t.schema(), Some(t.file(&f.status.path, &schema)?)),
+            None => (schema, None),
+        };
         match &first {
             None => {
                 if let (Some(filter), true) = (&opts.filter, files.table.is_some()) {
@@ -427,6 +434,7 @@ fn plan_files(
         }
         for s in &mut sp {
             s.partition = f.partition.clone();
+            s.columns = columns.clone();
         }
         splits.extend(sp);
     }
@@ -506,18 +514,21 @@ pub(crate) fn open_projected(
     if read_schema.is_some() {
         file_opts.schema = read_schema.cloned();
     }
-    file_opts.columns = Some(
-        file_schema
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect(),
-    );
+    // A table's file is read by its own names (`mapping`), its batches renamed after.
+    let read = match &split.columns {
+        Some(c) => c.file_schema(&file_schema)?,
+        None => file_schema.clone(),
+    };
+    file_opts.columns = Some(read.fields().iter().map(|f| f.name().clone()).collect());
     let inner = match split.format {
-        Format::Parquet => parquet::open(storage, split, &file_schema, &file_opts)?,
-        Format::Orc => orc::open(storage, split, &file_schema, &file_opts)?,
-        Format::Avro => avro::open(storage, split, &file_schema, &file_opts)?,
-        Format::Tfrecord => tfrecord::open(storage, split, &file_schema, &file_opts)?,
+        Format::Parquet => parquet::open(storage, split, &read, &file_opts)?,
+        Format::Orc => orc::open(storage, split, &read, &file_opts)?,
+        Format::Avro => avro::open(storage, split, &read, &file_opts)?,
+        Format::Tfrecord => tfrecord::open(storage, split, &read, &file_opts)?,
+    };
+    let inner = match &split.columns {
+        Some(c) => c.reader(inner, file_schema)?,
+        None => inner,
     };
     if &inner.schema() == schema {
         return Ok(inner);

@@ -52,6 +52,9 @@ pub struct Listing {
     pub partition_fields: Vec<Field>,
     /// The table snapshot the files are, when the input is a table (Delta Lake).
     pub table: Option<crate::delta::TableSnapshot>,
+    /// The table's columns, when its files are read by physical name or field id (Delta column
+    /// mapping, Iceberg): each file's own columns are resolved against them.
+    pub columns: Option<Arc<crate::mapping::TableColumns>>,
 }
 
 /// The format a file name tells, if any.
@@ -223,6 +226,7 @@ fn list_table(
         files,
         partition_fields,
         table: Some(t.snapshot),
+        columns: t.columns,
     })
 }
 
@@ -373,6 +377,7 @@ pub fn list(
         files: found.into_iter().map(|(_, l)| l).collect(),
         partition_fields,
         table: None,
+        columns: None,
     })
 }
 

@@ -74,6 +74,11 @@ pub struct Split {
     /// Hive-style partition values (`key=value` directories above the file).
     #[serde(default)]
     pub partition: Vec<(String, String)>,
+    /// A table's columns as this file holds them (Delta column mapping, Iceberg field ids):
+    /// the file is read by its own names and its batches carry the table's. Resolved when the
+    /// plan is made (from the table's metadata and the file's footer), so not serialized.
+    #[serde(skip)]
+    pub columns: Option<std::sync::Arc<crate::mapping::FileColumns>>,
     /// Rows of each unit a reader can start at without reading the ones before (row groups,
     /// stripes), when the split holds more than one; empty: the split is one unit. The fixed
     /// order cuts its lanes only there, so that no unit is read twice.
@@ -152,6 +157,7 @@ pub fn file_splits(
             rows,
             bytes,
             partition: Vec::new(),
+            columns: None,
             units: Vec::new(),
             filter: None,
         })

@@ -647,6 +647,7 @@ fn reader_with_arbitrary_byte_splits_reads_each_record_once() {
                 rows: 0,
                 bytes: end - start,
                 partition: vec![],
+                columns: None,
                 units: vec![],
                 filter: None,
             };

@@ -1,0 +1,811 @@
+//! A table's columns by the table's names: each data file's own columns found by physical name
+//! or by field id, read with the file's names and handed on under the table's.
+//!
+//! Delta Lake's column mapping and Iceberg's schema evolution both let a data file's column
+//! names differ from the table's: Delta (`delta.columnMapping.mode` = `name`) names every
+//! column in the files by a physical name the log records (`col-<uuid>`), or (`id`) by the
+//! Parquet field id it records; Iceberg finds every column of a data file by its field id, so
+//! that a rename never rewrites a file and a column dropped and added again under the same name
+//! is a new column. [`TableColumns`] is what the table's metadata says (filled by
+//! [`crate::delta`] and [`crate::iceberg`]); [`TableColumns::file`] resolves one data file's
+//! schema into a [`FileColumns`] at planning time (the plan's splits carry it), and
+//! [`FileColumns::reader`] renames and converts its batches where a split is opened.
+//!
+//! - A column the file lacks (added after the file was written) is all nulls, as both specs
+//!   say; a required one the file lacks is refused naming the column and the file.
+//! - A column of another type is read when the type is one the specs let a column widen to
+//!   (`int` -> `long`, `float` -> `double`, a decimal's precision, same scale) or the same type
+//!   stored another way (string, binary and timestamp encodings, dictionaries); anything else
+//!   is refused naming the column and the file, never read wrong.
+//! - Nested columns are resolved the same way (struct fields by name or id; list elements and
+//!   map keys and values by position).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{
+    new_null_array, Array, ArrayRef, FixedSizeListArray, LargeListArray, ListArray, MapArray,
+    RecordBatch, StructArray,
+};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+
+use crate::{Error, Result, SkipStats, SkippedRows, SplitReader};
+
+/// The field metadata key under which the parquet crate (and pyarrow) give a Parquet field id.
+pub const FIELD_ID: &str = "PARQUET:field_id";
+
+/// How a table's column is found in a data file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// By the file's column name (Delta's physical name; a table's own name).
+    Name(String),
+    /// By the Parquet field id (Iceberg; Delta `id` mode).
+    Id(i32),
+}
+
+/// A column of the table, as its metadata describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Column {
+    /// The table's name of it.
+    pub name: String,
+    /// Where the files hold it (unused for list elements, map keys and values: by position).
+    pub key: Key,
+    /// Whether it may be null (a file lacking a non-nullable column is refused).
+    pub nullable: bool,
+    /// Its type.
+    pub kind: Kind,
+}
+
+/// A table column's type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A type without children, as Arrow gives it.
+    Primitive(DataType),
+    /// A struct of columns.
+    Struct(Vec<Column>),
+    /// A list of the element column.
+    List(Box<Column>),
+    /// A map of the key and value columns.
+    Map(Box<Column>, Box<Column>),
+}
+
+impl Column {
+    /// A column of `kind` named `name`, found by `key`.
+    pub fn new(name: impl Into<String>, key: Key, nullable: bool, kind: Kind) -> Self {
+        Self {
+            name: name.into(),
+            key,
+            nullable,
+            kind,
+        }
+    }
+
+    /// Its Arrow field (list elements named `element`, map entries `key_value`, as the parquet
+    /// crate names them).
+    pub fn field(&self) -> Field {
+        Field::new(&self.name, self.data_type(), self.nullable)
+    }
+
+    fn data_type(&self) -> DataType {
+        match &self.kind {
+            Kind::Primitive(t) => t.clone(),
+            Kind::Struct(cs) => DataType::Struct(cs.iter().map(Column::field).collect()),
+            Kind::List(e) => DataType::List(Arc::new(e.field_named("element"))),
+            Kind::Map(k, v) => {
+                let entries = Field::new(
+                    "key_value",
+                    DataType::Struct(Fields::from(vec![
+                        k.field_named("key"),
+                        v.field_named("value"),
+                    ])),
+                    false,
+                );
+                DataType::Map(Arc::new(entries), false)
+            }
+        }
+    }
+
+    fn field_named(&self, name: &str) -> Field {
+        Field::new(name, self.data_type(), self.nullable)
+    }
+
+    /// The column with every key by its own name, at every depth (a file without field ids of
+    /// a table whose columns never changed).
+    fn by_names(&self) -> Self {
+        let kind = match &self.kind {
+            Kind::Primitive(t) => Kind::Primitive(t.clone()),
+            Kind::Struct(cs) => Kind::Struct(cs.iter().map(Column::by_names).collect()),
+            Kind::List(e) => Kind::List(Box::new(e.by_names())),
+            Kind::Map(k, v) => Kind::Map(Box::new(k.by_names()), Box::new(v.by_names())),
+        };
+        Self {
+            key: Key::Name(self.name.clone()),
+            kind,
+            ..self.clone()
+        }
+    }
+}
+
+/// A table's columns (its partition columns left out: they are not in the data files).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TableColumns {
+    /// The columns, in the table's order.
+    pub columns: Vec<Column>,
+    /// Whether a file without any field id is read by the table's names (an Iceberg table
+    /// whose schema never changed); else such a file is refused.
+    pub names_without_ids: bool,
+}
+
+impl TableColumns {
+    /// The table's schema (its columns by the table's names).
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.columns.iter().map(Column::field).collect::<Vec<_>>(),
+        ))
+    }
+
+    /// How the data file at `path`, of schema `file` (as its reader yields it), makes the
+    /// table's columns; refused naming the column and the file where it cannot.
+    pub fn file(&self, path: &str, file: &Schema) -> Result<Arc<FileColumns>> {
+        let by_names;
+        let columns = if self.columns.iter().any(|c| matches!(c.key, Key::Id(_)))
+            && !has_ids(file.fields())
+        {
+            if !self.names_without_ids {
+                return Err(Error::Schema {
+                    path: path.to_string(),
+                    detail: "the data file carries no field ids (PARQUET:field_id) and the \
+                             table's columns are found by them (its schema changed): cannot \
+                             tell which of its columns is which"
+                        .into(),
+                });
+            }
+            by_names = self
+                .columns
+                .iter()
+                .map(Column::by_names)
+                .collect::<Vec<_>>();
+            &by_names
+        } else {
+            &self.columns
+        };
+        let mut from = Vec::with_capacity(columns.len());
+        for c in columns {
+            from.push(match find(file.fields(), &c.key) {
+                Some(i) => {
+                    let f = file.field(i);
+                    Some((i, resolve(path, &c.name, f.data_type(), c)?))
+                }
+                None if c.nullable => None,
+                None => return Err(missing_required(path, &c.name)),
+            });
+        }
+        Ok(Arc::new(FileColumns {
+            path: path.to_string(),
+            logical: self.schema().fields().clone(),
+            file: file.fields().clone(),
+            from,
+        }))
+    }
+}
+
+fn missing_required(path: &str, column: &str) -> Error {
+    Error::Schema {
+        path: path.to_string(),
+        detail: format!(
+            "the table's column {column:?} is required (not nullable) and the data file lacks \
+             it: no value to read"
+        ),
+    }
+}
+
+/// Whether any field, at any depth, carries a field id.
+fn has_ids(fields: &Fields) -> bool {
+    fields.iter().any(|f| {
+        f.metadata().contains_key(FIELD_ID)
+            || match f.data_type() {
+                DataType::Struct(fs) => has_ids(fs),
+                DataType::List(c)
+                | DataType::LargeList(c)
+                | DataType::FixedSizeList(c, _)
+                | DataType::Map(c, _) => has_ids(&Fields::from(vec![c.clone()])),
+                _ => false,
+            }
+    })
+}
+
+/// The index of the field `key` finds.
+fn find(fields: &Fields, key: &Key) -> Option<usize> {
+    fields.iter().position(|f| match key {
+        Key::Name(n) => f.name() == n,
+        Key::Id(id) => {
+            f.metadata()
+                .get(FIELD_ID)
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                == Some(*id)
+        }
+    })
+}
+
+/// How a file's array becomes the table's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Conv {
+    /// Already the table's type.
+    Same,
+    /// Cast to the table's type (a widening or another encoding of the same type).
+    Cast,
+    /// A struct: per table field, the file's child and its conversion (`None`: all nulls).
+    Struct(Vec<Option<(usize, Conv)>>),
+    /// A list (of any Arrow list type in the file): its elements'.
+    List(Box<Conv>),
+    /// A map: its keys' and its values'.
+    Map(Box<Conv>, Box<Conv>),
+}
+
+/// The conversion of a file's `ft` to the table column `c` (`name`: its dotted path).
+fn resolve(path: &str, name: &str, ft: &DataType, c: &Column) -> Result<Conv> {
+    let want = c.data_type();
+    if ft == &want {
+        return Ok(Conv::Same);
+    }
+    let refuse = |why: &str| Error::Schema {
+        path: path.to_string(),
+        detail: format!("column {name:?} is {ft} in the data file but {want} in the table: {why}"),
+    };
+    match (&c.kind, ft) {
+        (Kind::Primitive(t), ft) => {
+            if same_or_wider(ft, t) {
+                Ok(Conv::Cast)
+            } else {
+                Err(refuse(
+                    "not a widening the table format allows (int to long, float to double, a \
+                     decimal's precision)",
+                ))
+            }
+        }
+        (Kind::Struct(cs), DataType::Struct(fs)) => {
+            let mut out = Vec::with_capacity(cs.len());
+            for child in cs {
+                let dotted = format!("{name}.{}", child.name);
+                out.push(match find(fs, &child.key) {
+                    Some(i) => Some((i, resolve(path, &dotted, fs[i].data_type(), child)?)),
+                    None if child.nullable => None,
+                    None => return Err(missing_required(path, &dotted)),
+                });
+            }
+            Ok(Conv::Struct(out))
+        }
+        (
+            Kind::List(e),
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _),
+        ) => Ok(Conv::List(Box::new(resolve(
+            path,
+            &format!("{name}.element"),
+            f.data_type(),
+            e,
+        )?))),
+        (Kind::Map(k, v), DataType::Map(entries, _)) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                return Err(refuse("a map whose entries are not a struct"));
+            };
+            if kv.len() != 2 {
+                return Err(refuse("a map whose entries are not key and value"));
+            }
+            Ok(Conv::Map(
+                Box::new(resolve(path, &format!("{name}.key"), kv[0].data_type(), k)?),
+                Box::new(resolve(
+                    path,
+                    &format!("{name}.value"),
+                    kv[1].data_type(),
+                    v,
+                )?),
+            ))
+        }
+        _ => Err(refuse("another kind of column")),
+    }
+}
+
+/// Whether a file's values of type `ft` are values of the table's `t`: the same type stored
+/// another way, or a widening Iceberg and Delta allow.
+fn same_or_wider(ft: &DataType, t: &DataType) -> bool {
+    use DataType as T;
+    let int = |t: &T| match t {
+        T::Int8 => Some(8),
+        T::Int16 => Some(16),
+        T::Int32 => Some(32),
+        T::Int64 => Some(64),
+        _ => None,
+    };
+    let float = |t: &T| match t {
+        T::Float16 => Some(16),
+        T::Float32 => Some(32),
+        T::Float64 => Some(64),
+        _ => None,
+    };
+    let decimal = |t: &T| match *t {
+        T::Decimal32(p, s) | T::Decimal64(p, s) | T::Decimal128(p, s) | T::Decimal256(p, s) => {
+            Some((p, s))
+        }
+        _ => None,
+    };
+    let string = |t: &T| matches!(t, T::Utf8 | T::LargeUtf8 | T::Utf8View);
+    let binary = |t: &T| matches!(t, T::Binary | T::LargeBinary | T::BinaryView);
+    if let T::Dictionary(_, v) = ft {
+        return v.as_ref() == t || same_or_wider(v, t);
+    }
+    match (ft, t) {
+        (T::Null, _) => true,
+        (a, b) if int(a).is_some() && int(b).is_some() => int(a) <= int(b),
+        (a, b) if float(a).is_some() && float(b).is_some() => float(a) <= float(b),
+        (a, b) if decimal(a).is_some() && decimal(b).is_some() => {
+            let ((p1, s1), (p2, s2)) = (
+                decimal(a).unwrap_or_default(),
+                decimal(b).unwrap_or_default(),
+            );
+            s1 == s2 && p1 <= p2
+        }
+        (a, b) if string(a) && string(b) => true,
+        (a, b) if binary(a) && binary(b) => true,
+        (T::Timestamp(..), T::Timestamp(..)) => true,
+        (T::Date32 | T::Date64, T::Date32 | T::Date64) => true,
+        (T::Time32(_) | T::Time64(_), T::Time32(_) | T::Time64(_)) => true,
+        (T::FixedSizeBinary(a), T::FixedSizeBinary(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// One data file's columns as the table's: resolved at planning time, carried by its splits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileColumns {
+    path: String,
+    /// The table's columns (top level).
+    logical: Fields,
+    /// The file's columns (top level), as its reader yields them.
+    file: Fields,
+    /// Per table column: the file's column and its conversion (`None`: the file lacks it).
+    from: Vec<Option<(usize, Conv)>>,
+}
+
+impl FileColumns {
+    /// The file's columns to read for the table's columns of `schema` (a projection of the
+    /// table's, by its names), in `schema`'s order, those the file lacks left out.
+    pub fn file_schema(&self, schema: &Schema) -> Result<SchemaRef> {
+        let mut fields = Vec::new();
+        for f in schema.fields() {
+            if let Some((i, _)) = self.source(f.name())? {
+                fields.push(self.file[*i].clone());
+            }
+        }
+        Ok(Arc::new(Schema::new(fields)))
+    }
+
+    /// Where the table's column `name` comes from.
+    fn source(&self, name: &str) -> Result<&Option<(usize, Conv)>> {
+        let i = self
+            .logical
+            .iter()
+            .position(|f| f.name() == name)
+            .ok_or_else(|| {
+                Error::Internal(format!("{}: the table has no column {name:?}", self.path))
+            })?;
+        Ok(&self.from[i])
+    }
+
+    /// `inner` (yielding [`Self::file_schema`] of `schema`) with its batches as `schema`:
+    /// columns renamed and converted, those the file lacks as nulls.
+    pub fn reader(
+        &self,
+        inner: Box<dyn SplitReader>,
+        schema: SchemaRef,
+    ) -> Result<Box<dyn SplitReader>> {
+        let mut cols = Vec::with_capacity(schema.fields().len());
+        let mut at = 0;
+        for f in schema.fields() {
+            cols.push(match self.source(f.name())? {
+                Some((_, conv)) => {
+                    at += 1;
+                    Some((at - 1, conv.clone()))
+                }
+                None => None,
+            });
+        }
+        Ok(Box::new(Mapped {
+            inner,
+            schema,
+            cols,
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// A split reader whose batches are the table's columns (see [`FileColumns::reader`]).
+struct Mapped {
+    inner: Box<dyn SplitReader>,
+    schema: SchemaRef,
+    /// Per output column: the inner batch's column and its conversion, or `None` (nulls).
+    cols: Vec<Option<(usize, Conv)>>,
+    path: String,
+}
+
+impl Mapped {
+    fn as_table(&self, b: RecordBatch) -> Result<RecordBatch> {
+        let n = b.num_rows();
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(self.cols.len());
+        for (f, c) in self.schema.fields().iter().zip(&self.cols) {
+            out.push(match c {
+                None => new_null_array(f.data_type(), n),
+                Some((i, conv)) => {
+                    let a = b.columns().get(*i).ok_or_else(|| {
+                        Error::Internal(format!("{}: reader yielded no column {i}", self.path))
+                    })?;
+                    convert(a, conv, f.data_type()).map_err(|e| self.error(f.name(), e))?
+                }
+            });
+        }
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            out,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| Error::Schema {
+            path: self.path.clone(),
+            detail: format!("its columns as the table's: {e}"),
+        })
+    }
+
+    fn error(&self, column: &str, e: arrow_schema::ArrowError) -> Error {
+        Error::Schema {
+            path: self.path.clone(),
+            detail: format!("column {column:?} as the table's type: {e}"),
+        }
+    }
+}
+
+/// `a` (a file's array) as the table's type `t`, by `conv`.
+fn convert(
+    a: &ArrayRef,
+    conv: &Conv,
+    t: &DataType,
+) -> std::result::Result<ArrayRef, arrow_schema::ArrowError> {
+    use arrow_schema::ArrowError;
+    let wrong = || ArrowError::SchemaError(format!("{} where the plan has {t}", a.data_type()));
+    match conv {
+        Conv::Same => Ok(a.clone()),
+        Conv::Cast => arrow::compute::cast(a, t),
+        Conv::Struct(children) => {
+            let DataType::Struct(fields) = t else {
+                return Err(wrong());
+            };
+            let s = a.as_struct_opt().ok_or_else(wrong)?;
+            let cols = fields
+                .iter()
+                .zip(children)
+                .map(|(f, c)| match c {
+                    None => Ok(new_null_array(f.data_type(), s.len())),
+                    Some((i, conv)) => convert(s.column(*i), conv, f.data_type()),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            Ok(Arc::new(StructArray::try_new(
+                fields.clone(),
+                cols,
+                s.nulls().cloned(),
+            )?))
+        }
+        Conv::List(e) => {
+            let DataType::List(field) = t else {
+                return Err(wrong());
+            };
+            let values = |v: &ArrayRef| convert(v, e, field.data_type());
+            match a.data_type() {
+                DataType::List(_) => {
+                    let l = a.as_list::<i32>();
+                    Ok(Arc::new(ListArray::try_new(
+                        field.clone(),
+                        l.offsets().clone(),
+                        values(l.values())?,
+                        l.nulls().cloned(),
+                    )?))
+                }
+                DataType::LargeList(_) => {
+                    let l = a.as_list::<i64>();
+                    let large = LargeListArray::try_new(
+                        field.clone(),
+                        l.offsets().clone(),
+                        values(l.values())?,
+                        l.nulls().cloned(),
+                    )?;
+                    arrow::compute::cast(&large, t)
+                }
+                DataType::FixedSizeList(_, n) => {
+                    let l = a.as_fixed_size_list();
+                    let fixed = FixedSizeListArray::try_new(
+                        field.clone(),
+                        *n,
+                        values(l.values())?,
+                        l.nulls().cloned(),
+                    )?;
+                    arrow::compute::cast(&fixed, t)
+                }
+                _ => Err(wrong()),
+            }
+        }
+        Conv::Map(k, v) => {
+            let DataType::Map(entries, sorted) = t else {
+                return Err(wrong());
+            };
+            let DataType::Struct(kv) = entries.data_type() else {
+                return Err(wrong());
+            };
+            let m = a.as_map_opt().ok_or_else(wrong)?;
+            let keys = convert(m.keys(), k, kv[0].data_type())?;
+            let values = convert(m.values(), v, kv[1].data_type())?;
+            let e = StructArray::try_new(kv.clone(), vec![keys, values], None)?;
+            Ok(Arc::new(MapArray::try_new(
+                entries.clone(),
+                m.offsets().clone(),
+                e,
+                m.nulls().cloned(),
+                *sorted,
+            )?))
+        }
+    }
+}
+
+impl Iterator for Mapped {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let b = self.inner.next()?;
+        Some(b.and_then(|b| self.as_table(b)))
+    }
+}
+
+impl SplitReader for Mapped {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn skipped(&self) -> SkipStats {
+        self.inner.skipped()
+    }
+
+    fn skipped_rows(&self) -> &[SkippedRows] {
+        self.inner.skipped_rows()
+    }
+
+    fn skip_rows(&mut self, n: u64) -> u64 {
+        self.inner.skip_rows(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int32Array, Int64Array, StringArray};
+    use std::collections::HashMap;
+
+    fn with_id(f: Field, id: i32) -> Field {
+        f.with_metadata(HashMap::from([(FIELD_ID.to_string(), id.to_string())]))
+    }
+
+    fn col(name: &str, id: i32, t: DataType) -> Column {
+        Column::new(name, Key::Id(id), true, Kind::Primitive(t))
+    }
+
+    /// Batches handed out as a split reader would.
+    struct Batches(std::vec::IntoIter<RecordBatch>, SchemaRef);
+
+    impl Iterator for Batches {
+        type Item = Result<RecordBatch>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.0.next().map(Ok)
+        }
+    }
+
+    impl SplitReader for Batches {
+        fn schema(&self) -> SchemaRef {
+            self.1.clone()
+        }
+        fn skipped(&self) -> SkipStats {
+            SkipStats::default()
+        }
+    }
+
+    #[test]
+    fn a_file_is_read_by_field_id_with_added_columns_null_and_widened_types() {
+        // The table: b (id 2, was `a`, int widened to long), c (id 4, added), st (id 5) whose
+        // field w (id 6) was `u` and z (id 7) was added.
+        let st = Column::new(
+            "st",
+            Key::Id(5),
+            true,
+            Kind::Struct(vec![
+                col("w", 6, DataType::Int32),
+                col("z", 7, DataType::Int64),
+            ]),
+        );
+        let table = TableColumns {
+            columns: vec![
+                col("b", 2, DataType::Int64),
+                col("c", 4, DataType::Int64),
+                st,
+            ],
+            names_without_ids: false,
+        };
+        let st_file = DataType::Struct(Fields::from(vec![with_id(
+            Field::new("u", DataType::Int32, true),
+            6,
+        )]));
+        let file = Schema::new(vec![
+            with_id(Field::new("gone", DataType::Utf8, true), 3),
+            with_id(Field::new("a", DataType::Int32, true), 2),
+            with_id(Field::new("st", st_file.clone(), true), 5),
+        ]);
+        let fc = table.file("f.parquet", &file).unwrap();
+        let want = table.schema();
+        let read = fc.file_schema(&want).unwrap();
+        let names: Vec<_> = read.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["a", "st"]);
+        let DataType::Struct(sf) = &st_file else {
+            unreachable!()
+        };
+        let batch = RecordBatch::try_new(
+            read.clone(),
+            vec![
+                Arc::new(Int32Array::from(vec![Some(1), None])),
+                Arc::new(StructArray::new(
+                    sf.clone(),
+                    vec![Arc::new(Int32Array::from(vec![7, 8]))],
+                    None,
+                )),
+            ],
+        )
+        .unwrap();
+        let r = fc
+            .reader(
+                Box::new(Batches(vec![batch].into_iter(), read)),
+                want.clone(),
+            )
+            .unwrap();
+        let got: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+        assert_eq!(got[0].schema(), want);
+        let b = got[0]
+            .column(0)
+            .as_primitive::<arrow_array::types::Int64Type>();
+        assert_eq!(b, &Int64Array::from(vec![Some(1), None]));
+        assert_eq!(got[0].column(1).null_count(), 2);
+        let s = got[0].column(2).as_struct();
+        assert_eq!(
+            s.column(0).as_ref(),
+            &Int32Array::from(vec![7, 8]) as &dyn Array
+        );
+        assert_eq!(s.column(1).null_count(), 2);
+    }
+
+    #[test]
+    fn a_type_that_is_no_widening_is_refused_naming_the_column_and_file() {
+        let table = TableColumns {
+            columns: vec![col("b", 2, DataType::Int32)],
+            names_without_ids: false,
+        };
+        let file = Schema::new(vec![with_id(Field::new("a", DataType::Int64, true), 2)]);
+        let e = table.file("f.parquet", &file).unwrap_err().to_string();
+        assert!(
+            e.contains("f.parquet") && e.contains("\"b\"") && e.contains("widening"),
+            "{e}"
+        );
+        let file = Schema::new(vec![with_id(Field::new("a", DataType::Utf8, true), 2)]);
+        assert!(table.file("f.parquet", &file).is_err());
+        // Nested: named by its dotted path.
+        let table = TableColumns {
+            columns: vec![Column::new(
+                "st",
+                Key::Id(1),
+                true,
+                Kind::Struct(vec![col("x", 2, DataType::Float32)]),
+            )],
+            names_without_ids: false,
+        };
+        let inner = Fields::from(vec![with_id(Field::new("x", DataType::Float64, true), 2)]);
+        let file = Schema::new(vec![with_id(
+            Field::new("st", DataType::Struct(inner), true),
+            1,
+        )]);
+        let e = table.file("g.parquet", &file).unwrap_err().to_string();
+        assert!(e.contains("\"st.x\"") && e.contains("g.parquet"), "{e}");
+    }
+
+    #[test]
+    fn required_columns_a_file_lacks_and_files_without_ids_are_refused() {
+        let table = TableColumns {
+            columns: vec![Column::new(
+                "b",
+                Key::Id(2),
+                false,
+                Kind::Primitive(DataType::Int64),
+            )],
+            names_without_ids: false,
+        };
+        let file = Schema::new(vec![with_id(Field::new("x", DataType::Int64, true), 9)]);
+        let e = table.file("f.parquet", &file).unwrap_err().to_string();
+        assert!(e.contains("required") && e.contains("\"b\""), "{e}");
+        // No field id at all: refused when the columns changed, else read by the table's names.
+        let file = Schema::new(vec![Field::new("b", DataType::Int64, true)]);
+        let e = table.file("f.parquet", &file).unwrap_err().to_string();
+        assert!(e.contains("no field ids"), "{e}");
+        let table = TableColumns {
+            names_without_ids: true,
+            ..table
+        };
+        let fc = table.file("f.parquet", &file).unwrap();
+        assert_eq!(
+            fc.file_schema(&table.schema()).unwrap().field(0).name(),
+            "b"
+        );
+    }
+
+    #[test]
+    fn physical_names_find_columns_and_encodings_are_not_type_changes() {
+        let table = TableColumns {
+            columns: vec![
+                Column::new(
+                    "s",
+                    Key::Name("col-1".into()),
+                    true,
+                    Kind::Primitive(DataType::Utf8),
+                ),
+                Column::new(
+                    "l",
+                    Key::Name("col-2".into()),
+                    true,
+                    Kind::List(Box::new(Column::new(
+                        "element",
+                        Key::Name(String::new()),
+                        true,
+                        Kind::Primitive(DataType::Int64),
+                    ))),
+                ),
+            ],
+            names_without_ids: false,
+        };
+        let item = Arc::new(Field::new("item", DataType::Int32, true));
+        let file = Schema::new(vec![
+            Field::new("col-2", DataType::LargeList(item.clone()), true),
+            Field::new("col-1", DataType::LargeUtf8, true),
+        ]);
+        let fc = table.file("f.parquet", &file).unwrap();
+        let want = table.schema();
+        let read = fc.file_schema(&want).unwrap();
+        let batch = RecordBatch::try_new(
+            read.clone(),
+            vec![
+                Arc::new(arrow_array::LargeStringArray::from(vec!["a", "b"])),
+                Arc::new(LargeListArray::new(
+                    item,
+                    arrow_buffer::OffsetBuffer::new(vec![0i64, 2, 3].into()),
+                    Arc::new(Int32Array::from(vec![1, 2, 3])),
+                    None,
+                )),
+            ],
+        )
+        .unwrap();
+        let got: Vec<RecordBatch> = fc
+            .reader(
+                Box::new(Batches(vec![batch].into_iter(), read)),
+                want.clone(),
+            )
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        assert_eq!(got[0].schema(), want);
+        assert_eq!(
+            got[0].column(0).as_ref(),
+            &StringArray::from(vec!["a", "b"]) as &dyn Array
+        );
+        let l = got[0].column(1).as_list::<i32>();
+        assert_eq!(
+            l.value(0).as_ref(),
+            &Int64Array::from(vec![1, 2]) as &dyn Array
+        );
+    }
+}
