@@ -19,9 +19,16 @@
 //!   file without a vector and adds it with one); the vector is passed on with the file
 //!   ([`crate::deletion`] reads it, the plan leaves its rows out).
 //!
-//! Refused by name, never read wrong: column mapping (`name`
-//! or `id` mode), V2 checkpoints and any reader feature this reader does not know; a snapshot
-//! whose commits were cleaned up (the log no longer reaches it).
+//! - column mapping (`delta.columnMapping.mode` = `name` or `id`): the data files name their
+//!   columns (nested struct fields too) by physical names and carry the columns' ids as Parquet
+//!   field ids; the table's columns (the logical schema of `metaData.schemaString`, partition
+//!   columns left out) are handed to [`crate::mapping`] keyed by physical name or by id, and
+//!   the `add` actions' partition values and statistics, keyed by physical names, are read by
+//!   the table's.
+//!
+//! Refused by name, never read wrong: another column mapping mode, V2 checkpoints and any
+//! reader feature this reader does not know (type widening among them); a Delta type it does
+//! not know; a snapshot whose commits were cleaned up (the log no longer reaches it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -7,8 +7,16 @@
 //! (Hadoop tables). Without a hint the newest-looking metadata file may be an uncommitted
 //! write, so a directory without one is refused, asking for the metadata file.
 //!
+//! The schema read is the snapshot's own (its `schema-id`, else the current schema), and every
+//! column of a data file is found by its field id ([`crate::mapping`]), as the spec requires:
+//! a renamed column reads from files written under its old name, a column added later is null
+//! in older files, a column dropped and another added under its name are two columns, a
+//! widened type (`int` to `long`, `float` to `double`, a decimal's precision) is cast. Files
+//! without field ids are read by name only while the table's schema never changed.
+//!
 //! Refused by name, never read wrong: delete files (position and equality deletes), data files
-//! not in Parquet, and tables whose schema changed (field ids are not mapped yet).
+//! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
+//! type change that is no widening the spec allows (naming the column and the file).
 
 use std::io::Cursor;
 use std::sync::Arc;
