@@ -16,7 +16,10 @@ changed was refused.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import json
 import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -220,3 +223,52 @@ def test_launch_and_resume_keep_the_planned_snapshot(hf_bin: str, tmp_path: Path
     assert set(both) <= want, sorted(set(both) - want)[:10]
     assert len(want - set(both)) == dropped(r2.stderr)
     no_leftovers(str(tmp_path))
+
+
+def stats_rows(k: int) -> pa.Table:
+    ids = range(k * 1000, (k + 1) * 1000)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "n": pa.array([i // 10 for i in ids], pa.int32()),
+        "x": pa.array([None if i % 7 == 0 else i * 0.25 for i in ids], pa.float64()),
+        "s": pa.array([f"k{k}-{i % 5}" for i in ids], pa.string()),
+        "day": pa.array([dt.date(2026, 1 + k, 1 + i % 28) for i in ids], pa.date32()),
+        "m": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(12, 2)),
+    })
+
+
+def test_manifest_bounds_rule_files_out_unopened(hf_bin: str, tmp_path: Path) -> None:
+    """Four appends with disjoint bounds (one file each), `n` widened from int to long after the
+    first two: a filter on any column type rules out the files whose manifest bounds (lower,
+    upper, null counts by field id) exclude it, before any footer is read; the rows are
+    pyiceberg's own scan under the same filter."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan, NotNull
+    from pyiceberg.types import LongType
+
+    c = catalog(tmp_path / "cat")
+    t = c.create_table("db.s", schema=stats_rows(0).schema)
+    for k in range(4):
+        if k == 2:
+            with t.update_schema() as u:
+                u.update_column("n", LongType())
+            t = c.load_table("db.s")
+        t.append(stats_rows(k).cast(t.schema().as_arrow()) if k >= 2 else stats_rows(k))
+    t = c.load_table("db.s")
+    path = metadata_file(t)
+    cases = [
+        ("id >= 1100 AND id < 1200", 3, And(GreaterThanOrEqual("id", 1100), LessThan("id", 1200))),
+        ("n >= 320", 3, GreaterThanOrEqual("n", 320)),
+        ("s >= 'k2' AND s < 'k3'", 3, And(GreaterThanOrEqual("s", "k2"), LessThan("s", "k3"))),
+        ("day < DATE '2026-02-01'", 3, LessThan("day", "2026-02-01")),
+        ("m >= 500 AND x IS NOT NULL", 2, And(GreaterThanOrEqual("m", decimal.Decimal("500.00")), NotNull("x"))),
+    ]
+    for text, ruled_out, expr in cases:
+        r = subprocess.run([hf_bin, "inspect", path, "--json", "--filter", text],
+                           capture_output=True, text=True, check=True)
+        f = json.loads(r.stdout)["filter"]
+        assert f["files_ruled_out"] == ruled_out, (text, f)
+        want = sorted(t.scan(row_filter=expr).to_arrow().column("id").to_pylist())
+        assert ours(path, filter=text) == want and want, text
+    # Every file ruled out: nothing to read, the table's columns all the same.
+    r = hydrofeed.read(path, filter="id < 0")
+    assert r.schema.names == ["id", "n", "x", "s", "day", "m"] and not list(r)

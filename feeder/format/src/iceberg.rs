@@ -28,6 +28,9 @@ use arrow_avro::schema::AvroSchema;
 use serde::Deserialize;
 
 use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnapshot};
+
+#[path = "iceberg_stats.rs"]
+mod stats;
 use crate::{Error, Result};
 use hydrofeed_storage::{FileStatus, Storage};
 
@@ -44,7 +47,16 @@ const MANIFEST: &str = r#"{"type":"record","name":"manifest_entry","fields":[
   {"name":"file_path","type":"string"},
   {"name":"file_format","type":"string"},
   {"name":"record_count","type":"long"},
-  {"name":"file_size_in_bytes","type":"long"}]}}]}"#;
+  {"name":"file_size_in_bytes","type":"long"},
+  {"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record",
+   "name":"k121_v122","fields":[{"name":"key","type":"int"},{"name":"value","type":"long"}]}}],
+   "default":null},
+  {"name":"lower_bounds","type":["null",{"type":"array","items":{"type":"record",
+   "name":"k126_v127","fields":[{"name":"key","type":"int"},{"name":"value","type":"bytes"}]}}],
+   "default":null},
+  {"name":"upper_bounds","type":["null",{"type":"array","items":{"type":"record",
+   "name":"k129_v130","fields":[{"name":"key","type":"int"},{"name":"value","type":"bytes"}]}}],
+   "default":null}]}}]}"#;
 
 #[derive(Debug, Deserialize)]
 struct Metadata {
@@ -199,6 +211,7 @@ pub fn snapshot(
         ))
     })?;
     let columns = snapshot_columns(&meta_path, &meta, snap)?;
+    let by_id = stats::top_level(&columns);
     let list_path = storage_path(&snap.manifest_list);
     let mut files = Vec::new();
     for b in avro_batches(storage, &list_path, MANIFEST_LIST)? {
@@ -211,7 +224,7 @@ pub fn snapshot(
         for i in 0..b.num_rows() {
             let manifest = storage_path(paths.value(i));
             let deletes = content.value(i) != 0;
-            manifest_files(storage, &manifest, deletes, &mut files)?;
+            manifest_files(storage, &manifest, deletes, &by_id, &mut files)?;
         }
     }
     files.sort_by(|a: &TableFile, b| a.status.path.cmp(&b.status.path));
@@ -400,6 +413,7 @@ fn manifest_files(
     storage: &Arc<dyn Storage>,
     path: &str,
     deletes: bool,
+    by_id: &stats::ById,
     out: &mut Vec<TableFile>,
 ) -> Result<()> {
     for b in avro_batches(storage, path, MANIFEST)? {
@@ -422,6 +436,7 @@ fn manifest_files(
         let records = records.as_primitive::<arrow_array::types::Int64Type>();
         let size = field("file_size_in_bytes")?;
         let size = size.as_primitive::<arrow_array::types::Int64Type>();
+        let bounds = stats::Bounds::of(&df);
         for i in 0..b.num_rows() {
             if status.value(i) == 2 {
                 continue; // DELETED: not live in this snapshot
@@ -452,7 +467,7 @@ fn manifest_files(
                 partition: Vec::new(),
                 records: u64::try_from(records.value(i)).ok(),
                 deletion: None,
-                stats: None,
+                stats: bounds.stats(i, records.value(i), by_id),
             });
         }
     }

@@ -396,6 +396,12 @@ fn plan_files(
     // checked against.
     let mut bound: Option<filter::Bound> = None;
     let mut ruled_out = 0u64;
+    // A table that states its schema (Iceberg; Delta with column mapping): bound before any
+    // file is opened, so its first file too is ruled out unread.
+    if let (Some(filter), Some(t)) = (&opts.filter, &files.columns) {
+        let full = listing::plan_schema("the table", &t.schema(), &files.partition_fields, None)?;
+        bound = filter.bind(&full).ok();
+    }
     for f in files.files.iter().filter(|f| f.status.len > 0) {
         if let (Some(b), Some(st)) = (&bound, &f.stats) {
             if filtered::table_stats_rule_out(b, st, &f.partition) {
@@ -413,7 +419,7 @@ fn plan_files(
         };
         match &first {
             None => {
-                if let (Some(filter), true) = (&opts.filter, files.table.is_some()) {
+                if let (Some(filter), true, None) = (&opts.filter, files.table.is_some(), &bound) {
                     let full = listing::plan_schema(
                         &f.status.path,
                         &schema,
@@ -437,6 +443,10 @@ fn plan_files(
             s.columns = columns.clone();
         }
         splits.extend(sp);
+    }
+    if let (None, Some(t), Some(f)) = (&first, &files.columns, files.files.first()) {
+        // Every file ruled out unread: the table's schema is the plan's.
+        first = Some((f.status.path.clone(), t.schema()));
     }
     Ok((first, splits, ruled_out))
 }
