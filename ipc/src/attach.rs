@@ -269,28 +269,47 @@ impl Listener {
         wait_readable(self.fd.as_fd(), deadline)?;
         let sock = rustix::net::accept_with(&self.fd, SocketFlags::CLOEXEC)
             .map_err(|e| AttachError::io(AttachStage::Accept, e))?;
-        let pid = check_uid(&sock)?;
-        let (memfd, seg) = create_memfd(self.cap, self.max_frame)?;
-        let hello = wire::Hello {
-            version: LAYOUT_VERSION,
-            capacity: self.cap as u64,
-            max_frame: self.max_frame as u64,
-        }
-        .encode();
-        send_with_fd(sock.as_fd(), &hello, memfd.as_fd())?;
-        // Our mapping keeps the memory; the memfd itself now lives only in the consumer.
-        drop(memfd);
-        wait_readable(sock.as_fd(), deadline)?;
-        let mut ack = [0u8; wire::ACK_LEN];
-        recv_exact(sock.as_fd(), &mut ack, deadline)?;
-        let ack = wire::Ack::decode(&ack).ok_or(AttachError::Protocol)?;
-        if ack.pid != pid {
-            return Err(AttachError::Protocol);
-        }
-        let sh = Shared::new(Box::new(seg))?;
-        let peer = Peer::new(sock, pid);
-        Ok(Producer::from_parts(RingProducer::new(sh), Some(peer)))
+        offer_on(sock, self.cap, self.max_frame, deadline)
     }
+}
+
+/// The producer's half of the handshake (steps 2-5 above) over a stream socket that is
+/// already connected, whichever side connected: a producer that dials its consumer (a Spark
+/// feeding task dialling the trainer's socket) makes the ring and offers it, as
+/// [`Listener::accept`] does for the consumer that dialled it. The consumer answers with
+/// [`take`]. The socket stays the ring's control channel.
+pub fn offer(sock: OwnedFd, cfg: RingConfig, timeout: Duration) -> Result<Producer, AttachError> {
+    let (cap, max_frame) = geometry(&cfg)?;
+    offer_on(sock, cap, max_frame, crate::ring::deadline_after(timeout))
+}
+
+fn offer_on(
+    sock: OwnedFd,
+    cap: usize,
+    max_frame: usize,
+    deadline: Instant,
+) -> Result<Producer, AttachError> {
+    let pid = check_uid(&sock)?;
+    let (memfd, seg) = create_memfd(cap, max_frame)?;
+    let hello = wire::Hello {
+        version: LAYOUT_VERSION,
+        capacity: cap as u64,
+        max_frame: max_frame as u64,
+    }
+    .encode();
+    send_with_fd(sock.as_fd(), &hello, memfd.as_fd())?;
+    // Our mapping keeps the memory; the memfd itself now lives only in the consumer.
+    drop(memfd);
+    wait_readable(sock.as_fd(), deadline)?;
+    let mut ack = [0u8; wire::ACK_LEN];
+    recv_exact(sock.as_fd(), &mut ack, deadline)?;
+    let ack = wire::Ack::decode(&ack).ok_or(AttachError::Protocol)?;
+    if ack.pid != pid {
+        return Err(AttachError::Protocol);
+    }
+    let sh = Shared::new(Box::new(seg))?;
+    let peer = Peer::new(sock, pid);
+    Ok(Producer::from_parts(RingProducer::new(sh), Some(peer)))
 }
 
 impl Drop for Listener {
@@ -362,6 +381,16 @@ pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> 
             Err(e) => return Err(conn_err(e)),
         }
     };
+    take_on(sock, deadline)
+}
+
+/// The consumer's half of the handshake over a stream socket that is already connected: takes
+/// the ring a producer [`offer`]s on it (a trainer's socket that Spark feeding tasks dial).
+pub fn take(sock: OwnedFd, timeout: Duration) -> Result<Consumer, AttachError> {
+    take_on(sock, crate::ring::deadline_after(timeout))
+}
+
+fn take_on(sock: OwnedFd, deadline: Instant) -> Result<Consumer, AttachError> {
     let pid = check_uid(&sock)?;
     wait_readable(sock.as_fd(), deadline)?;
     let mut hello = [0u8; wire::HELLO_LEN];

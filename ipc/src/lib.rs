@@ -49,7 +49,7 @@ mod segment;
 mod sync;
 
 #[cfg(not(loom))]
-pub use attach::{connect, wire, Listener};
+pub use attach::{connect, offer, take, wire, Listener};
 pub use error::{AttachError, AttachStage, ControlError, NextError, PeerError, ReserveError};
 #[cfg(not(loom))]
 pub use peer::CONTROL_SEND_TIMEOUT;

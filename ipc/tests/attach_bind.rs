@@ -94,3 +94,42 @@ fn binders_racing_for_a_stale_socket_one_wins() {
         std::fs::remove_file(&path).ok();
     }
 }
+
+/// The producer may dial its consumer (a Spark feeding task dials the trainer): `offer` on the
+/// dialling side and `take` on the accepting side make the same ring, frames one way and
+/// control messages back; a peer that hangs up mid-handshake is `PeerLost`, not a hang.
+#[test]
+fn a_producer_that_dials_offers_its_ring() {
+    use std::os::fd::OwnedFd;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trainer.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let trainer = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        let mut c = hydrofeed_ipc::take(OwnedFd::from(s), Duration::from_secs(5)).unwrap();
+        let mut got = Vec::new();
+        while let Some(slot) = c.next(Duration::from_secs(5)).unwrap() {
+            got.push(slot.to_vec());
+        }
+        c.send_control(b"consumed").unwrap();
+        // A second dialler that hangs up before offering: the handshake says so.
+        let (s, _) = listener.accept().unwrap();
+        let r = hydrofeed_ipc::take(OwnedFd::from(s), Duration::from_secs(5));
+        (got, r.map(|_| ()))
+    });
+    let s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let mut p = hydrofeed_ipc::offer(OwnedFd::from(s), cfg(), Duration::from_secs(5)).unwrap();
+    for m in [&b"one"[..], b"two"] {
+        let mut r = p.reserve(m.len(), Duration::from_secs(5)).unwrap();
+        r.copy_from_slice(m);
+        r.commit();
+    }
+    p.close();
+    let reply = p.wait_control(Duration::from_secs(5)).unwrap();
+    assert_eq!(reply.as_deref(), Some(&b"consumed"[..]));
+    drop(std::os::unix::net::UnixStream::connect(&path).unwrap());
+    let (got, second) = trainer.join().unwrap();
+    assert_eq!(got, vec![b"one".to_vec(), b"two".to_vec()]);
+    assert!(matches!(second, Err(AttachError::PeerLost)), "{second:?}");
+}
