@@ -5,6 +5,7 @@
 //!   column -> numpy array viewing the ring memory (zero-copy).
 //! - [`gpu`]: batches staged into GPU memory ([`gpu::DeviceFeed`], DLPack `kDLCUDA` tensors),
 //!   GPU discovery and the H2D measurement of `bench gpu`.
+//! - [`spark_ring`]: the ring a Spark feeding task feeds a trainer through.
 //! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
 //!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
 //!
@@ -17,6 +18,7 @@ pub mod error;
 pub mod feed;
 pub mod gpu;
 pub mod read;
+pub mod spark_ring;
 pub mod tensor;
 
 /// `TF_CONFIG` JSON for a task, from the cluster spec as JSON (`{job: ["host:port", ...]}`):
@@ -54,6 +56,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<feed::Batch>()?;
     m.add_class::<tensor::Ragged>()?;
     m.add_class::<tensor::BufferOwner>()?;
+    m.add_class::<spark_ring::RingWriter>()?;
+    m.add_class::<spark_ring::RingReader>()?;
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     m.add_function(wrap_pyfunction!(tf_config, m)?)?;
     m.add_class::<gpu::DeviceFeed>()?;

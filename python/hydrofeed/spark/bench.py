@@ -301,7 +301,7 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return best
 
 
-def _transport_feeder(path: str, rows: int, shared_memory: bool) -> None:
+def _transport_feeder(path: str, rows: int) -> None:
     """``--transport-only``, the feeding side (its own process): MNIST-shaped rows converted and
     sent as a feeding task does; prints its CPU seconds."""
     import numpy as np
@@ -313,7 +313,7 @@ def _transport_feeder(path: str, rows: int, shared_memory: bool) -> None:
     img = np.random.default_rng(0).random(784, dtype=np.float32)
     data = [(img, i % 10) for i in range(rows)]
     c0 = time.process_time()
-    ch = open_channel(path, "train", 0, shared_memory=shared_memory)
+    ch = open_channel(path, "train", 0)
     for rb in _rows.batches_from_rows(iter(data), BATCH):
         ch.send(rb)
     ch.finish(60)
@@ -322,7 +322,7 @@ def _transport_feeder(path: str, rows: int, shared_memory: bool) -> None:
     send_end_of_feed(path)
 
 
-def _transport_run(rows: int, shared_memory: bool) -> dict[str, Any]:
+def _transport_run(rows: int) -> dict[str, Any]:
     """One feeding process -> one hub here, the trainer taking ``input_mapping``-style numpy
     columns: rows/s and CPU seconds from the first batch on."""
     from hydrofeed.spark.feed import SparkDataFeed
@@ -331,7 +331,7 @@ def _transport_run(rows: int, shared_memory: bool) -> dict[str, Any]:
     d = tempfile.mkdtemp(prefix="hf-transport-")
     hub = Hub(os.path.join(d, "rank0.sock"), 0)
     hub.start()
-    code = f"from hydrofeed.spark.bench import _transport_feeder; _transport_feeder({hub.path!r}, {rows}, {shared_memory})"
+    code = f"from hydrofeed.spark.bench import _transport_feeder; _transport_feeder({hub.path!r}, {rows})"
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         got, t0, c0 = 0, 0.0, 0.0
@@ -352,26 +352,18 @@ def _transport_run(rows: int, shared_memory: bool) -> dict[str, Any]:
 
 
 def _transport_only(rows: int, repeat: int) -> dict[str, Any]:
-    """Shared memory against the socket for the same rows, alternated; the best of each."""
-    runs: dict[str, list[dict[str, Any]]] = {"shared_memory": [], "socket": []}
-    for r in range(repeat):
-        for name in (["shared_memory", "socket"] if r % 2 == 0 else ["socket", "shared_memory"]):
-            runs[name].append(_transport_run(rows, name == "shared_memory"))
-    best = {k: max(v, key=lambda x: x["rows_per_s"]) for k, v in runs.items()}
-    cpu = {k: min(x["cpu_s"] for x in v) for k, v in runs.items()}
+    """The feeding ring alone, ``repeat`` runs: the best and the median."""
+    runs = sorted((_transport_run(rows) for _ in range(repeat)), key=lambda x: x["rows_per_s"])
     return {
         "bench": "spark_transport",
         "rows": rows,
         "batch": BATCH,
-        "results": best,
-        "min_cpu_s": cpu,
-        "ratios": {
-            "transport_shm_vs_socket": best["shared_memory"]["rows_per_s"] / best["socket"]["rows_per_s"],
-            "transport_cpu_socket_vs_shm": cpu["socket"] / cpu["shared_memory"],
-        },
-        "notes": "one feeding process (rows -> Arrow -> Channel.send) into a Hub and SparkDataFeed.batches() "
-        "in this process, no Spark; rows_per_s and trainer CPU from the first batch on; cpu_s = "
-        "feeder + trainer CPU seconds; min_cpu_s: the least over the runs",
+        "best": runs[-1],
+        "median_rows_per_s": runs[len(runs) // 2]["rows_per_s"],
+        "min_cpu_s": min(x["cpu_s"] for x in runs),
+        "notes": "one feeding process (rows -> Arrow -> Channel.send into its ring) into a Hub and "
+        "SparkDataFeed.batches() in this process, no Spark; rows_per_s and trainer CPU from the first "
+        "batch on; cpu_s = feeder + trainer CPU seconds; min_cpu_s: the least over the runs",
     }
 
 
@@ -389,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--transport-only",
         action="store_true",
-        help="only the feeding transport, without Spark: shared memory against the socket (--rows, --repeat)",
+        help="only the feeding transport, without Spark: its ring, best and median of --repeat runs (--rows)",
     )
     a = p.parse_args(argv)
     if a.transport_only:

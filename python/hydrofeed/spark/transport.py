@@ -1,13 +1,14 @@
 """Feeding transport between Spark feeding tasks and the trainer on the same host.
 
 One Unix stream socket per trainer (``<run_dir>/rank<k>.sock``), served by a :class:`Hub`
-thread inside the trainer process. Batches travel as Arrow IPC, through shared memory where
-both sides can: the feeding task creates one sealed ``memfd`` per connection, hands it to the
-hub (SCM_RIGHTS, frame ``SHM``) and writes each batch into a slot of it as an IPC stream; the
-socket then carries only where the batch lies (frame ``SLOT``), and the trainer reads it in
-place. A slot comes back when the last Arrow buffer over it is released, so a batch the trainer
-keeps is never written over: while it holds too much of the region, batches go over the socket
-(frame ``BATCH``) instead. The memory goes with the last process mapping it (``kill -9``
+thread inside the trainer process. A feeding task dials it, says what it feeds (``HELLO``:
+train or infer, its partition) and, once welcomed, makes a shared-memory ring and offers it on
+the same socket: the ``ipc`` ring and ``tfbridge`` frames of the feeder's rings, through the
+extension (:class:`hydrofeed._native.RingWriter` here, :class:`hydrofeed._native.RingReader`
+in the hub; docs/arch/ring.md). One ring per connection, that is per partition: its Arrow
+batches, then an end-of-split marker. The trainer answers on the ring's control channel: the
+partition consumed (``A``), inference results (``R``, pickled lists, in row order), an error
+(``E``). The ring is a sealed memfd that goes with the last process mapping it (``kill -9``
 included); nothing is created in ``/dev/shm``.
 
 The rest of :mod:`hydrofeed.spark` only sees two small interfaces:
@@ -17,20 +18,14 @@ The rest of :mod:`hydrofeed.spark` only sees two small interfaces:
 - feeding side: :func:`open_channel` -> ``Channel`` -- ``send(batch)``, ``finish(timeout)``
   (returns the results of an inference partition), ``close()``.
 
-Wire format (both directions): ``[u8 kind][u32 length][payload]``. Payloads: JSON for control,
-``Schema.serialize()`` before a socket batch, then ``RecordBatch.serialize()`` (Arrow IPC
-messages, read back zero-copy from the received buffer), pickled lists for inference results.
-Rejected: pickling rows (what TFoS does through ``multiprocessing.Manager`` queues; 5-10x slower
-and unreadable by the Rust side) and one IPC *stream* per connection (we need control frames
-interleaved with the batches).
+Socket frames (the handshake and the driver's control connections; never data):
+``[u8 kind][u32 length][JSON payload]``.
 """
 
 from __future__ import annotations
 
-import collections
-import fcntl
 import json
-import mmap
+import logging
 import os
 import pickle
 import queue
@@ -43,201 +38,62 @@ from typing import Any
 
 import pyarrow as pa
 
+from hydrofeed import _native
+from hydrofeed.exceptions import FeedTimeoutError, HydrofeedError, PeerLostError
+
 # Defined in hydrofeed.exceptions; still importable from here.
 from hydrofeed.exceptions import TransportError as TransportError
 
-# Frame kinds.
+logger = logging.getLogger(__name__)
+
+# Socket frame kinds.
 HELLO = 1  # feeder -> hub: JSON {"mode": "train"|"infer"|"control", "partition": int}
-WELCOME = 2  # hub -> feeder: JSON {"rank": int, "state": "running"|"terminating"}
-SCHEMA = 3  # feeder -> hub: Arrow IPC schema message
-BATCH = 4  # feeder -> hub: Arrow IPC record batch message
-END = 5  # feeder -> hub: end of this partition
-ACK = 6  # hub -> feeder: JSON {"rows": n} every row of the partition was consumed
-RESULTS = 7  # hub -> feeder: pickled list of inference results (in row order)
-ERROR = 8  # either way: JSON {"error": str}
+WELCOME = 2  # hub -> feeder: JSON {"rank": int, "state": "running"|"terminating"}; the ring follows
+ACK = 6  # hub -> control connection: JSON {} the command was taken
+ERROR = 8  # hub -> feeder: JSON {"error": str}, before a ring exists
 EOF = 9  # control -> hub: end of feed (no more partitions will come)
 FILES = 10  # control -> hub: JSON: attach to this feeder's ring (file mode, ``files.py``)
-SHM = 11  # feeder -> hub: JSON {"size": n} with a memfd attached: the connection's shared memory
-SLOT = 12  # feeder -> hub: struct (slot, offset, length): a batch in the shared memory (IPC stream)
+_KINDS = (HELLO, WELCOME, ACK, ERROR, EOF, FILES)
+
+# Ring control messages, trainer -> feeding task: a kind byte, then the payload.
+_CONSUMED = b"A"  # JSON {"rows": n}: every row of the partition was consumed (or answered)
+_RESULTS = b"R"  # pickled list of results, the last piece of one send_results()
+_RESULTS_PART = b"r"  # a piece of a pickled list that goes on in the next message
+_FAILED = b"E"  # JSON {"error": str}
+_PIECE = 60 * 1024  # a control message holds at most 64 KiB
 
 _HDR = struct.Struct("<BI")
-_SLOT = struct.Struct("<IQQ")
-_FLAGS = 4096  # slot flags at the start of a region (at most this many batches in flight)
-_ALIGN = 64  # slot offsets: Arrow's alignment
-_REGION_MIN = 16 << 20
-_REGION_MAX = 64 << 20
-_REGION_BATCHES = 48  # a region holds this many batches the size of the first one
-_MAX_FRAME = 1 << 31
-_POOL_MIN = 1 << 16  # frames at least this large are received into Arrow pool memory
+_MAX_FRAME = 1 << 20
+_OFFER_TIMEOUT = 30.0  # seconds the hub waits for a welcomed feeding task's ring
 
 
-def _recv_exact(sock: socket.socket, n: int) -> memoryview:
-    # Arrow pool memory, not a bytearray: no zero-fill pass over the (multi-MB) batch and the
-    # allocator reuses freed blocks instead of faulting in fresh pages for every batch. The
-    # record batch read from it is zero-copy and keeps the buffer alive.
-    view = memoryview(pa.allocate_buffer(n)).cast("B") if n >= _POOL_MIN else memoryview(bytearray(n))
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
     got = 0
     while got < n:
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise TransportError(f"peer closed the connection after {got} of {n} bytes")
         got += k
-    return view
+    return bytes(buf)
 
 
-def send_frame(sock: socket.socket, kind: int, payload: bytes | memoryview | pa.Buffer = b"") -> None:
-    """Writes one frame (header + payload) to ``sock``."""
-    n = len(payload) if not isinstance(payload, pa.Buffer) else payload.size
-    sock.sendall(_HDR.pack(kind, n))
-    if n:
-        sock.sendall(payload)
+def send_frame(sock: socket.socket, kind: int, payload: bytes = b"") -> None:
+    """Writes one socket frame (header + payload) to ``sock``."""
+    sock.sendall(_HDR.pack(kind, len(payload)) + payload)
 
 
-def _recv_header(sock: socket.socket, fds: list[int]) -> bytes:
-    """A frame header, appending to ``fds`` the descriptors sent with it."""
-    got = b""
-    while len(got) < _HDR.size:
-        data, anc, _, _ = sock.recvmsg(_HDR.size - len(got), socket.CMSG_SPACE(4 * 4))
-        for level, typ, blob in anc:
-            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                fds.extend(struct.unpack(f"{len(blob) // 4}i", blob[: len(blob) - len(blob) % 4]))
-        if not data:
-            raise TransportError(f"peer closed the connection after {len(got)} of {_HDR.size} bytes")
-        got += data
-    return got
-
-
-def recv_frame(sock: socket.socket, fds: list[int] | None = None) -> tuple[int, memoryview]:
-    """Reads one frame; raises :class:`TransportError` on EOF or a malformed header. With
-    ``fds``, descriptors sent with the frame are appended to it (otherwise the kernel drops them)."""
-    header = _recv_header(sock, fds) if fds is not None else _recv_exact(sock, _HDR.size)
-    kind, n = _HDR.unpack(header)
-    if kind < HELLO or kind > SLOT or n > _MAX_FRAME:
+def recv_frame(sock: socket.socket) -> tuple[int, bytes]:
+    """Reads one socket frame; raises :class:`TransportError` on EOF or a malformed header."""
+    kind, n = _HDR.unpack(_recv_exact(sock, _HDR.size))
+    if kind not in _KINDS or n > _MAX_FRAME:
         raise TransportError(f"malformed frame header (kind {kind}, length {n})")
-    return kind, (_recv_exact(sock, n) if n else memoryview(b""))
+    return kind, (_recv_exact(sock, n) if n else b"")
 
 
 def _json(obj: Any) -> bytes:
     return json.dumps(obj).encode()
-
-
-# ----------------------------------------------------------------------------- shared memory
-
-# Linux: anonymous sealed memory files and descriptor passing.
-_SHM = hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS") and hasattr(socket, "send_fds")
-
-
-class _Region:
-    """A feeding connection's shared memory: batches written by the feeding task, read in place
-    by the trainer.
-
-    An anonymous ``memfd`` (nothing in ``/dev/shm`` to leave behind: the memory goes when the
-    last process mapping it does, ``kill -9`` included), sealed against shrinking and growing so
-    that a peer cannot truncate it under the other's mapping. Layout: ``_FLAGS`` one-byte slot
-    flags, then the data area. A batch is one contiguous slot of the data area, used as a ring:
-    the feeding task allocates at its head and reclaims from its tail, in order, the slots whose
-    flag the trainer set; the trainer sets a slot's flag when the last Arrow buffer over it is
-    released (a batch the trainer keeps keeps its slot).
-    """
-
-    def __init__(self, mm: mmap.mmap, size: int) -> None:
-        self.size = size
-        self.view = memoryview(mm)  # it and `base` keep the mapping alive
-        self.flags = self.view[:_FLAGS]
-        self.base = pa.py_buffer(mm)
-
-    @classmethod
-    def create(cls, size: int) -> tuple[_Region, int]:
-        """A new region and its file descriptor (the caller sends it, then closes it)."""
-        fd = os.memfd_create("hydrofeed-feed", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        try:
-            os.ftruncate(fd, size)
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-            return cls(mmap.mmap(fd, size), size), fd
-        except BaseException:
-            os.close(fd)
-            raise
-
-    @classmethod
-    def attach(cls, fd: int, size: int) -> _Region:
-        """Maps a peer's region: only a sealed memfd of the size it says."""
-        try:
-            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-            if seals & (fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW) != fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW:
-                raise TransportError("the feeding task's shared memory is not sealed against resizing")
-            if os.fstat(fd).st_size != size or size <= _FLAGS:
-                raise TransportError(f"the feeding task's shared memory is {os.fstat(fd).st_size} bytes, it said {size}")
-            return cls(mmap.mmap(fd, size), size)
-        except OSError as e:
-            raise TransportError(f"cannot map the feeding task's shared memory: {e}") from e
-        finally:
-            os.close(fd)
-
-    def slot(self, slot: int, offset: int, length: int) -> pa.Buffer:
-        """The trainer's view of a slot: its flag is set when the last buffer over it goes."""
-        if offset < _FLAGS or length <= 0 or offset + length > self.size or not 0 <= slot < _FLAGS:
-            raise TransportError(f"a batch at bytes {offset}..{offset + length} of a {self.size}-byte region (slot {slot})")
-        return pa.foreign_buffer(self.base.address + offset, length, base=_Release(self, slot))
-
-
-class _Release:
-    """Sets a slot's flag when the trainer's last buffer over the slot is released."""
-
-    __slots__ = ("region", "slot")
-
-    def __init__(self, region: _Region, slot: int) -> None:
-        self.region = region
-        self.slot = slot
-
-    def __del__(self) -> None:
-        self.region.flags[self.slot] = 1
-
-
-class _Slots:
-    """The feeding task's side of a region: allocation at the head, reclaim from the tail."""
-
-    def __init__(self, region: _Region) -> None:
-        self.region = region
-        self.head = _FLAGS  # next free byte of the data area
-        self.busy: collections.deque[tuple[int, int, int]] = collections.deque()  # (slot, offset, end)
-        self.next_slot = 0
-
-    def _reclaim(self) -> None:
-        flags = self.region.flags
-        while self.busy and flags[self.busy[0][0]]:
-            flags[self.busy[0][0]] = 0
-            self.busy.popleft()
-
-    def take(self, length: int) -> tuple[int, int] | None:
-        """(slot, offset) of ``length`` free bytes, or None while the trainer holds too much."""
-        self._reclaim()
-        if len(self.busy) == _FLAGS:
-            return None
-        length = -(-length // _ALIGN) * _ALIGN
-        size = self.region.size
-        if not self.busy:
-            offset = _FLAGS
-        else:
-            first, last = self.busy[0][1], self.busy[-1][1]
-            if last >= first:  # in use: [first, head); free: [head, size) and [_FLAGS, first)
-                offset = self.head if self.head + length <= size else _FLAGS
-                if offset == _FLAGS and offset + length > first:
-                    return None
-            else:  # wrapped: free only [head, first)
-                offset = self.head
-                if offset + length > first:
-                    return None
-        if offset + length > size:
-            return None
-        slot = self.next_slot
-        self.next_slot = (slot + 1) % _FLAGS
-        self.busy.append((slot, offset, offset + length))
-        self.head = offset + length
-        return slot, offset
-
-    def release(self, slot: int) -> None:
-        """Frees a slot whose batch was sent some other way after all."""
-        self.region.flags[slot] = 1
 
 
 # ----------------------------------------------------------------------------- trainer side
@@ -256,7 +112,7 @@ class Item:
 
 @dataclass
 class _Conn:
-    sock: socket.socket
+    ring: Any  # hydrofeed._native.RingReader
     mode: str
     partition: int
     received: int = 0
@@ -265,11 +121,19 @@ class _Conn:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+def _tell(ring: Any, kind: bytes, payload: bytes) -> None:
+    """A control message to a feeding task; one that went away is not told."""
+    try:
+        ring.send(kind + payload)
+    except (PeerLostError, OSError):
+        pass
+
+
 class Hub:
     """Listens on ``path`` inside the trainer process and queues what feeding tasks send.
 
-    ``max_queued`` bounds the number of record batches held (backpressure: a feeding task blocks
-    in ``sendall`` once the queue and the socket buffers are full, memory stays flat).
+    ``max_queued`` bounds the number of record batches held (backpressure: a feeding task waits
+    for ring space once the queue and its ring are full, memory stays flat).
     """
 
     def __init__(self, path: str, rank: int, max_queued: int = 16) -> None:
@@ -306,12 +170,10 @@ class Hub:
             self._thread.join(2)
         with self._lock:
             conns = list(self._conns.values())
+            self._conns.clear()
         for c in conns:
-            try:
-                send_frame(c.sock, ERROR, _json({"error": f"trainer rank {self.rank} closed its feed"}))
-            except OSError:
-                pass
-            c.sock.close()
+            _tell(c.ring, _FAILED, _json({"error": f"trainer rank {self.rank} closed its feed"}))
+            c.ring.close()
         if self._srv is not None:
             self._srv.close()
         try:
@@ -345,8 +207,11 @@ class Hub:
             c = self._conns.get(conn_id)
         if c is None:
             return
+        data = pickle.dumps(objs, protocol=5)
         with c.lock:
-            send_frame(c.sock, RESULTS, pickle.dumps(objs, protocol=5))
+            for k in range(0, max(len(data) - _PIECE, 0), _PIECE):
+                _tell(c.ring, _RESULTS_PART, data[k : k + _PIECE])
+            _tell(c.ring, _RESULTS, data[(max(len(data) - 1, 0) // _PIECE) * _PIECE :])
             c.consumed += len(objs)
             done = c.ended and c.consumed >= c.received
         if done:
@@ -387,11 +252,8 @@ class Hub:
         with self._lock:
             if self._conns.pop(conn_id, None) is None:
                 return
-        try:
-            send_frame(c.sock, ACK, _json({"rows": c.received}))
-        except OSError:
-            pass
-        c.sock.close()
+        _tell(c.ring, _CONSUMED, _json({"rows": c.received}))
+        c.ring.close()
 
     def _put(self, item: Item) -> bool:
         while not self._closed.is_set():
@@ -413,71 +275,72 @@ class Hub:
                 continue
             except OSError:
                 break
-            sock.settimeout(None)
+            sock.settimeout(10.0)
             threading.Thread(target=self._serve, args=(sock,), name="hydrofeed-hub-conn", daemon=True).start()
 
+    def _control(self, sock: socket.socket) -> None:
+        """A control connection of the driver's (end of feed, a file feed): one command."""
+        kind, payload = recv_frame(sock)
+        if kind == EOF:
+            self.end_of_feed()
+        elif kind == FILES:
+            if self._terminating.is_set():
+                raise TransportError("its map_fun returned or called terminate(): it takes no file feed")
+            self._put(Item("files", message=payload.decode()))
+        else:
+            raise TransportError(f"unexpected frame kind {kind} on a control connection")
+        send_frame(sock, ACK, _json({}))
+
     def _serve(self, sock: socket.socket) -> None:
-        conn_id = -1
-        fds: list[int] = []
+        ring: Any = None
         try:
-            kind, payload = recv_frame(sock)
-            if kind != HELLO:
-                raise TransportError(f"expected HELLO, got frame kind {kind}")
-            hello = json.loads(bytes(payload))
-            mode = hello.get("mode", "train")
-            if mode == "control":
+            try:
                 kind, payload = recv_frame(sock)
-                if kind == EOF:
-                    self.end_of_feed()
-                elif kind == FILES:
-                    if self._terminating.is_set():
-                        raise TransportError("its map_fun returned or called terminate(): it takes no file feed")
-                    self._put(Item("files", message=bytes(payload).decode()))
-                send_frame(sock, ACK, _json({"rows": 0}))
-                sock.close()
+                if kind != HELLO:
+                    raise TransportError(f"expected HELLO, got frame kind {kind}")
+                hello = json.loads(payload)
+                mode = hello.get("mode", "train")
+                if mode == "control":
+                    self._control(sock)
+                    return
+                if mode not in ("train", "infer"):
+                    raise TransportError(f"a feeding connection of mode {mode!r}")
+                if self._terminating.is_set() and mode == "infer":
+                    raise TransportError("its map_fun called terminate() or returned: it cannot answer inference rows")
+                state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
+                send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state}))
+                sock.setblocking(True)  # the ring's control channel is a blocking socket
+                ring = _native.RingReader(sock.fileno(), _OFFER_TIMEOUT)
+            except (TransportError, OSError, ValueError, AttributeError) as e:
+                try:
+                    send_frame(sock, ERROR, _json({"error": f"trainer rank {self.rank}: bad feed: {e}"}))
+                except OSError:
+                    pass
                 return
-            if self._terminating.is_set() and mode == "infer":
-                raise TransportError("its map_fun called terminate() or returned: it cannot answer inference rows")
-            state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
-            send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state, "shm": _SHM}))
-            with self._lock:
-                conn_id = self._next_id
-                self._next_id += 1
-                c = _Conn(sock, mode, int(hello.get("partition", -1)))
-                self._conns[conn_id] = c
-            schema: pa.Schema | None = None
-            region: _Region | None = None
+            except HydrofeedError as e:  # its ring refused (unsealed, malformed, too large)
+                logger.warning("trainer rank %d: a feeding task's ring refused: %s", self.rank, e)
+                return
+            finally:
+                sock.close()  # the ring holds its own copy of the connection
+            self._read(ring, mode, int(hello.get("partition", -1)))
+        except (PeerLostError, FeedTimeoutError, ValueError) as e:
+            if ring is not None:
+                _tell(ring, _FAILED, _json({"error": f"trainer rank {self.rank}: bad feed: {e}"}))
+                ring.close()
+
+    def _read(self, ring: Any, mode: str, partition: int) -> None:
+        """Queues one partition's batches from its ring until its end."""
+        with self._lock:
+            conn_id = self._next_id
+            self._next_id += 1
+            c = _Conn(ring, mode, partition)
+            self._conns[conn_id] = c
+        try:
             while not self._closed.is_set():
-                kind, payload = recv_frame(sock, fds)
-                if kind == SHM and len(fds) == 1 and region is None:
-                    size = json.loads(bytes(payload)).get("size")
-                    if not isinstance(size, int):
-                        raise TransportError(f"shared memory of size {size!r}")
-                    region = _Region.attach(fds.pop(), size)
+                got = ring.next(0.2)
+                if got is None:
                     continue
-                if fds:  # descriptors nobody asked for (closed below)
-                    raise TransportError(f"file descriptors sent with frame kind {kind}")
-                if kind == SCHEMA:
-                    schema = pa.ipc.read_schema(pa.py_buffer(payload))
-                elif kind in (BATCH, SLOT):
-                    if kind == SLOT:
-                        if region is None:
-                            raise TransportError("a shared-memory batch before the shared memory")
-                        rb = pa.ipc.open_stream(region.slot(*_SLOT.unpack(payload))).read_next_batch()
-                    elif schema is None:
-                        raise TransportError("record batch before schema")
-                    else:
-                        rb = pa.ipc.read_record_batch(pa.py_buffer(payload), schema)
-                    with c.lock:
-                        c.received += rb.num_rows
-                    if self._terminating.is_set() and mode == "train":
-                        with c.lock:
-                            c.consumed += rb.num_rows
-                        continue
-                    if not self._put(Item("batch", conn_id, rb, infer=mode == "infer")):
-                        with c.lock:
-                            c.consumed += rb.num_rows
-                elif kind == END:
+                if isinstance(got, str):  # the end of the partition
                     with c.lock:
                         c.ended = True
                         done = c.consumed >= c.received and (mode == "train" or c.received == 0)
@@ -486,19 +349,20 @@ class Hub:
                     if done:
                         self._finish(conn_id, c)
                     return
-                else:
-                    raise TransportError(f"unexpected frame kind {kind} from a feeding task")
-        except (TransportError, OSError, ValueError, AttributeError, pa.ArrowInvalid) as e:
+                rb: pa.RecordBatch = got
+                with c.lock:
+                    c.received += rb.num_rows
+                if self._terminating.is_set() and mode == "train":
+                    with c.lock:
+                        c.consumed += rb.num_rows
+                    continue
+                if not self._put(Item("batch", conn_id, rb, infer=mode == "infer")):
+                    with c.lock:
+                        c.consumed += rb.num_rows
+        except BaseException:
             with self._lock:
                 self._conns.pop(conn_id, None)
-            try:
-                send_frame(sock, ERROR, _json({"error": f"trainer rank {self.rank}: bad feed: {e}"}))
-            except OSError:
-                pass
-            sock.close()
-        finally:
-            for fd in fds:  # sent with a frame that failed
-                os.close(fd)
+            raise
 
 
 # ----------------------------------------------------------------------------- feeding side
@@ -507,9 +371,7 @@ class Hub:
 class Channel:
     """A feeding task's connection to one trainer's hub."""
 
-    def __init__(
-        self, path: str, mode: str, partition: int, connect_timeout: float = 30.0, shared_memory: bool = True
-    ) -> None:
+    def __init__(self, path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> None:
         self.path = path
         self.mode = mode
         deadline = time.monotonic() + connect_timeout
@@ -523,80 +385,54 @@ class Channel:
                 if time.monotonic() > deadline:
                     raise TransportError(f"no trainer listening on {path}: {e}") from e
                 time.sleep(0.1)
-        self.sock = sock
         try:
+            sock.settimeout(max(connect_timeout, 1.0))
             send_frame(sock, HELLO, _json({"mode": mode, "partition": partition}))
             kind, payload = recv_frame(sock)
             if kind == ERROR:
-                raise TransportError(json.loads(bytes(payload))["error"])
+                raise TransportError(json.loads(payload)["error"])
             if kind != WELCOME:
                 raise TransportError(f"expected WELCOME from {path}, got frame kind {kind}")
-        except BaseException:
-            sock.close()
-            raise
-        info = json.loads(bytes(payload))
-        self.rank: int = info["rank"]
-        self.terminating: bool = info["state"] == "terminating"
-        self._schema: pa.Schema | None = None
-        # Batches go through shared memory where both sides can (else, or while the trainer
-        # holds the whole region, over the socket).
-        self._shm: bool = shared_memory and bool(info.get("shm")) and _SHM
-        self._slots: _Slots | None = None
+            info = json.loads(payload)
+            self.rank: int = info["rank"]
+            self.terminating: bool = info["state"] == "terminating"
+            sock.setblocking(True)  # the ring's control channel is a blocking socket
+            self._ring = _native.RingWriter(sock.fileno(), max(connect_timeout, 1.0))
+        except (OSError, PeerLostError, FeedTimeoutError) as e:
+            raise TransportError(f"trainer at {path} refused the feed: {e}") from e
+        finally:
+            sock.close()  # the ring holds its own copy of the connection
+        self.sent = 0
 
     def send(self, batch: pa.RecordBatch, ipc: pa.Buffer | None = None) -> None:
-        """Sends one record batch: into the shared memory where it fits, else over the socket
-        (the schema before the first one). ``ipc``: the batch's Arrow IPC message if the caller
-        has it already (Spark-encoded DataFrame batches): over the socket it is sent as it is
-        instead of serializing the batch again."""
+        """Puts one record batch into the ring (split by rows where it is larger than the
+        ring's largest frame). ``ipc``: the batch's Arrow IPC message where the caller has it
+        (Spark-encoded DataFrame batches); unused, the batch's buffers are copied into the
+        ring either way."""
+        del ipc
         try:
-            if self._shm and self._send_shared(batch):
-                return
-            if self._schema is None or not batch.schema.equals(self._schema):
-                self._schema = batch.schema
-                send_frame(self.sock, SCHEMA, batch.schema.serialize())
-            send_frame(self.sock, BATCH, ipc if ipc is not None else batch.serialize())
-        except OSError as e:
+            fits = self._ring.send(batch)
+        except (PeerLostError, FeedTimeoutError) as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away while feeding: {e}")) from e
-
-    def _send_shared(self, batch: pa.RecordBatch) -> bool:
-        """Writes the batch into the shared memory as an IPC stream and sends where it lies;
-        False where it does not fit now (the caller sends it over the socket)."""
-        need = len(batch.schema.serialize()) + pa.ipc.get_record_batch_size(batch) + 8 + _ALIGN
-        if self._slots is None:
-            size = min(max(_REGION_MIN, _REGION_BATCHES * need), _REGION_MAX)
-            try:
-                region, fd = _Region.create(_FLAGS + size)
-            except OSError:
-                self._shm = False
-                return False
-            try:
-                socket.send_fds(self.sock, [_HDR.pack(SHM, len(p := _json({"size": region.size}))) + p], [fd])
-            finally:
-                os.close(fd)
-            self._slots = _Slots(region)
-        got = self._slots.take(need)
-        if got is None:
-            return False
-        slot, offset = got
-        sink = pa.FixedSizeBufferWriter(pa.py_buffer(self._slots.region.view[offset : offset + need]))
-        try:
-            with pa.ipc.new_stream(sink, batch.schema) as w:
-                w.write_batch(batch)
-        except (pa.ArrowInvalid, OSError):  # larger than its size said: over the socket instead
-            self._slots.release(slot)
-            return False
-        send_frame(self.sock, SLOT, _SLOT.pack(slot, offset, sink.tell()))
-        return True
+        if fits:
+            self.sent += batch.num_rows
+            return
+        if batch.num_rows < 2:
+            raise TransportError(
+                f"one row of {batch.nbytes:,} bytes is larger than the ring to trainer rank {self.rank} holds"
+            )
+        half = batch.num_rows // 2
+        self.send(batch.slice(0, half))
+        self.send(batch.slice(half))
 
     def _peer_error(self, default: str) -> str:
         # The hub may have said why before closing.
         try:
-            self.sock.settimeout(0.5)
-            kind, payload = recv_frame(self.sock)
-            if kind == ERROR:
-                said: str = json.loads(bytes(payload))["error"]
-                return said
-        except (OSError, TransportError, ValueError):
+            while (msg := self._ring.control(0.5)) is not None:
+                if msg[:1] == _FAILED:
+                    said: str = json.loads(msg[1:])["error"]
+                    return said
+        except (PeerLostError, ValueError):
             pass
         return default
 
@@ -604,44 +440,45 @@ class Channel:
         """Ends the partition and waits until the trainer consumed it (train) or answered every
         row (infer). Returns the inference results in row order."""
         try:
-            send_frame(self.sock, END)
-        except OSError as e:
+            self._ring.end(timeout)
+        except (PeerLostError, FeedTimeoutError) as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away: {e}")) from e
         results: list[Any] = []
+        piece = b""
         deadline = time.monotonic() + timeout
-        self.sock.settimeout(1.0)
         while True:
             try:
-                kind, payload = recv_frame(self.sock)
-            except TimeoutError:
+                msg = self._ring.control(1.0)
+            except PeerLostError as e:
+                raise TransportError(f"trainer rank {self.rank} went away before consuming the partition: {e}") from e
+            if msg is None:
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"Timeout while feeding partition: trainer rank {self.rank} did not consume it "
                         f"within feed_timeout={timeout}s"
                     ) from None
                 continue
-            except (OSError, TransportError) as e:
-                raise TransportError(f"trainer rank {self.rank} went away before consuming the partition: {e}") from e
-            if kind == RESULTS:
-                results.extend(pickle.loads(payload))
-            elif kind == ACK:
+            kind, payload = msg[:1], msg[1:]
+            if kind == _RESULTS_PART:
+                piece += payload
+            elif kind == _RESULTS:
+                results.extend(pickle.loads(piece + payload))
+                piece = b""
+            elif kind == _CONSUMED:
                 return results
-            elif kind == ERROR:
-                raise TransportError(json.loads(bytes(payload))["error"])
+            elif kind == _FAILED:
+                raise TransportError(json.loads(payload)["error"])
             else:
-                raise TransportError(f"unexpected frame kind {kind} from trainer rank {self.rank}")
+                raise TransportError(f"unexpected message {kind!r} from trainer rank {self.rank}")
 
     def close(self) -> None:
-        """Closes the socket."""
-        self.sock.close()
+        """Closes the ring."""
+        self._ring.close()
 
 
-def open_channel(
-    path: str, mode: str, partition: int, connect_timeout: float = 30.0, shared_memory: bool = True
-) -> Channel:
-    """Connects a feeding task to the hub listening on ``path``; ``shared_memory=False`` sends
-    every batch over the socket."""
-    return Channel(path, mode, partition, connect_timeout, shared_memory)
+def open_channel(path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> Channel:
+    """Connects a feeding task to the hub listening on ``path``."""
+    return Channel(path, mode, partition, connect_timeout)
 
 
 def _control(path: str, kind: int, payload: bytes, timeout: float) -> None:
@@ -653,7 +490,7 @@ def _control(path: str, kind: int, payload: bytes, timeout: float) -> None:
         send_frame(sock, kind, payload)
         k, reply = recv_frame(sock)
         if k == ERROR:
-            raise TransportError(json.loads(bytes(reply))["error"])
+            raise TransportError(json.loads(reply)["error"])
     finally:
         sock.close()
 
