@@ -11,22 +11,26 @@
 //! - [`RingReader`] (trainer's hub): `next(timeout)` gives a `pyarrow.RecordBatch`, `"end"`
 //!   at the end of the partition, or `None` when nothing came in time; `send(message)`.
 //!
-//! The reader copies each batch out of its slot (one copy) before handing it on: rows of a
-//! partition are queued in the hub and kept by user code for as long as it likes, and a ring
-//! frees its slots in order, so a batch that pinned its slot would stop the feeding task for
-//! good. The feeder's `DataFeed` hands out zero-copy batches because it can copy held batches
-//! out later; a `pyarrow` batch cannot be moved once handed out.
+//! The ring is made when the first frame is ready (so its size fits the partition's batches:
+//! 48 of them, 4 to 64 MiB, as many as the hub queues and more). Batches reach the hub
+//! zero-copy, as views of their slots. User code may keep them as long as it likes, and a ring
+//! frees its slots in order: when what the trainer holds (the hub's queue included) pins more
+//! than half of the ring, the hub reads no further ahead, and if the trainer lets none of it go
+//! for 200 ms, the held slots are copied out once
+//! ([`hydrofeed_ipc::Consumer::detach_held`]: same addresses, private memory), as the feeder's
+//! `DataFeed` does for batches its trainer keeps.
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::Buffer;
 use hydrofeed_ipc::{
     Consumer, ControlError, NextError, Producer, ReserveError, RingConfig, CONTROL_SEND_TIMEOUT,
 };
 use hydrofeed_tfbridge::{
-    marker, Encoded, Frame, FrameDecoder, FrameEncoder, FrameError, FrameKind, FrameMeta,
+    marker, owned_buffer, Encoded, Frame, FrameDecoder, FrameEncoder, FrameError, FrameKind,
+    FrameMeta,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -36,8 +40,20 @@ use pyo3_arrow::PyRecordBatch;
 use crate::blocking::{self, Owner, Step, TICK};
 use crate::error::{self, PeerLostError};
 
-/// A ring's payload bytes: 16 MiB (frames up to 8 MiB; a larger batch is split by rows).
-const CAPACITY: usize = 16 << 20;
+/// A ring holds this many frames the size of its first batch, within [`MIN_RING`] and
+/// [`MAX_RING`] bytes (frames up to half of it; a larger batch is split by rows).
+const RING_FRAMES: usize = 48;
+/// The smallest ring (an empty partition's, or one of small batches).
+const MIN_RING: usize = 4 << 20;
+/// The largest ring.
+const MAX_RING: usize = 64 << 20;
+
+/// When the slots the trainer holds pin more than this share of the ring, the hub reads no
+/// further ahead; if they still do after [`PATIENCE`], they are copied out of it.
+const HIGH_WATER: f64 = 0.5;
+const PATIENCE: Duration = Duration::from_millis(200);
+/// How often a hub that reads no further ahead looks again.
+const RECHECK: Duration = Duration::from_millis(2);
 
 /// A slice of a wait on the ring, so that a control message sent from another thread gets in.
 const SLICE: Duration = Duration::from_millis(20);
@@ -77,20 +93,46 @@ fn frame_err(e: FrameError) -> PyErr {
 }
 
 struct Writer {
-    producer: Producer,
+    /// The socket, until the ring is offered on it.
+    sock: Option<OwnedFd>,
+    producer: Option<Producer>,
     enc: Option<FrameEncoder>,
     seq: u64,
 }
 
 impl Writer {
+    /// The ring, made and offered (sized for frames of `len` bytes) if it is not yet.
+    fn ring(&mut self, py: Python<'_>, len: usize, timeout: Duration) -> PyResult<&mut Producer> {
+        if self.producer.is_none() {
+            let sock = self
+                .sock
+                .take()
+                .ok_or_else(|| PeerLostError::new_err("the ring to the trainer is closed"))?;
+            let cfg = RingConfig {
+                capacity: len
+                    .saturating_mul(RING_FRAMES)
+                    .clamp(MIN_RING, MAX_RING)
+                    .next_power_of_two(),
+                max_frame: None,
+            };
+            let p = blocking::call(py, "the trainer to take the ring", move || {
+                hydrofeed_ipc::offer(sock, cfg, timeout)
+            })?
+            .map_err(|e| handshake(e, "offering the ring to the trainer"))?;
+            self.producer = Some(p);
+        }
+        Ok(self.producer.as_mut().expect("made above"))
+    }
+
     /// Puts `f` into the ring, waiting up to `timeout` for room (the GIL released).
     fn put(&mut self, py: Python<'_>, f: &Encoded, timeout: Duration) -> PyResult<()> {
-        let peer = self.producer.peer_pid();
+        let producer = self.ring(py, f.len(), timeout)?;
+        let peer = producer.peer_pid();
         let r = blocking::wait(
             py,
             timeout,
             "the trainer to take earlier batches",
-            || match self.producer.reserve(f.len(), TICK) {
+            || match producer.reserve(f.len(), TICK) {
                 Ok(mut slot) => match f.write_to(&mut slot) {
                     Ok(()) => {
                         slot.commit();
@@ -109,9 +151,8 @@ impl Writer {
             }
             Err(Err(e)) => Err(frame_err(e)),
             Err(Ok(ReserveError::TooLarge)) => Err(PyValueError::new_err(format!(
-                "a frame of {} bytes is larger than the ring's {}",
+                "a frame of {} bytes is larger than the ring's largest",
                 f.len(),
-                self.producer.max_frame()
             ))),
             Err(Ok(e)) => Err(PeerLostError::new_err(format!(
                 "trainer (pid {peer}) went away while being fed: {e}"
@@ -147,25 +188,16 @@ impl RingWriter {
 
 #[pymethods]
 impl RingWriter {
-    /// Makes a ring and offers it to the trainer over the connected socket `fd` (duplicated;
-    /// the caller keeps its own), waiting up to `timeout` seconds for the trainer to take it.
+    /// The feeding task's end of a ring to the trainer across the connected socket `fd`
+    /// (duplicated; the caller keeps its own). The ring is made and offered with the first
+    /// frame, waiting up to that call's timeout for the trainer to take it.
     #[new]
-    #[pyo3(signature = (fd, timeout=30.0))]
-    fn new(py: Python<'_>, fd: i32, timeout: f64) -> PyResult<Self> {
-        let sock = dup(fd)?;
-        let timeout = secs(timeout)?;
-        let cfg = RingConfig {
-            capacity: CAPACITY,
-            max_frame: None,
-        };
-        let producer = blocking::call(py, "the trainer to take the ring", move || {
-            hydrofeed_ipc::offer(sock, cfg, timeout)
-        })?
-        .map_err(|e| handshake(e, "offering the ring to the trainer"))?;
+    fn new(fd: i32) -> PyResult<Self> {
         Ok(RingWriter {
             owner: Owner::here(),
             inner: Mutex::new(Some(Writer {
-                producer,
+                sock: Some(dup(fd)?),
+                producer: None,
                 enc: None,
                 seq: 0,
             })),
@@ -180,25 +212,44 @@ impl RingWriter {
         let timeout = secs(timeout)?;
         let rb = batch.into_inner();
         self.with(|w| {
+            // The schema first when it is new; the ring is sized by the batch frame, so both
+            // are encoded before either is put.
+            let mut schema = None;
             if w.enc.as_ref().is_none_or(|e| e.schema() != &rb.schema()) {
                 let mut enc = FrameEncoder::new(rb.schema()).map_err(frame_err)?;
-                let f = enc.schema_frame(w.meta()).map_err(frame_err)?;
-                w.enc = None;
-                w.put(py, &f, timeout)?;
+                schema = Some(enc.schema_frame(w.meta()).map_err(frame_err)?);
                 w.enc = Some(enc);
             }
-            let max = w.producer.max_frame();
-            let meta = w.meta();
+            let mut meta = w.meta();
+            meta.seq += u64::from(schema.is_some());
             let enc = w.enc.as_mut().expect("set above");
-            let f = enc.batch_within(&rb, meta, max).map_err(frame_err)?;
-            if f.len() > max {
-                return Ok(false);
+            let f = enc
+                .batch_within(&rb, meta, MAX_RING / 2)
+                .map_err(frame_err)?;
+            let mut put = || -> PyResult<bool> {
+                if f.len() > w.ring(py, f.len(), timeout)?.max_frame() {
+                    return Ok(false);
+                }
+                if let Some(sf) = &schema {
+                    w.put(py, sf, timeout)?;
+                }
+                w.put(py, &f, timeout)?;
+                Ok(true)
+            };
+            let sent = put();
+            match sent {
+                Ok(true) => {
+                    let enc = w.enc.as_mut().expect("set above");
+                    enc.commit(&f).map_err(frame_err)?;
+                    Ok(true)
+                }
+                other => {
+                    if schema.is_some() {
+                        w.enc = None; // its schema frame is not in the ring: send it again
+                    }
+                    other
+                }
             }
-            w.put(py, &f, timeout)?;
-            if let Some(enc) = w.enc.as_mut() {
-                enc.commit(&f).map_err(frame_err)?;
-            }
-            Ok(true)
         })
     }
 
@@ -218,9 +269,14 @@ impl RingWriter {
     fn control<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let timeout = secs(timeout)?;
         let msg = self.with(|w| {
-            let peer = w.producer.peer_pid();
+            let Some(producer) = w.producer.as_mut() else {
+                return Err(PeerLostError::new_err(
+                    "no ring to the trainer yet (nothing sent)",
+                ));
+            };
+            let peer = producer.peer_pid();
             let got = blocking::wait(py, timeout, "the trainer", || {
-                match w.producer.wait_control(TICK.min(timeout)) {
+                match producer.wait_control(TICK.min(timeout)) {
                     Ok(Some(m)) => Step::Ready(m),
                     Ok(None) => Step::Again,
                     Err(e) => Step::Failed(e),
@@ -240,8 +296,8 @@ impl RingWriter {
 
     /// Closes the ring (the trainer sees the end of its frames).
     fn close(&self) {
-        if let Some(mut w) = lock(&self.inner).take() {
-            w.producer.close();
+        if let Some(mut p) = lock(&self.inner).take().and_then(|w| w.producer) {
+            p.close();
         }
     }
 }
@@ -249,6 +305,8 @@ impl RingWriter {
 struct Reader {
     consumer: Consumer,
     dec: FrameDecoder,
+    /// Since when the slots the trainer holds pin more than [`HIGH_WATER`] of the ring.
+    pressed: Option<Instant>,
 }
 
 /// The trainer's end of one feeding task's ring.
@@ -257,6 +315,15 @@ pub struct RingReader {
     owner: Owner,
     inner: Mutex<Option<Reader>>,
     peer: u32,
+}
+
+/// Copies the slots the trainer holds out of the ring (see the module's doc). A ring that
+/// cannot (a failed remap) keeps them: the feeding task then waits for the trainer to let
+/// them go, as it would without this.
+fn relieve(c: &mut Consumer) {
+    if let Err(e) = c.detach_held() {
+        eprintln!("hydrofeed: copying held batches out of a feeding task's ring: {e}");
+    }
 }
 
 /// What one wait on the ring gave.
@@ -284,6 +351,7 @@ impl RingReader {
             inner: Mutex::new(Some(Reader {
                 consumer,
                 dec: FrameDecoder::new(),
+                pressed: None,
             })),
             peer,
         })
@@ -309,13 +377,22 @@ impl RingReader {
                 let Some(r) = g.as_mut() else {
                     return Step::Ready(Got::Closed);
                 };
-                match r.consumer.next(SLICE.min(timeout)) {
-                    Ok(Some(slot)) => {
-                        // One copy, out of the slot: see the module's doc.
-                        let mut buf = MutableBuffer::with_capacity(slot.len());
-                        buf.extend_from_slice(&slot);
-                        Step::Ready(Got::Frame(buf.into()))
+                let c = &mut r.consumer;
+                let held = c.held();
+                if held.slots > 0 && held.pinned as f64 > HIGH_WATER * c.capacity() as f64 {
+                    // Read no further ahead: the hub's queue drains as the trainer goes on.
+                    // Slots it has not let go of for PATIENCE are kept batches: copy them out.
+                    let since = *r.pressed.get_or_insert_with(Instant::now);
+                    if since.elapsed() < PATIENCE {
+                        drop(g);
+                        std::thread::sleep(RECHECK.min(timeout));
+                        return Step::Again;
                     }
+                    relieve(c);
+                }
+                r.pressed = None;
+                match c.next(SLICE.min(timeout)) {
+                    Ok(Some(slot)) => Step::Ready(Got::Frame(owned_buffer(slot))),
                     Ok(None) => Step::Ready(Got::Closed),
                     Err(NextError::Timeout) => Step::Again,
                     Err(e) => Step::Failed(e),

@@ -392,19 +392,19 @@ def test_batches_the_trainer_keeps_do_not_stop_the_feed(hub):
 
 
 def test_a_batch_larger_than_the_ring_takes_is_split_by_rows(hub):
-    """A 12 MB batch (more than the ring's largest frame, 8 MiB) arrives as smaller batches
-    holding every row once, in order."""
-    t, out = _feed(hub, _image_batches(1, rows_per_batch=4000))
+    """A 41 MB batch (more than the largest ring's largest frame, 32 MiB) arrives as smaller
+    batches holding every row once, in order."""
+    t, out = _feed(hub, _image_batches(1, rows_per_batch=13000))
     got, rows_in = [], 0
-    while rows_in < 4000:
+    while rows_in < 13000:
         item = hub.get(10)
         assert item is not None and item.kind == "batch"
         got.append(_check_image_batch(item.batch))
         rows_in += item.batch.num_rows
         hub.ack(item.conn_id, item.batch.num_rows)
     t.join(10)
-    assert out == {"sent": 4000}, out
-    assert len(got) > 1 and sum(got, []) == list(range(4000))
+    assert out == {"sent": 13000}, out
+    assert len(got) > 1 and sum(got, []) == list(range(13000))
 
 
 def _raw_feeder(path):

@@ -64,7 +64,6 @@ _PIECE = 60 * 1024  # a control message holds at most 64 KiB
 
 _HDR = struct.Struct("<BI")
 _MAX_FRAME = 1 << 20
-_OFFER_TIMEOUT = 30.0  # seconds the hub waits for a welcomed feeding task's ring
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -310,7 +309,9 @@ class Hub:
                 state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
                 send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state}))
                 sock.setblocking(True)  # the ring's control channel is a blocking socket
-                ring = _native.RingReader(sock.fileno(), _OFFER_TIMEOUT)
+                ring = self._take_ring(sock)
+                if ring is None:
+                    return
             except (TransportError, OSError, ValueError, AttributeError) as e:
                 try:
                     send_frame(sock, ERROR, _json({"error": f"trainer rank {self.rank}: bad feed: {e}"}))
@@ -327,6 +328,18 @@ class Hub:
             if ring is not None:
                 _tell(ring, _FAILED, _json({"error": f"trainer rank {self.rank}: bad feed: {e}"}))
                 ring.close()
+
+    def _take_ring(self, sock: socket.socket) -> Any:
+        """The ring the feeding task offers with its first batch (Spark may take long to
+        compute it); None if the hub closed meanwhile."""
+        while not self._closed.is_set():
+            try:
+                return _native.RingReader(sock.fileno(), 1.0)
+            except FeedTimeoutError:
+                continue
+            except PeerLostError:  # it hung up without feeding (a partition skipped)
+                return None
+        return None
 
     def _read(self, ring: Any, mode: str, partition: int) -> None:
         """Queues one partition's batches from its ring until its end."""
@@ -397,7 +410,7 @@ class Channel:
             self.rank: int = info["rank"]
             self.terminating: bool = info["state"] == "terminating"
             sock.setblocking(True)  # the ring's control channel is a blocking socket
-            self._ring = _native.RingWriter(sock.fileno(), max(connect_timeout, 1.0))
+            self._ring = _native.RingWriter(sock.fileno())
         except (OSError, PeerLostError, FeedTimeoutError) as e:
             raise TransportError(f"trainer at {path} refused the feed: {e}") from e
         finally:
