@@ -83,29 +83,20 @@ fn what_cannot_be_read_right_is_refused_by_name() {
     let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
     assert!(e.to_string().contains("its deletion vector"), "{e}");
 
-    // Column mapping is read (below); a mode this reader does not know is named.
-    let mapped = META.replace(
-        r#""configuration":{}"#,
-        r#""configuration":{"delta.columnMapping.mode":"other"}"#,
-    );
-    let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
-    let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
-    assert!(
-        e.to_string().contains("column mapping mode \"other\""),
-        "{e}"
-    );
-    // Name mode with a column the log gives no physical name.
-    let mapped = META.replace(
-        r#""configuration":{}"#,
-        r#""configuration":{"delta.columnMapping.mode":"name"}"#,
-    );
-    let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
-    let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("no delta.columnMapping.physicalName"),
-        "{e}"
-    );
+    // Column mapping is read (below); a mode this reader does not know is named, and so is
+    // name mode with a column the log gives no physical name.
+    for (mode, said) in [
+        ("other", "column mapping mode \"other\""),
+        ("name", "no delta.columnMapping.physicalName"),
+    ] {
+        let mapped = META.replace(
+            r#""configuration":{}"#,
+            &format!(r#""configuration":{{"delta.columnMapping.mode":"{mode}"}}"#),
+        );
+        let (d, s) = table(&[vec![mapped, add("a.parquet", "1", "")]]);
+        let e = snapshot(&s, d.path().to_str().unwrap(), None).unwrap_err();
+        assert!(e.to_string().contains(said), "{e}");
+    }
 
     // The commits before a snapshot were cleaned up, with no checkpoint to start from.
     let (d, s) = table(&[
