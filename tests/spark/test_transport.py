@@ -126,6 +126,29 @@ def test_inference_results_flow_back_in_order(hub):
     assert out["r"] == [i * 10 for i in range(250)]
 
 
+def test_results_larger_than_a_control_message_arrive_whole(hub):
+    """One batch_results() of 300 KB of pickled results travels in pieces of the ring's
+    control messages (at most 64 KiB each) and arrives whole, in order."""
+    feed = SparkDataFeed(hub, train_mode=False)
+    out = {}
+
+    def feeder():
+        ch = open_channel(hub.path, "infer", 0)
+        ch.send(rows.rows_to_batch([(i,) for i in range(300)]))
+        out["r"] = ch.finish(30)
+        ch.close()
+        send_end_of_feed(hub.path)
+
+    t = threading.Thread(target=feeder)
+    t.start()
+    while not feed.should_stop():
+        batch = feed.next_batch(300)
+        if batch:
+            feed.batch_results([f"{r[0]}:" + "x" * 1000 for r in batch])
+    t.join(10)
+    assert out["r"] == [f"{i}:" + "x" * 1000 for i in range(300)]
+
+
 def test_feeder_gets_a_clear_error_when_the_trainer_goes_away(tmp_path):
     h = Hub(str(tmp_path / "rank5.sock"), 5)
     h.start()

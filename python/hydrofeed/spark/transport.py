@@ -356,7 +356,7 @@ class Hub:
                 if isinstance(got, str):  # the end of the partition
                     with c.lock:
                         c.ended = True
-                        done = c.consumed >= c.received and (mode == "train" or c.received == 0)
+                        done = c.consumed >= c.received  # (results sent before the end was read)
                     if mode == "infer" and c.received > 0:
                         self._put(Item("end_partition", conn_id, infer=True))
                     if done:
