@@ -16,7 +16,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-PHONY_EXTRA := ci-free-disk krb5-tools test-secure develop-debug valgrind check-rust check-python
+PHONY_EXTRA := ci-free-disk krb5-tools build-tools test-secure develop-debug valgrind check-rust check-python
 .PHONY: help venv venv-demo build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
@@ -38,11 +38,11 @@ $(VENV)/.stamp: requirements-dev.txt $(VENV)/.demo-stamp
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
-venv-demo: $(VENV)/.demo-stamp ## Create .venv with what `make demo` needs only (no torch, JAX or Spark)
+venv-demo: build-tools $(VENV)/.demo-stamp ## Create .venv with what `make demo` needs only (no torch, JAX or Spark)
 
-venv: $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
+venv: build-tools $(VENV)/.stamp ## Create .venv with the Python tools the build and tests use
 
-build: ## Build the hydrofeed binary (release) and link it into .venv/bin, so `hydrofeed` is on the venv's PATH
+build: build-tools ## Build the hydrofeed binary (release) and link it into .venv/bin, so `hydrofeed` is on the venv's PATH
 	$(CARGO) build --release -p hydrofeed-cli --bin hydrofeed
 	test ! -d $(VENV)/bin || ln -sf $(BIN) $(VENV)/bin/hydrofeed
 
@@ -102,6 +102,15 @@ krb5-tools:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq krb5-user libgssapi-krb5-2 >/dev/null; \
 	  else echo "install kinit and libgssapi_krb5 (Debian: krb5-user libgssapi-krb5-2)" >&2; exit 1; fi; }
+
+# cmake and nasm, which the turbojpeg crate's build of libjpeg-turbo (the JPEG decoder of image
+# columns, with its SIMD code) needs; installed from Debian's packages when missing and running
+# as root.
+build-tools:
+	@command -v cmake >/dev/null && command -v nasm >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake nasm >/dev/null; \
+	  else echo "install cmake and nasm (Debian: cmake nasm), which libjpeg-turbo's build needs" >&2; exit 1; fi; }
 
 test-secure: venv build develop krb5-tools ## Secure HDFS (MiniKdc, privacy, tokens, HA failover) and coordinator TLS, real processes
 	$(CARGO) test -p hydrofeed-cli --test coord_tls

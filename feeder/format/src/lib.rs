@@ -21,6 +21,7 @@ pub mod filter;
 pub mod filtered;
 pub mod gen;
 pub mod iceberg;
+pub mod image;
 mod io;
 pub mod listing;
 pub mod mapping;
@@ -80,6 +81,8 @@ pub struct ReadOptions {
     pub snapshot: Option<delta::SnapshotSpec>,
     /// Rows to read: those the predicate holds for (see [`filter`] and [`filtered`]).
     pub filter: Option<filter::Filter>,
+    /// Image columns decoded into `uint8` tensor columns (see [`image`]).
+    pub images: Vec<image::ImageSpec>,
 }
 
 impl Default for ReadOptions {
@@ -94,6 +97,7 @@ impl Default for ReadOptions {
             orc_timestamps: OrcTimestamps::Instant,
             snapshot: None,
             filter: None,
+            images: Vec::new(),
         }
     }
 }
@@ -360,6 +364,7 @@ pub fn plan_counted(
             .collect();
         plan.filter = Some(filtered::PlanFilter { bound, extra, cost });
     }
+    plan.schema = image::image_schema(&plan.schema, &opts.images, input)?;
     Ok(plan)
 }
 
@@ -475,30 +480,47 @@ pub fn open_split(
     split: &Split,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
+    if opts.images.is_empty() {
+        return open_split_as(storage, plan, &plan.schema, split, opts);
+    }
+    let source = image::source_schema(&plan.schema);
+    let inner = open_split_as(storage, plan, &source, split, opts)?;
+    Ok(Box::new(image::ImageReader::new(
+        inner,
+        plan.schema.clone(),
+        opts.images.clone(),
+        opts.on_error,
+        split.path.clone(),
+        split.id,
+    )))
+}
+
+/// [`open_split`] for batches of `schema` (the plan's, or its images' sources).
+fn open_split_as(
+    storage: &Arc<dyn Storage>,
+    plan: &Plan,
+    schema: &SchemaRef,
+    split: &Split,
+    opts: &ReadOptions,
+) -> Result<Box<dyn SplitReader>> {
     let deleted = plan.deleted.get(&split.path).cloned();
     if plan.filter.is_none() && deleted.is_none() {
-        return open_projected(
-            storage,
-            &plan.schema,
-            plan.read_schema.as_ref(),
-            split,
-            opts,
-        );
+        return open_projected(storage, schema, plan.read_schema.as_ref(), split, opts);
     }
-    let mut fields: Vec<arrow_schema::FieldRef> = plan.schema.fields().iter().cloned().collect();
+    let mut fields: Vec<arrow_schema::FieldRef> = schema.fields().iter().cloned().collect();
     if let Some(f) = &plan.filter {
         fields.extend(f.extra.iter().map(|x| Arc::new(x.clone())));
     }
     let read: SchemaRef = Arc::new(arrow_schema::Schema::new_with_metadata(
         fields,
-        plan.schema.metadata().clone(),
+        schema.metadata().clone(),
     ));
     let inner = open_projected(storage, &read, plan.read_schema.as_ref(), split, opts)?;
     Ok(Box::new(filtered::Filtered::new(
         inner,
         plan.filter.as_ref().map(|f| f.bound.clone()),
         deleted,
-        plan.schema.clone(),
+        schema.clone(),
         split,
     )?))
 }

@@ -1,0 +1,248 @@
+//! One image: bytes to RGB pixels (libjpeg-turbo for JPEG, the `png` crate for PNG), then
+//! resize (`fast_image_resize`), crop and flip into the output row.
+
+use fast_image_resize as fr;
+
+use super::{row_random, Filter, ImageSpec, Resize};
+
+/// Decoded RGB pixels, row-major, 3 bytes a pixel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+    /// `height * width * 3` bytes.
+    pub pixels: Vec<u8>,
+}
+
+/// Decodes `data` (JPEG or PNG, told by its first bytes) to RGB. `target`, when given, lets a
+/// JPEG be decoded at the smallest DCT scale (1/2, 1/4 or 1/8, rounded up as libjpeg does, as
+/// Pillow's `draft()` chooses it) whose size still covers it. An image declaring more than
+/// `max_pixels` pixels is refused before anything is allocated for it.
+pub fn decode_image(
+    data: &[u8],
+    max_pixels: u64,
+    target: Option<Resize>,
+) -> Result<Decoded, String> {
+    if data.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        decode_jpeg(data, max_pixels, target)
+    } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        decode_png(data, max_pixels)
+    } else {
+        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Err(format!(
+            "not a JPEG or PNG image ({} bytes, starting {})",
+            data.len(),
+            if head.is_empty() {
+                "empty".to_string()
+            } else {
+                head.join(" ")
+            }
+        ))
+    }
+}
+
+fn check_pixels(kind: &str, w: u64, h: u64, max_pixels: u64) -> Result<(), String> {
+    if w == 0 || h == 0 {
+        return Err(format!("{kind} declares an empty image ({w}x{h})"));
+    }
+    if w * h > max_pixels {
+        return Err(format!(
+            "{kind} declares {w}x{h} = {} pixels, over the limit of {max_pixels} \
+             (a decompression bomb? raise it with maxpixels:N)",
+            w * h
+        ));
+    }
+    Ok(())
+}
+
+/// The DCT scale denominator (1, 2, 4 or 8) for an image of `w` x `h` decoded toward `target`.
+pub(crate) fn jpeg_scale(w: u32, h: u32, target: Option<Resize>) -> u32 {
+    let scaled = |n: u32, d: u32| n.div_ceil(d);
+    let fits = |d: u32| match target {
+        None => d == 1,
+        Some(Resize::Shorter(s)) => scaled(w.min(h), d) >= s,
+        Some(Resize::Exact(th, tw)) => scaled(w, d) >= tw && scaled(h, d) >= th,
+    };
+    [8, 4, 2].into_iter().find(|&d| fits(d)).unwrap_or(1)
+}
+
+fn decode_jpeg(data: &[u8], max_pixels: u64, target: Option<Resize>) -> Result<Decoded, String> {
+    let mut dec = turbojpeg::Decompressor::new().map_err(|e| format!("JPEG decoder: {e}"))?;
+    let head = dec
+        .read_header(data)
+        .map_err(|e| format!("bad JPEG header: {e}"))?;
+    check_pixels("JPEG", head.width as u64, head.height as u64, max_pixels)?;
+    match head.colorspace {
+        turbojpeg::Colorspace::CMYK | turbojpeg::Colorspace::YCCK => {
+            return Err(format!(
+                "{:?} JPEG is not supported (convert it to RGB or grayscale)",
+                head.colorspace
+            ))
+        }
+        _ => {}
+    }
+    if head.is_lossless {
+        return Err("lossless JPEG is not supported".into());
+    }
+    let d = jpeg_scale(head.width as u32, head.height as u32, target);
+    let factor = turbojpeg::ScalingFactor::new(1, d as usize);
+    dec.set_scaling_factor(factor)
+        .map_err(|e| format!("JPEG decoder: {e}"))?;
+    let (w, h) = (factor.scale(head.width), factor.scale(head.height));
+    let mut img = turbojpeg::Image {
+        pixels: vec![0u8; w * h * 3],
+        width: w,
+        pitch: w * 3,
+        height: h,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    dec.decompress(data, img.as_deref_mut())
+        .map_err(|e| format!("corrupt JPEG: {e}"))?;
+    Ok(Decoded {
+        height: h as u32,
+        width: w as u32,
+        pixels: img.pixels,
+    })
+}
+
+fn decode_png(data: &[u8], max_pixels: u64) -> Result<Decoded, String> {
+    // The first chunk is IHDR (width and height at bytes 16..24): the limit holds before the
+    // decoder reads further.
+    if data.len() >= 24 && &data[12..16] == b"IHDR" {
+        let be = |b: &[u8]| u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        check_pixels("PNG", be(&data[16..20]), be(&data[20..24]), max_pixels)?;
+    }
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::Cursor::new(data),
+        png::Limits {
+            bytes: (max_pixels as usize).saturating_mul(8),
+        },
+    );
+    dec.set_transformations(png::Transformations::EXPAND);
+    let mut reader = dec.read_info().map_err(|e| format!("bad PNG: {e}"))?;
+    let info = reader.info();
+    let (w, h) = (info.width, info.height);
+    check_pixels("PNG", u64::from(w), u64::from(h), max_pixels)?;
+    if info.bit_depth == png::BitDepth::Sixteen {
+        return Err("16-bit PNG is not supported (write 8-bit samples)".into());
+    }
+    let mut buf = vec![0u8; reader.output_buffer_size()];
+    let out = reader
+        .next_frame(&mut buf)
+        .map_err(|e| format!("corrupt PNG: {e}"))?;
+    let n = (w as usize) * (h as usize);
+    let channels = match out.color_type {
+        png::ColorType::Grayscale => 1,
+        png::ColorType::GrayscaleAlpha => 2,
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        png::ColorType::Indexed => return Err("PNG palette was not expanded".into()),
+    };
+    let src = &buf[..n * channels];
+    // To RGB as Pillow's convert("RGB"): gray replicated, alpha dropped (not composited).
+    let pixels = match channels {
+        3 => src.to_vec(),
+        _ => {
+            let mut px = Vec::with_capacity(n * 3);
+            for p in src.chunks_exact(channels) {
+                match channels {
+                    1 | 2 => px.extend_from_slice(&[p[0], p[0], p[0]]),
+                    _ => px.extend_from_slice(&p[..3]),
+                }
+            }
+            px
+        }
+    };
+    Ok(Decoded {
+        height: h,
+        width: w,
+        pixels,
+    })
+}
+
+/// The size a resize gives an image of `w` x `h`: (height, width).
+pub(crate) fn resized(w: u32, h: u32, resize: Option<Resize>) -> (u32, u32) {
+    let scale = |long: u32, short: u32, s: u32| {
+        ((u64::from(long) * u64::from(s) + u64::from(short) / 2) / u64::from(short)).max(1) as u32
+    };
+    match resize {
+        None => (h, w),
+        Some(Resize::Exact(th, tw)) => (th, tw),
+        Some(Resize::Shorter(s)) if w <= h => (scale(h, w, s), s),
+        Some(Resize::Shorter(s)) => (s, scale(w, h, s)),
+    }
+}
+
+fn resize(img: Decoded, h: u32, w: u32, filter: Filter) -> Result<Decoded, String> {
+    if (img.height, img.width) == (h, w) {
+        return Ok(img);
+    }
+    let src =
+        fr::images::Image::from_vec_u8(img.width, img.height, img.pixels, fr::PixelType::U8x3)
+            .map_err(|e| format!("resize: {e}"))?;
+    let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x3);
+    let alg = match filter {
+        Filter::Nearest => fr::ResizeAlg::Nearest,
+        Filter::Bilinear => fr::ResizeAlg::Convolution(fr::FilterType::Bilinear),
+        Filter::Bicubic => fr::ResizeAlg::Convolution(fr::FilterType::CatmullRom),
+        Filter::Lanczos => fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3),
+    };
+    fr::Resizer::new()
+        .resize(&src, &mut dst, &fr::ResizeOptions::new().resize_alg(alg))
+        .map_err(|e| format!("resize: {e}"))?;
+    Ok(Decoded {
+        height: h,
+        width: w,
+        pixels: dst.into_vec(),
+    })
+}
+
+/// One row's image under `spec`: decoded, resized, cropped and flipped into `out` (exactly
+/// `H * W * 3` bytes of the spec's output size). `(split, row)` place the row for the random
+/// choices.
+pub(crate) fn process(
+    spec: &ImageSpec,
+    data: &[u8],
+    split: u32,
+    row: u64,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let img = decode_image(data, spec.max_pixels, spec.resize)?;
+    let (rh, rw) = resized(img.width, img.height, spec.resize);
+    let img = resize(img, rh, rw, spec.filter)?;
+    let (oh, ow) = spec.out_size();
+    if img.height < oh || img.width < ow {
+        return Err(format!(
+            "image is {}x{} after the resize, smaller than the crop {oh}x{ow}",
+            img.height, img.width
+        ));
+    }
+    let r = row_random(spec.seed, spec.epoch, split, row);
+    let (top, left) = if spec.random_crop {
+        (
+            (r % u64::from(img.height - oh + 1)) as usize,
+            ((r >> 32) % u64::from(img.width - ow + 1)) as usize,
+        )
+    } else {
+        (
+            ((img.height - oh) / 2) as usize,
+            ((img.width - ow) / 2) as usize,
+        )
+    };
+    let flip = spec.flip && (super::mix(r) >> 63) == 1;
+    let (ow, oh, iw) = (ow as usize, oh as usize, img.width as usize);
+    for y in 0..oh {
+        let src = &img.pixels[((top + y) * iw + left) * 3..][..ow * 3];
+        let dst = &mut out[y * ow * 3..][..ow * 3];
+        if flip {
+            for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3).rev()) {
+                d.copy_from_slice(s);
+            }
+        } else {
+            dst.copy_from_slice(src);
+        }
+    }
+    Ok(())
+}

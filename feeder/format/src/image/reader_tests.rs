@@ -1,0 +1,141 @@
+//! Image columns through `plan` and `open_split`: the tensor column, and bad rows raised or
+//! skipped by position.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, BinaryArray, FixedSizeListArray, Int64Array, RecordBatch, UInt8Array};
+use arrow_schema::{DataType, Field, Schema};
+use hydrofeed_storage::{local::LocalStorage, Storage};
+
+use super::ImageSpec;
+use crate::{open_split, plan, Error, OnError, ReadOptions};
+
+fn png_gray(w: u32, h: u32, v: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Grayscale);
+    let mut wr = enc.write_header().unwrap();
+    wr.write_image_data(&vec![v; (w * h) as usize]).unwrap();
+    wr.finish().unwrap();
+    out
+}
+
+fn write(dir: &std::path::Path, images: Vec<Vec<u8>>) -> String {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("image", DataType::Binary, false),
+    ]));
+    let n = images.len() as i64;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..n)),
+            Arc::new(BinaryArray::from_iter_values(images)),
+        ],
+    )
+    .unwrap();
+    let path = dir.join("part-0.parquet");
+    let f = std::fs::File::create(&path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn read(
+    path: &str,
+    on_error: OnError,
+) -> crate::Result<(Vec<RecordBatch>, Vec<crate::SkippedRows>)> {
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
+    let opts = ReadOptions {
+        images: vec![ImageSpec::parse("image=size:6x8,crop:4x4").unwrap()],
+        on_error,
+        ..Default::default()
+    };
+    let p = plan(&storage, path, &opts)?;
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for s in &p.splits {
+        let mut r = open_split(&storage, &p, s, &opts)?;
+        assert_eq!(r.schema(), p.schema);
+        for b in r.by_ref() {
+            out.push(b?);
+        }
+        skipped.extend(r.skipped_rows().iter().cloned());
+    }
+    Ok((out, skipped))
+}
+
+#[test]
+fn an_image_column_arrives_as_a_uint8_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        (0..5).map(|i| png_gray(10, 7, i * 10)).collect(),
+    );
+    let (batches, skipped) = read(&path, OnError::Raise).unwrap();
+    assert!(skipped.is_empty());
+    let b = &batches[0];
+    assert_eq!(b.num_rows(), 5);
+    assert_eq!(b.schema().field(1).data_type(), &super::tensor_type(4, 4));
+    let col = b
+        .column(1)
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .unwrap();
+    let rows = col.value(3);
+    let px = rows
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .unwrap()
+        .value(2);
+    let px = px
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .unwrap()
+        .value(1);
+    let px = px.as_any().downcast_ref::<UInt8Array>().unwrap();
+    assert_eq!(px.values().as_ref(), &[30, 30, 30]);
+}
+
+#[test]
+fn a_bad_image_names_file_row_and_column_or_is_skipped_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut images: Vec<Vec<u8>> = (0..6).map(|i| png_gray(10, 7, i * 10)).collect();
+    images[4].truncate(40);
+    let path = write(dir.path(), images);
+    let e = read(&path, OnError::Raise).unwrap_err();
+    assert!(matches!(e, Error::Data { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("part-0.parquet") && msg.contains("row 4") && msg.contains("\"image\""),
+        "{msg}"
+    );
+    let (batches, skipped) = read(&path, OnError::Skip).unwrap();
+    let ids: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| {
+            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            a.values().to_vec()
+        })
+        .collect();
+    assert_eq!(ids, [0, 1, 2, 3, 5]);
+    assert_eq!(skipped.len(), 1);
+    assert_eq!((skipped[0].start, skipped[0].end), (4, 5));
+}
+
+#[test]
+fn a_column_that_is_not_binary_is_a_schema_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), vec![png_gray(8, 8, 1)]);
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
+    let opts = ReadOptions {
+        images: vec![ImageSpec::parse("id=crop:2").unwrap()],
+        ..Default::default()
+    };
+    let e = plan(&storage, &path, &opts).unwrap_err().to_string();
+    assert!(
+        e.contains("image column \"id\" is Int64, not binary"),
+        "{e}"
+    );
+}

@@ -1,0 +1,176 @@
+//! Specs, decode, crop and flip; bad input. (Exactness against Pillow and TensorFlow:
+//! python/tests/test_images.py.)
+
+use super::decode::{decode_image, jpeg_scale, process, resized};
+use super::{ImageSpec, Resize};
+
+/// A PNG of `w` x `h` RGB pixels, pixel (x, y) = (x, y, x ^ y), written by the `png` crate.
+fn png_rgb(w: u32, h: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut wr = enc.write_header().unwrap();
+    let px: Vec<u8> = (0..h)
+        .flat_map(|y| (0..w).flat_map(move |x| [x as u8, y as u8, (x ^ y) as u8]))
+        .collect();
+    wr.write_image_data(&px).unwrap();
+    wr.finish().unwrap();
+    out
+}
+
+fn jpeg(w: usize, h: usize) -> Vec<u8> {
+    let px: Vec<u8> = (0..h)
+        .flat_map(|y| (0..w).flat_map(move |x| [(x * 3) as u8, (y * 2) as u8, 128]))
+        .collect();
+    let img = turbojpeg::Image {
+        pixels: px.as_slice(),
+        width: w,
+        pitch: w * 3,
+        height: h,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    turbojpeg::compress(img, 90, turbojpeg::Subsamp::Sub2x2)
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn spec_parses_and_prints_back() {
+    let s = ImageSpec::parse("image=resize:256,randcrop:224,flip,seed:7").unwrap();
+    assert_eq!(s.column, "image");
+    assert_eq!(s.resize, Some(Resize::Shorter(256)));
+    assert_eq!(s.crop, Some((224, 224)));
+    assert!(s.random_crop && s.flip);
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.out_size(), (224, 224));
+    assert_eq!(ImageSpec::parse(&s.to_string()).unwrap(), s);
+    let e = ImageSpec::parse("image=size:100x50:bicubic").unwrap();
+    assert_eq!(e.out_size(), (100, 50));
+    assert_eq!(ImageSpec::parse(&e.to_string()).unwrap(), e);
+    assert_eq!(
+        ImageSpec::parse_all("a=crop:3;b=size:2x2").unwrap().len(),
+        2
+    );
+}
+
+#[test]
+fn bad_specs_are_refused_by_name() {
+    for (text, says) in [
+        ("resize:256", "COLUMN=OP"),
+        ("image=resize:256", "one fixed size"),
+        ("image=resize:0,crop:2", "not a size"),
+        ("image=zoom:2,crop:2", "unknown operation \"zoom\""),
+        ("image=resize:9:cubic,crop:2", "unknown filter"),
+        ("image=size:4x4,crop:5", "larger than size"),
+        ("image=crop:2,exif", "EXIF"),
+    ] {
+        let e = ImageSpec::parse(text).unwrap_err();
+        assert!(e.contains(says), "{text}: {e}");
+    }
+    assert!(ImageSpec::parse_all("a=crop:2;a=crop:3")
+        .unwrap_err()
+        .contains("twice"));
+}
+
+#[test]
+fn png_decodes_exactly() {
+    let d = decode_image(&png_rgb(40, 30), u64::MAX, None).unwrap();
+    assert_eq!((d.width, d.height), (40, 30));
+    assert_eq!(&d.pixels[(7 * 40 + 5) * 3..][..3], &[5, 7, 5 ^ 7]);
+}
+
+#[test]
+fn jpeg_dct_scale_covers_the_target() {
+    assert_eq!(jpeg_scale(500, 375, Some(Resize::Shorter(256))), 1);
+    assert_eq!(jpeg_scale(1000, 750, Some(Resize::Shorter(256))), 2);
+    assert_eq!(jpeg_scale(4000, 3000, Some(Resize::Shorter(256))), 8);
+    assert_eq!(jpeg_scale(4000, 3000, None), 1);
+    assert_eq!(jpeg_scale(800, 600, Some(Resize::Exact(100, 300))), 2);
+    let d = decode_image(&jpeg(1000, 750), u64::MAX, Some(Resize::Shorter(256))).unwrap();
+    assert_eq!((d.width, d.height), (500, 375));
+    assert_eq!(resized(500, 375, Some(Resize::Shorter(256))), (256, 341));
+    assert_eq!(resized(375, 500, Some(Resize::Shorter(256))), (341, 256));
+}
+
+#[test]
+fn center_crop_and_flip_take_the_right_pixels() {
+    let data = png_rgb(10, 8);
+    let spec = ImageSpec::parse("x=crop:4x6").unwrap();
+    let mut out = vec![0u8; 4 * 6 * 3];
+    process(&spec, &data, 0, 0, &mut out).unwrap();
+    // top (8-4)/2 = 2, left (10-6)/2 = 2
+    assert_eq!(&out[..3], &[2, 2, 0]);
+    assert_eq!(&out[(3 * 6 + 5) * 3..][..3], &[7, 5, 7 ^ 5]);
+    // With flip, each row is either as above or mirrored; over rows both occur.
+    let spec = ImageSpec::parse("x=crop:4x6,flip").unwrap();
+    let mut flipped = 0;
+    for row in 0..64 {
+        process(&spec, &data, 0, row, &mut out).unwrap();
+        match out[0] {
+            2 => {}
+            7 => flipped += 1,
+            v => panic!("first pixel x = {v}"),
+        }
+    }
+    assert!(flipped > 10 && flipped < 54, "{flipped} of 64 flipped");
+}
+
+#[test]
+fn random_choices_follow_seed_epoch_and_row() {
+    let data = png_rgb(64, 64);
+    let run = |text: &str, epoch: u64, row: u64| {
+        let mut spec = ImageSpec::parse(text).unwrap();
+        spec.epoch = epoch;
+        let mut out = vec![0u8; 16 * 16 * 3];
+        process(&spec, &data, 3, row, &mut out).unwrap();
+        out
+    };
+    let a = "x=randcrop:16,flip,seed:1";
+    assert_eq!(run(a, 0, 5), run(a, 0, 5));
+    let rows: std::collections::HashSet<_> = (0..20).map(|r| run(a, 0, r)).collect();
+    assert!(rows.len() > 10);
+    assert!((0..10).any(|r| run(a, 1, r) != run(a, 0, r)));
+    assert!((0..10).any(|r| run("x=randcrop:16,flip,seed:2", 0, r) != run(a, 0, r)));
+}
+
+#[test]
+fn bad_images_are_refused_by_name() {
+    let j = jpeg(64, 48);
+    let e = decode_image(&j[..j.len() / 2], u64::MAX, None).unwrap_err();
+    assert!(e.contains("JPEG"), "{e}");
+    let p = png_rgb(64, 48);
+    let e = decode_image(&p[..p.len() - 30], u64::MAX, None).unwrap_err();
+    assert!(e.contains("PNG"), "{e}");
+    let e = decode_image(b"GIF89a....", u64::MAX, None).unwrap_err();
+    assert!(
+        e.contains("not a JPEG or PNG") && e.contains("47 49 46"),
+        "{e}"
+    );
+    let e = decode_image(&p, 1000, None).unwrap_err();
+    assert!(
+        e.contains("64x48 = 3072 pixels, over the limit of 1000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bomb_is_refused_by_the_pixel_limit() {
+    // A PNG header declaring 60000 x 60000 pixels, and a JPEG whose SOF0 says the same.
+    let mut png_bomb = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&60000u32.to_be_bytes());
+    ihdr.extend_from_slice(&60000u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    png_bomb.extend_from_slice(&13u32.to_be_bytes());
+    png_bomb.extend_from_slice(&ihdr);
+    png_bomb.extend_from_slice(&crc32fast::hash(&ihdr).to_be_bytes());
+    let e = decode_image(&png_bomb, super::DEFAULT_MAX_PIXELS, None).unwrap_err();
+    assert!(e.contains("60000x60000"), "{e}");
+    let mut j = jpeg(16, 16);
+    let sof = j.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+    j[sof + 5..sof + 7].copy_from_slice(&60000u16.to_be_bytes());
+    j[sof + 7..sof + 9].copy_from_slice(&60000u16.to_be_bytes());
+    let e = decode_image(&j, super::DEFAULT_MAX_PIXELS, None).unwrap_err();
+    assert!(e.contains("60000x60000"), "{e}");
+}
