@@ -66,6 +66,24 @@ def main(out: str) -> None:
     spark.sql(f"DELETE FROM delta.`{t}` WHERE id % 9 = 4 OR (id > 5000 AND id < 9000)")
     done["dv_partitioned"] = versions(t)
 
+    # Types widened after files were written (delta.enableTypeWidening): int to bigint, float
+    # to double, smallint to int; files of both sides, and Spark's read of every version.
+    t = os.path.join(out, "widened")
+    spark.range(0, 1000, numPartitions=2).selectExpr(
+        "id", "cast(id * 3 AS int) AS n", "cast(id AS float) / 4 AS f", "cast(id % 100 AS smallint) AS s") \
+        .write.format("delta").option("delta.enableTypeWidening", "true").save(t)
+    # Widened by an append of the wider types under schema evolution (this Spark's ALTER TABLE
+    # ... CHANGE COLUMN TYPE fails in delta-spark on a class Spark no longer has).
+    spark.range(1000, 1500, numPartitions=1).selectExpr(
+        "id", "id * 10000000000 AS n", "cast(id AS double) / 3 AS f", "cast(id AS int) * 100000 AS s") \
+        .write.format("delta").mode("append").option("mergeSchema", "true").save(t)
+    n = spark.sql(f"DESCRIBE HISTORY delta.`{t}`").count()
+    done["widened_rows"] = {
+        str(v): sorted([r.id, r.n, r.f, r.s] for r in spark.read.format("delta").option("versionAsOf", v)
+                       .load(t).collect())
+        for v in range(n)
+    }
+
     with open(os.path.join(out, "done.json"), "w") as f:
         json.dump(done, f)
     spark.stop()

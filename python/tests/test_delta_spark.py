@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import hydrofeed
@@ -80,3 +81,15 @@ def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict],
             seen.extend(rec.get("ids", []))
     assert set(seen) == set(newest)
     assert len(seen) - len(newest) < 100, "only the last step of each rank is padded"
+
+
+def test_widened_types_read_as_spark_reads_them(tables: tuple[Path, dict]) -> None:
+    """A table whose column types were widened after files were written (Delta's type
+    widening): every version reads the values Spark reads, older files cast to the table's
+    types."""
+    out, done = tables
+    for version, want in done["widened_rows"].items():
+        t = pa.Table.from_batches(list(hydrofeed.read(str(out / "widened"), snapshot=int(version))))
+        got = sorted(list(r) for r in zip(*(t.column(c).to_pylist() for c in ("id", "n", "f", "s"))))
+        assert got == want, f"version {version}"
+    assert [t.schema.field(c).type for c in ("n", "f", "s")] == [pa.int64(), pa.float64(), pa.int32()]

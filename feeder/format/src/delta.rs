@@ -422,7 +422,13 @@ pub fn snapshot(
         .ok_or_else(|| bad(&log, format!("no metaData action up to version {version}")))?;
     check_protocol(&log, replay.protocol.as_ref(), &meta)?;
     let types = partition_types(&log, &meta)?;
-    let mapped = column_mapping(&log, &meta)?;
+    let widened = replay.protocol.as_ref().is_some_and(|p| {
+        p.reader_features
+            .iter()
+            .flatten()
+            .any(|f| f.starts_with("typeWidening"))
+    });
+    let mapped = column_mapping(&log, &meta, widened)?;
     let mut out = Vec::with_capacity(replay.live.len());
     for ((path, _), a) in replay.live {
         let deletion = match a.deletion_vector.as_ref().filter(|d| !d.is_null()) {
@@ -496,6 +502,8 @@ const KNOWN_FEATURES: &[&str] = &[
     "vacuumProtocolCheck",
     "deletionVectors",
     "columnMapping",
+    "typeWidening",
+    "typeWidening-preview",
 ];
 
 fn check_protocol(log: &str, p: Option<&Protocol>, meta: &MetaData) -> Result<()> {
@@ -569,9 +577,22 @@ struct Physical {
     fields: Vec<Physical>,
 }
 
+/// How a table's columns are found in its files.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// By physical name (column mapping `name`).
+    Physical,
+    /// By Parquet field id (column mapping `id`).
+    Id,
+    /// By the table's own name: no column mapping, but types widened since files were written
+    /// (the `typeWidening` feature), so every file is read through the table's schema.
+    Logical,
+}
+
 /// The table's columns under column mapping (`name`: found by physical name; `id`: by Parquet
-/// field id), its partition columns left out; `None` without column mapping.
-fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
+/// field id) or type widening (`widened`: by their own names, cast to the table's types), its
+/// partition columns left out; `None` with neither.
+fn column_mapping(log: &str, meta: &MetaData, widened: bool) -> Result<Option<Mapped>> {
     use crate::mapping::{Column, Key, Kind};
     let mode = meta
         .configuration
@@ -579,14 +600,15 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
         .cloned()
         .flatten()
         .unwrap_or_default();
-    let by_id = match mode.as_str() {
-        "name" => false,
-        "id" => true,
+    let keys = match mode.as_str() {
+        "name" => Keys::Physical,
+        "id" => Keys::Id,
+        _ if widened => Keys::Logical,
         _ => return Ok(None),
     };
     let schema: serde_json::Value = serde_json::from_str(&meta.schema_string)
         .map_err(|e| bad(log, format!("metaData.schemaString: {e}")))?;
-    fn field(log: &str, f: &serde_json::Value, by_id: bool) -> Result<(Column, Physical)> {
+    fn field(log: &str, f: &serde_json::Value, keys: Keys) -> Result<(Column, Physical)> {
         let name = f["name"].as_str().ok_or_else(|| {
             bad(
                 log,
@@ -594,13 +616,19 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
             )
         })?;
         let md = &f["metadata"];
-        let physical = md["delta.columnMapping.physicalName"].as_str().ok_or_else(|| {
+        let physical = match keys {
+            Keys::Logical => Some(name),
+            _ => md["delta.columnMapping.physicalName"].as_str(),
+        };
+        let physical = physical.ok_or_else(|| {
             bad(
                 log,
-                format!("column mapping, but column {name:?} has no delta.columnMapping.physicalName"),
+                format!(
+                    "column mapping, but column {name:?} has no delta.columnMapping.physicalName"
+                ),
             )
         })?;
-        let key = if by_id {
+        let key = if keys == Keys::Id {
             let id = md["delta.columnMapping.id"]
                 .as_i64()
                 .and_then(|i| i32::try_from(i).ok())
@@ -611,7 +639,7 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
         } else {
             Key::Name(physical.to_string())
         };
-        let (kind, fields) = kind(log, name, &f["type"], by_id)?;
+        let (kind, fields) = kind(log, name, &f["type"], keys)?;
         let nullable = f["nullable"].as_bool().unwrap_or(true);
         Ok((
             Column::new(name, key, nullable, kind),
@@ -626,7 +654,7 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
         log: &str,
         name: &str,
         t: &serde_json::Value,
-        by_id: bool,
+        keys: Keys,
     ) -> Result<(Kind, Vec<Physical>)> {
         use arrow_schema::{DataType as T, TimeUnit};
         let element = |k: Kind, nullable: bool| {
@@ -673,20 +701,20 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
                 let mut cols = Vec::new();
                 let mut names = Vec::new();
                 for f in t["fields"].as_array().into_iter().flatten() {
-                    let (c, p) = field(log, f, by_id)?;
+                    let (c, p) = field(log, f, keys)?;
                     cols.push(c);
                     names.push(p);
                 }
                 Ok((Kind::Struct(cols), names))
             }
             Some("array") => {
-                let (e, _) = kind(log, name, &t["elementType"], by_id)?;
+                let (e, _) = kind(log, name, &t["elementType"], keys)?;
                 let nullable = t["containsNull"].as_bool().unwrap_or(true);
                 Ok((Kind::List(element(e, nullable)), Vec::new()))
             }
             Some("map") => {
-                let (k, _) = kind(log, name, &t["keyType"], by_id)?;
-                let (v, _) = kind(log, name, &t["valueType"], by_id)?;
+                let (k, _) = kind(log, name, &t["keyType"], keys)?;
+                let (v, _) = kind(log, name, &t["valueType"], keys)?;
                 let nullable = t["valueContainsNull"].as_bool().unwrap_or(true);
                 Ok((
                     Kind::Map(element(k, false), element(v, nullable)),
@@ -702,7 +730,7 @@ fn column_mapping(log: &str, meta: &MetaData) -> Result<Option<Mapped>> {
     let mut columns = Vec::new();
     let mut names = Vec::new();
     for f in schema["fields"].as_array().into_iter().flatten() {
-        let (c, p) = field(log, f, by_id)?;
+        let (c, p) = field(log, f, keys)?;
         if !meta.partition_columns.contains(&c.name) {
             columns.push(c);
         }
