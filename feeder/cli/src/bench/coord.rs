@@ -39,6 +39,26 @@ pub struct Args {
     /// Skip the gRPC run.
     #[arg(long)]
     pub no_grpc: bool,
+    /// Skip the in-process run.
+    #[arg(long)]
+    pub no_in_process: bool,
+    /// The gRPC run as before the open-loop load: `--grpc-feeders` threads asking as fast as
+    /// answered until end of feed (the loopback call rate), instead of the open-loop load.
+    #[arg(long)]
+    pub grpc_closed_loop: bool,
+    /// Periods per second of each open-loop feeder (a heartbeat, a lease and an ack each).
+    #[arg(long, default_value_t = 1.0)]
+    pub grpc_rate_hz: f64,
+    /// Seconds each open-loop run is measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub grpc_secs: f64,
+    /// Open-loop runs at these feeder counts too (e.g. `1000,2500,5000,10000`), to find the
+    /// largest count one coordinator core holds at p99 < `--p99-ms`.
+    #[arg(long, value_delimiter = ',')]
+    pub sweep: Vec<u32>,
+    /// The lease and ack p99 latency a sweep point must stay under.
+    #[arg(long, default_value_t = 50.0)]
+    pub p99_ms: f64,
     /// Seed of the synthetic plan.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -178,10 +198,10 @@ fn in_process(a: &Args) -> anyhow::Result<serde_json::Value> {
 }
 
 /// A private temporary directory, removed on drop.
-struct TempDir(std::path::PathBuf);
+pub(crate) struct TempDir(pub(crate) std::path::PathBuf);
 
 impl TempDir {
-    fn new() -> std::io::Result<Self> {
+    pub(crate) fn new() -> std::io::Result<Self> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -341,26 +361,71 @@ fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
     }))
 }
 
+/// The open-loop runs (`--grpc-feeders`, then each `--sweep` count) into `v`.
+fn open_loop_report(a: &Args, v: &mut serde_json::Value) -> anyhow::Result<()> {
+    use super::coord_load::{holds, open_loop};
+    let main = open_loop(a.grpc_feeders, a.grpc_rate_hz, a.grpc_secs)?;
+    let mut points = Vec::new();
+    for &n in &a.sweep {
+        let p = open_loop(n, a.grpc_rate_hz, a.grpc_secs)?;
+        eprintln!(
+            "sweep {n} feeders: coordinator {:.2} cores, lease p99 {} ms, ack p99 {} ms",
+            p["coordinator_cores"].as_f64().unwrap_or(0.0),
+            p["lease_latency"]["p99_ms"],
+            p["ack_latency"]["p99_ms"]
+        );
+        points.push(p);
+    }
+    // The largest measured count held on at most one coordinator core at the target p99.
+    let one_core = std::iter::once(&main)
+        .chain(&points)
+        .filter(|p| holds(p, a.p99_ms) && p["coordinator_cores"].as_f64().unwrap_or(9.0) <= 1.0)
+        .filter_map(|p| p["feeders"].as_u64())
+        .max();
+    v["grpc_open_loop"] = serde_json::json!({
+        "note": "coordinator and load generator are separate processes on the same machine and \
+                 share its cores; generator_cores says what the load itself cost",
+        "p99_target_ms": a.p99_ms,
+        "run": main,
+        "meets_target": holds(&main, a.p99_ms)
+            && main["coordinator_cores"].as_f64().unwrap_or(9.0) <= 1.0,
+        "sweep": points,
+        "largest_feeders_on_one_core_at_p99_target": one_core,
+    });
+    Ok(())
+}
+
 /// Runs `hydrofeed bench coord`.
 pub fn run(a: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         a.feeders > 0 && a.splits > 0 && a.grpc_feeders > 0 && a.grpc_splits > 0,
         "sizes must be positive"
     );
-    let ip = in_process(&a)?;
-    let g = if a.no_grpc { None } else { Some(grpc(&a)?) };
-    let ratio = g.as_ref().map(|g| {
-        g["assignments_per_s"].as_f64().unwrap_or(0.0)
-            / ip["assignments_per_s"].as_f64().unwrap_or(1.0)
-    });
-    let v = serde_json::json!({
+    let ip = if a.no_in_process {
+        None
+    } else {
+        Some(in_process(&a)?)
+    };
+    let mut v = serde_json::json!({
         "bench": "coord",
         "heartbeat_hz": a.heartbeat_hz,
         "batch_size": a.batch_size,
         "in_process": ip,
-        "grpc_loopback": g,
-        "ratio_grpc_to_in_process_assignments_per_s": ratio,
     });
+    if a.no_grpc {
+    } else if a.grpc_closed_loop {
+        let g = grpc(&a)?;
+        v["ratio_grpc_to_in_process_assignments_per_s"] = ip
+            .as_ref()
+            .map(|ip| {
+                g["assignments_per_s"].as_f64().unwrap_or(0.0)
+                    / ip["assignments_per_s"].as_f64().unwrap_or(1.0)
+            })
+            .into();
+        v["grpc_loopback"] = g;
+    } else {
+        open_loop_report(&a, &mut v)?;
+    }
     let mut o = std::io::stdout().lock();
     if a.json {
         writeln!(o, "{v}")?;

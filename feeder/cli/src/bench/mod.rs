@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 pub mod ceiling;
 pub mod coord;
+pub mod coord_load;
 pub mod decode;
 pub mod filter;
 pub mod order;
@@ -26,6 +27,9 @@ pub enum Which {
     Decode(decode::Args),
     /// Coordinator simulation: many feeders, many splits, heartbeats.
     Coord(coord::Args),
+    /// The load generator of `bench coord`'s open-loop gRPC run (started by it).
+    #[command(hide = true)]
+    CoordLoad(coord_load::LoadArgs),
     /// Mixing of the fixed order on data stored sorted, beside tf.data and a random
     /// permutation, and the shuffle buffer's cost in read throughput.
     Order(order::Args),
@@ -76,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     match args.which {
         Which::Ring(a) => ring::run(a),
         Which::Coord(a) => coord::run(a),
+        Which::CoordLoad(a) => coord_load::run_load(a),
         Which::Decode(a) => decode::run(a),
         Which::Order(a) => order::run(a),
         Which::Filter(a) => filter::run(a),

@@ -1,0 +1,492 @@
+//! The open-loop gRPC load of `hydrofeed bench coord`: a coordinator in one child process
+//! (`hydrofeed coordinator`, journal on) and, in another (`hydrofeed bench coord-load`, hidden),
+//! N simulated feeders on one tokio runtime, one HTTP/2 connection each. Every feeder sends at
+//! a pinned rate: per period a heartbeat, a `RequestWork` and an `Ack` of the lease it got (a
+//! second `RequestWork` when it got none: an epoch barrier's wait), spread evenly over the
+//! period with each feeder at its own phase. Latency runs from each call's scheduled send
+//! time, so a late reply delays the next call without hiding its own lateness (no coordinated
+//! omission). The run fails when fewer than 95% of the intended calls were answered in time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::time::Instant;
+
+use hydrofeed_coord::proto::{self, coordinator_client::CoordinatorClient};
+use hydrofeed_coord::token::{Token, TOKEN_ENV};
+
+/// The share of the intended calls that must be answered for a run to count.
+pub const MIN_ACHIEVED: f64 = 0.95;
+
+/// Arguments of `hydrofeed bench coord-load` (started by `hydrofeed bench coord`).
+#[derive(Debug, clap::Args)]
+pub struct LoadArgs {
+    /// The coordinator's address (`host:port`).
+    #[arg(long)]
+    pub addr: String,
+    /// The coordinator's process id (its CPU is read from `/proc/PID/stat`).
+    #[arg(long)]
+    pub coord_pid: u32,
+    /// Simulated feeders, one connection each.
+    #[arg(long)]
+    pub feeders: u32,
+    /// Periods per second of each feeder (1: one heartbeat, one lease and one ack a second).
+    #[arg(long, default_value_t = 1.0)]
+    pub rate_hz: f64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub secs: f64,
+}
+
+/// Latencies in microseconds, sorted on demand.
+#[derive(Default)]
+struct Lat(Vec<u32>);
+
+impl Lat {
+    fn add(&mut self, d: Duration) {
+        self.0.push(d.as_micros().min(u128::from(u32::MAX)) as u32);
+    }
+
+    fn summary(&mut self) -> serde_json::Value {
+        self.0.sort_unstable();
+        let q = |p: f64| -> f64 {
+            if self.0.is_empty() {
+                return 0.0;
+            }
+            let i = ((self.0.len() as f64 * p).ceil() as usize).clamp(1, self.0.len()) - 1;
+            f64::from(self.0[i]) / 1000.0
+        };
+        serde_json::json!({
+            "n": self.0.len(),
+            "p50_ms": q(0.50),
+            "p99_ms": q(0.99),
+            "p999_ms": q(0.999),
+            "max_ms": q(1.0),
+        })
+    }
+}
+
+/// What one feeder measured.
+#[derive(Default)]
+struct Tally {
+    lease: Lat,
+    ack: Lat,
+    heartbeat: Lat,
+    /// Calls scheduled inside the window and answered before its end plus the grace.
+    answered: u64,
+    errors: u64,
+    first_error: Option<String>,
+    leases: u64,
+    waits: u64,
+}
+
+/// CPU seconds (user + system) of process `pid`, from `/proc/PID/stat`.
+pub fn proc_cpu(pid: u32) -> anyhow::Result<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    anyhow::ensure!(f.len() > 13, "short /proc/{pid}/stat");
+    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
+    // SAFETY: sysconf reads a constant of the system; no memory is involved.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Ok(ticks / hz.max(1.0))
+}
+
+/// CPU seconds (user + system) of this process.
+fn self_cpu() -> f64 {
+    // SAFETY: getrusage writes a `rusage` into the zeroed struct we own; no other invariant.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// Raises this process's soft limit of open files to its hard limit; returns the new limit.
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write an `rlimit` we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur
+    }
+}
+
+type Client = CoordinatorClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>,
+>;
+
+/// Adds the job's token to every call.
+#[derive(Clone)]
+struct Auth(tonic::metadata::MetadataValue<tonic::metadata::Ascii>);
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, mut r: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        r.metadata_mut().insert("authorization", self.0.clone());
+        Ok(r)
+    }
+}
+
+async fn connect(addr: &str, auth: Auth) -> anyhow::Result<Client> {
+    let ch = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .with_context(|| format!("connecting to the coordinator at {addr}"))?;
+    Ok(CoordinatorClient::with_interceptor(ch, auth))
+}
+
+fn req<T>(msg: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.set_timeout(Duration::from_secs(10));
+    r
+}
+
+/// Registers rank `r` and waits for the cluster; returns its incarnation.
+async fn join(c: &mut Client, r: u32) -> anyhow::Result<u64> {
+    let reg = c
+        .register(req(proto::RegisterRequest {
+            rank: Some(r),
+            host: format!("dn{}", r % 64),
+            port: 2222,
+            gpus: vec![],
+            role: proto::Role::Worker as i32,
+            consumed: vec![],
+        }))
+        .await
+        .with_context(|| format!("registering rank {r}"))?
+        .into_inner();
+    let mut w = tonic::Request::new(proto::WaitClusterSpecRequest {
+        rank: r,
+        timeout_ms: 300_000,
+    });
+    w.set_timeout(Duration::from_secs(310));
+    c.wait_cluster_spec(w)
+        .await
+        .with_context(|| format!("rank {r} waiting for the cluster"))?;
+    Ok(reg.incarnation)
+}
+
+/// One feeder's open loop from `t0` to `end` (calls scheduled before `end` count).
+async fn feeder(
+    mut c: Client,
+    r: u32,
+    inc: u64,
+    t0: Instant,
+    period: Duration,
+    end: Instant,
+    grace: Instant,
+) -> Tally {
+    let mut t = Tally::default();
+    let step = period / 3;
+    let mut held: Option<(u64, u32, u64)> = None;
+    let mut k: u32 = 0;
+    loop {
+        let at = t0 + step * k;
+        if at >= end {
+            break;
+        }
+        tokio::time::sleep_until(at).await;
+        let what = k % 3;
+        k += 1;
+        let res: Result<(), tonic::Status> = match (what, held) {
+            (0, _) => c
+                .heartbeat(req(proto::HeartbeatRequest {
+                    rank: r,
+                    incarnation: inc,
+                    stage: proto::Stage::Reading as i32,
+                    ..Default::default()
+                }))
+                .await
+                .map(|_| t.heartbeat.add(at.elapsed())),
+            (2, Some((lease, split, rows))) => c
+                .ack(req(proto::AckRequest {
+                    rank: r,
+                    incarnation: inc,
+                    lease,
+                    split,
+                    rows_acked: rows,
+                    ranges: Vec::new(),
+                }))
+                .await
+                .map(|_| {
+                    held = None;
+                    t.ack.add(at.elapsed());
+                }),
+            _ => c
+                .request_work(req(proto::WorkRequest {
+                    rank: r,
+                    incarnation: inc,
+                    host: String::new(),
+                    known_lease: None,
+                }))
+                .await
+                .map(|w| {
+                    t.lease.add(at.elapsed());
+                    match w.into_inner().kind {
+                        Some(proto::work_reply::Kind::Lease(l)) => {
+                            t.leases += 1;
+                            held = Some((l.lease, l.split, l.rows));
+                        }
+                        _ => t.waits += 1,
+                    }
+                }),
+        };
+        match res {
+            Ok(()) if Instant::now() <= grace => t.answered += 1,
+            Ok(()) => {}
+            Err(s) => {
+                t.errors += 1;
+                if t.first_error.is_none() {
+                    t.first_error = Some(format!("rank {r}: {s}"));
+                }
+            }
+        }
+    }
+    t
+}
+
+async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
+    let token = Token::from_env()?.with_context(|| format!("{TOKEN_ENV} is not set"))?;
+    let auth = Auth(
+        format!("Bearer {}", token.as_str())
+            .parse()
+            .context("the token is not ASCII")?,
+    );
+    let addr: Arc<str> = a.addr.as_str().into();
+    // Connect and register, 256 at a time.
+    let t_setup = Instant::now();
+    let sem = Arc::new(tokio::sync::Semaphore::new(256));
+    let mut joins = tokio::task::JoinSet::new();
+    for r in 0..a.feeders {
+        let (addr, auth, sem) = (addr.clone(), auth.clone(), sem.clone());
+        joins.spawn(async move {
+            let mut c = {
+                let _p = sem.acquire().await;
+                connect(&addr, auth).await?
+            };
+            let inc = join(&mut c, r).await?;
+            anyhow::Ok((r, c, inc))
+        });
+    }
+    let mut ready = Vec::with_capacity(a.feeders as usize);
+    while let Some(j) = joins.join_next().await {
+        ready.push(j.context("a feeder task panicked")??);
+    }
+    let setup_s = t_setup.elapsed().as_secs_f64();
+    let period = Duration::from_secs_f64(1.0 / a.rate_hz);
+    let start = Instant::now() + Duration::from_millis(500);
+    let window = Duration::from_secs_f64(a.secs);
+    let end = start + window;
+    let grace = end + Duration::from_secs(1);
+    let n = f64::from(a.feeders);
+    let mut tasks = tokio::task::JoinSet::new();
+    for (r, c, inc) in ready {
+        // Phases spread the feeders evenly over one period.
+        let t0 = start + period.mul_f64(f64::from(r) / n);
+        tasks.spawn(feeder(c, r, inc, t0, period, end, grace));
+    }
+    tokio::time::sleep_until(start).await;
+    let (coord0, self0) = (proc_cpu(a.coord_pid)?, self_cpu());
+    tokio::time::sleep_until(end).await;
+    let (coord1, self1) = (proc_cpu(a.coord_pid)?, self_cpu());
+    let mut all = Tally::default();
+    let stop = tokio::time::timeout_at(grace + Duration::from_secs(10), async {
+        while let Some(t) = tasks.join_next().await {
+            let t = t.context("a feeder task panicked")?;
+            all.lease.0.extend(t.lease.0);
+            all.ack.0.extend(t.ack.0);
+            all.heartbeat.0.extend(t.heartbeat.0);
+            all.answered += t.answered;
+            all.errors += t.errors;
+            all.leases += t.leases;
+            all.waits += t.waits;
+            if all.first_error.is_none() {
+                all.first_error = t.first_error;
+            }
+        }
+        anyhow::Ok(())
+    })
+    .await;
+    if stop.is_err() {
+        tasks.abort_all();
+    }
+    // Every feeder schedules 3 calls a period from its phase to `end`.
+    let intended: u64 = (0..a.feeders)
+        .map(|r| {
+            let off = period.mul_f64(f64::from(r) / n);
+            let span = window.saturating_sub(off).as_secs_f64();
+            (span / (period.as_secs_f64() / 3.0)).ceil() as u64
+        })
+        .sum();
+    let secs = window.as_secs_f64();
+    let coord_cpu = coord1 - coord0;
+    let gen_cpu = self1 - self0;
+    Ok(serde_json::json!({
+        "feeders": a.feeders,
+        "rate_hz": a.rate_hz,
+        "window_s": secs,
+        "setup_s": setup_s,
+        "intended_calls": intended,
+        "answered_calls": all.answered,
+        "intended_calls_per_s": intended as f64 / secs,
+        "calls_per_s": all.answered as f64 / secs,
+        "achieved_fraction": all.answered as f64 / intended.max(1) as f64,
+        "errors": all.errors,
+        "first_error": all.first_error,
+        "leases": all.leases,
+        "waits": all.waits,
+        "lease_latency": all.lease.summary(),
+        "ack_latency": all.ack.summary(),
+        "heartbeat_latency": all.heartbeat.summary(),
+        "coordinator_cpu_s": coord_cpu,
+        "coordinator_cores": coord_cpu / secs,
+        "generator_cpu_s": gen_cpu,
+        "generator_cores": gen_cpu / secs,
+        "generator_unfinished": stop.is_err(),
+    }))
+}
+
+/// Runs `hydrofeed bench coord-load`: prints one JSON line.
+pub fn run_load(a: LoadArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        a.feeders > 0 && a.rate_hz > 0.0 && a.secs > 0.0,
+        "feeders, rate and seconds must be positive"
+    );
+    let limit = raise_nofile();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut v = rt.block_on(load(&a))?;
+    v["nofile_limit"] = limit.into();
+    // Dropping the runtime with 10,000 open connections takes a while; the process ends.
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "{v}")?;
+    o.flush()?;
+    std::process::exit(0);
+}
+
+/// The coordinator of one open-loop run, in a child process; killed on drop.
+struct Coordinator {
+    child: std::process::Child,
+    addr: String,
+    _dir: super::coord::TempDir,
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `hydrofeed coordinator` for `feeders` ranks with the journal on. Each epoch holds
+/// two leases per feeder, so a 1 Hz feeder meets an epoch barrier every two seconds.
+fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<Coordinator> {
+    let dir = super::coord::TempDir::new()?;
+    let splits_path = dir.0.join("splits.json");
+    let splits: Vec<serde_json::Value> = (0..feeders.saturating_mul(2))
+        .map(|i| serde_json::json!({"id": i, "rows": 4096, "hosts": [format!("dn{}", i % 64)]}))
+        .collect();
+    std::fs::write(&splits_path, serde_json::to_vec(&splits)?)?;
+    let epochs = (secs / 2.0).ceil() as u32 + 10;
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["coordinator", "--splits"])
+        .arg(&splits_path)
+        .args(["--workers", &feeders.to_string(), "--batch-size", "256"])
+        .args(["--epochs", &epochs.to_string()])
+        .args(["--listen", "127.0.0.1:0", "--reservation-timeout", "600"])
+        .arg("--journal")
+        .arg(dir.0.join("journal"))
+        .arg("--token-file")
+        .arg(dir.0.join("token"))
+        .env(TOKEN_ENV, token.as_str())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting `hydrofeed coordinator`")?;
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("hydrofeed coordinator listening on ")
+        .map(str::to_string);
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let c = Coordinator {
+        child,
+        addr: addr.clone().unwrap_or_default(),
+        _dir: dir,
+    };
+    anyhow::ensure!(
+        addr.is_some(),
+        "coordinator did not print its address (got {line:?})"
+    );
+    Ok(c)
+}
+
+/// One open-loop run of `feeders` against a fresh coordinator; fails when fewer than 95% of
+/// the intended calls were answered.
+pub fn open_loop(feeders: u32, rate_hz: f64, secs: f64) -> anyhow::Result<serde_json::Value> {
+    let nofile = raise_nofile();
+    let token = Token::generate()?;
+    let coord = start_coordinator(feeders, secs, &token)?;
+    let out = Command::new(std::env::current_exe()?)
+        .args(["bench", "coord-load", "--addr", &coord.addr])
+        .args(["--coord-pid", &coord.child.id().to_string()])
+        .args(["--feeders", &feeders.to_string()])
+        .args([
+            "--rate-hz",
+            &rate_hz.to_string(),
+            "--secs",
+            &secs.to_string(),
+        ])
+        .env(TOKEN_ENV, token.as_str())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running the load generator `hydrofeed bench coord-load`")?;
+    drop(coord);
+    anyhow::ensure!(
+        out.status.success(),
+        "the load generator failed ({}) at {feeders} feeders",
+        out.status
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("reading the load generator's report")?;
+    v["parent_nofile_limit"] = nofile.into();
+    let f = v["achieved_fraction"].as_f64().unwrap_or(0.0);
+    if f < MIN_ACHIEVED {
+        anyhow::bail!(
+            "open-loop load of {feeders} feeders at {rate_hz} Hz: {:.0} of {:.0} intended calls/s \
+             answered ({:.1}% < {:.0}%); {} errors (first: {}); report: {v}",
+            v["calls_per_s"].as_f64().unwrap_or(0.0),
+            v["intended_calls_per_s"].as_f64().unwrap_or(0.0),
+            f * 100.0,
+            MIN_ACHIEVED * 100.0,
+            v["errors"],
+            v["first_error"],
+        );
+    }
+    Ok(v)
+}
+
+/// Whether a run held the target latency (lease and ack p99 under `p99_ms`).
+pub fn holds(v: &serde_json::Value, p99_ms: f64) -> bool {
+    ["lease_latency", "ack_latency"]
+        .iter()
+        .all(|k| v[k]["p99_ms"].as_f64().is_some_and(|p| p < p99_ms))
+}
