@@ -41,9 +41,11 @@ pub(super) fn feeder_command(
         .arg("--socket-dir")
         .arg(job.dir)
         .args(["--trainers", &ports.len().to_string()])
+        .args(["--host", &job.node.local_addr])
         .arg("--ranks")
         .arg(
-            (0..ports.len())
+            job.node
+                .ranks()
                 .map(|r| r.to_string())
                 .collect::<Vec<_>>()
                 .join(","),
@@ -134,8 +136,8 @@ pub(super) fn trainer_stalled(
     let tail = what
         .strip_prefix("trainer rank ")
         .and_then(|r| r.split(' ').next())
-        .and_then(|r| r.parse::<usize>().ok())
-        .and_then(|r| trainers.get(r))
+        .and_then(|r| r.parse::<u32>().ok())
+        .and_then(|r| trainers.iter().find(|t| t.rank == r))
         .map(|t| t.proc.tail())
         .unwrap_or_default();
     anyhow::anyhow!("{what}; stopped every trainer and the feeder{tail}")
@@ -144,17 +146,22 @@ pub(super) fn trainer_stalled(
 /// The error for a feeder that failed: its status, each rank's last stage, its last lines.
 pub(super) fn feeder_failed(
     feeder: &ChildProc,
-    svc: &service::RunningService,
+    svc: Option<&service::RunningService>,
     s: ExitStatus,
 ) -> anyhow::Error {
-    let stages = svc.shared.with_machine(|m| {
-        m.ranks()
-            .iter()
-            .enumerate()
-            .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
+    let stages = svc.map_or_else(
+        || "(on node 0)".to_string(),
+        |svc| {
+            svc.shared.with_machine(|m| {
+                m.ranks()
+                    .iter()
+                    .enumerate()
+                    .map(|(r, i)| format!("rank {r}: {}", i.stage.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+        },
+    );
     let pid = feeder.pid();
     let tail = feeder.tail();
     anyhow::anyhow!(

@@ -49,12 +49,14 @@ pub(crate) mod certs;
 mod children;
 mod feeder;
 mod gpus;
+mod nodes;
 mod supervisor;
 
 use certs::JobTls;
 pub use certs::TlsMode;
 pub use children::private_run_dir;
 use children::RunDir;
+use nodes::{Coord, NodePlan};
 use supervisor::{Job, Supervisor};
 
 /// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).
@@ -153,6 +155,9 @@ pub struct Args {
         default_missing_value = "server"
     )]
     pub tls: Option<TlsMode>,
+    /// Across nodes: `--nnodes`, `--node-rank`, `--rdzv-endpoint` (torchrun's names).
+    #[command(flatten)]
+    pub nodes: nodes::NodeArgs,
     /// The trainer command (after `--`).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -209,6 +214,20 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         eprintln!("hydrofeed launch: {d}");
     }
     catch_signals();
+    let node = NodePlan::from_args(&args.nodes, workers)?;
+    if node.multi() {
+        anyhow::ensure!(
+            args.tls.is_none(),
+            "--tls is not available across nodes yet: the job's CA is made on one node and its              key never leaves it"
+        );
+        anyhow::ensure!(
+            args.batch_size.is_some() || args.resume.is_some(),
+            "a job across nodes needs --batch-size (or --resume): the trainers of every node              cannot agree on one"
+        );
+        if node.node_rank > 0 {
+            return nodes::run_member(&args, &gpus, &node);
+        }
+    }
     // The feeder plans with the same options: split ids and row counts must agree.
     let mut read = args.read.options()?;
     let saved = args
@@ -245,7 +264,11 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
             None => args.order.spec(args.remainder.unwrap_or_default())?,
         },
         // From the trainers: a placeholder until they attached (1: every input has a step).
-        ..Config::new(workers, args.batch_size.unwrap_or(1))
+        ..Config::new(node.world(), args.batch_size.unwrap_or(1))
+    };
+    let resume_cfg = Config {
+        order: None,
+        ..cfg.clone()
     };
     let m = match (&args.resume, saved) {
         (Some(p), Some(st)) => {
@@ -271,16 +294,24 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
                 );
             }
             args.order.check_resume(&st)?;
-            let m = Machine::resume(splits, cfg, &st)?;
+            let m = Machine::resume(splits.clone(), cfg, &st)?;
             if let Some(note) = m.resume_note() {
                 eprintln!("hydrofeed launch: {note}");
             }
             m
         }
-        _ => Machine::new(splits, cfg)?,
+        _ => Machine::new(splits.clone(), cfg)?,
     };
     let mut m = m;
-    m.set_input(input);
+    m.set_input(input.clone());
+    if node.multi() {
+        let again = nodes::Again {
+            splits,
+            cfg: resume_cfg,
+            input,
+        };
+        return nodes::run_leader(&args, &gpus, &node, m, again, filter_counts);
+    }
     let (epochs, total_rows) = (m.config().epochs, m.total_rows());
     let token = Token::generate()?;
     // The directory first: it holds the TLS files the coordinator starts with, and it is
@@ -325,6 +356,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} rows {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let coord = Coord::Local(&svc);
     let job = Job {
         args: &args,
         gpus: &gpus,
@@ -332,7 +364,10 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
         token: &token,
         tls: tls.as_ref(),
         dir: dir.path(),
-        svc: &svc,
+        coord: &coord,
+        node: &node,
+        epochs,
+        restart: 0,
         pb: &pb,
     };
     let mut supervisor = None;

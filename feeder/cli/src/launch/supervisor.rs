@@ -29,6 +29,7 @@ use super::feeder::{
     failed_by_itself, feeder_command, feeder_failed, restart_notice, trainer_stalled, FeederStart,
 };
 use super::gpus::{self, RankGpu};
+use super::nodes::{dead_node, missing_message, missing_nodes, roster, Coord, NodeLost, NodePlan};
 use super::TENSORBOARD_ENV;
 use super::{
     Args, Ended, FIRST_SIGNAL, INTERRUPTS, PROGRESS_EVERY, REJOIN_ENV, REJOIN_TIMEOUT, STOP_GRACE,
@@ -48,14 +49,25 @@ pub(super) struct Job<'a> {
     pub(super) tls: Option<&'a JobTls>,
     /// The private directory: sockets, TLS files, the batch size the trainers asked for.
     pub(super) dir: &'a Path,
-    pub(super) svc: &'a RunningService,
+    pub(super) coord: &'a Coord<'a>,
+    /// This node in the job (one node: [`NodePlan::single`]).
+    pub(super) node: &'a NodePlan,
+    /// Passes over the input.
+    pub(super) epochs: u32,
+    /// Restarts of the whole group so far (`--max-restarts`).
+    pub(super) restart: u32,
     pub(super) pb: &'a ProgressBar,
 }
 
 impl Job<'_> {
-    /// Trainers (ranks).
+    /// Trainers (ranks) on this node.
     fn workers(&self) -> u32 {
         self.gpus.len() as u32
+    }
+
+    /// The global rank of this node's `i`-th trainer.
+    pub(super) fn rank_of(&self, i: usize) -> u32 {
+        self.node.ranks().start + i as u32
     }
 
     /// Without `--batch-size` (and not resuming, which keeps the state's), the trainers tell
@@ -67,7 +79,7 @@ impl Job<'_> {
 
 /// A trainer child and how it ended.
 pub(super) struct Trainer {
-    rank: u32,
+    pub(super) rank: u32,
     pub(super) proc: ChildProc,
     status: Option<ExitStatus>,
     /// Killed after the stop grace.
@@ -87,15 +99,16 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(svc: &RunningService) -> Self {
+    fn new(coord: &Coord<'_>) -> Self {
         Self {
             t0: Instant::now(),
             last_epoch: 0,
             last_line: Instant::now(),
             plain: !std::io::stderr().is_terminal(),
-            total: svc
-                .shared
-                .with_machine(|m| m.total_rows() * u64::from(m.config().epochs)),
+            total: coord.svc().map_or(0, |svc| {
+                svc.shared
+                    .with_machine(|m| m.total_rows() * u64::from(m.config().epochs))
+            }),
         }
     }
 }
@@ -118,13 +131,25 @@ pub(super) struct Supervisor<'a> {
     /// Why and since when the trainers are being stopped.
     stop: Option<(Ended, Instant)>,
     progress: Progress,
+    /// Another node stopped: this node's trainers are being stopped, then the job ends.
+    lost: Option<NodeLost>,
+    /// Since when the coordinator did not answer (a remote node), and when the roster was
+    /// last looked at.
+    unreachable: Option<Instant>,
+    last_roster: Instant,
+    /// The coordinator said the feed finished: nodes are no longer watched.
+    finished_seen: bool,
 }
 
 impl<'a> Supervisor<'a> {
     /// Picks the ports and starts the feeder.
     pub(super) fn start(job: Job<'a>) -> anyhow::Result<Self> {
         let ports = free_ports(job.workers())?;
-        let rendezvous = free_ports(2)?;
+        // torch's store and JAX's coordinator: beside the rendezvous endpoint across nodes.
+        let rendezvous = match job.node.multi() {
+            true => (1..=2).map(|k| u32::from(job.node.rdzv_port) + k).collect(),
+            false => free_ports(2)?,
+        };
         let cmd = feeder_command(&job, &ports, FeederStart::First)?;
         let feeder = ChildProc::spawn("the feeder".into(), "[feeder]", cmd, job.pb)
             .context("starting the feeder")?;
@@ -138,7 +163,11 @@ impl<'a> Supervisor<'a> {
             restarts: 0,
             agreed: !job.batch_size_from_trainers(),
             stop: None,
-            progress: Progress::new(job.svc),
+            progress: Progress::new(job.coord),
+            lost: None,
+            unreachable: None,
+            last_roster: Instant::now(),
+            finished_seen: false,
         })
     }
 
@@ -146,9 +175,19 @@ impl<'a> Supervisor<'a> {
     /// every one ended.
     pub(super) fn run(&mut self) -> anyhow::Result<Ended> {
         let tf_configs = self.wait_cluster_spec()?;
+        if self.job.node.multi() {
+            self.job.pb.suspend(|| {
+                eprintln!(
+                    "hydrofeed launch: node {} of {}: every node joined; starting ranks {:?}",
+                    self.job.node.node_rank,
+                    self.job.node.nnodes,
+                    self.job.node.ranks()
+                )
+            });
+        }
         self.start_trainers(&tf_configs)?;
         // Time and rates count from the trainers' start.
-        self.progress = Progress::new(self.job.svc);
+        self.progress = Progress::new(self.job.coord);
         loop {
             if let Some(ended) = self.tick()? {
                 return Ok(ended);
@@ -167,11 +206,16 @@ impl<'a> Supervisor<'a> {
             job.tls.map(|t| &t.client),
         )?;
         let mut tf_configs = Vec::new();
-        for rank in 0..job.workers() {
-            let t0 = Instant::now();
+        let wait = if job.node.multi() {
+            Duration::from_secs_f64(job.args.nodes.join_timeout)
+        } else {
+            Duration::from_secs(120)
+        };
+        let t0 = Instant::now();
+        for rank in job.node.ranks() {
             loop {
                 if let Some(s) = self.feeder.try_wait()? {
-                    return Err(feeder_failed(&self.feeder, job.svc, s));
+                    return Err(feeder_failed(&self.feeder, job.coord.svc(), s));
                 }
                 if INTERRUPTS.load(Ordering::SeqCst) > 0 {
                     bail!("interrupted before the trainers started");
@@ -181,8 +225,21 @@ impl<'a> Supervisor<'a> {
                         tf_configs.push(tf);
                         break;
                     }
-                    Err(hydrofeed_error::Error::Timeout { .. })
-                        if t0.elapsed() < Duration::from_secs(120) => {}
+                    Err(hydrofeed_error::Error::Timeout { .. }) if t0.elapsed() < wait => {}
+                    Err(e) if job.node.multi() => {
+                        let m = job.coord.metrics()?;
+                        let roster: Vec<String> =
+                            m.workers.iter().map(|w| w.host.clone()).collect();
+                        let missing = missing_nodes(job.node, &roster);
+                        if missing.is_empty() {
+                            return Err(e.into());
+                        }
+                        bail!(missing_message(
+                            job.node,
+                            &missing,
+                            job.args.nodes.join_timeout
+                        ));
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -191,8 +248,9 @@ impl<'a> Supervisor<'a> {
     }
 
     fn start_trainers(&mut self, tf_configs: &[String]) -> anyhow::Result<()> {
-        for (rank, tf) in tf_configs.iter().enumerate() {
-            let c = self.trainer_command(rank, tf);
+        for (i, tf) in tf_configs.iter().enumerate() {
+            let rank = self.job.rank_of(i) as usize;
+            let c = self.trainer_command(i, tf);
             let proc = ChildProc::spawn(
                 format!("trainer rank {rank}"),
                 &format!("[rank {rank}]"),
@@ -212,11 +270,12 @@ impl<'a> Supervisor<'a> {
         Ok(())
     }
 
-    /// The trainer command of `rank`, its cluster spec `tf`.
-    fn trainer_command(&self, rank: usize, tf: &str) -> Command {
+    /// The trainer command of this node's `i`-th trainer, its cluster spec `tf`.
+    fn trainer_command(&self, i: usize, tf: &str) -> Command {
         let (job, args) = (self.job, self.job.args);
-        let n = job.workers();
-        let epochs = job.svc.shared.with_machine(|m| m.config().epochs);
+        let rank = job.rank_of(i);
+        let n = job.node.world();
+        let epochs = job.epochs;
         let mut c = Command::new(&args.command[0]);
         c.args(&args.command[1..])
             .env("TF_CONFIG", tf)
@@ -233,19 +292,24 @@ impl<'a> Supervisor<'a> {
         }
         // As torchrun sets them (init_process_group(backend) then needs no arguments), and
         // JAX's distributed coordinates (hydrofeed.jax.initialize() passes them on).
+        let node = job.node;
         c.env("RANK", rank.to_string())
-            .env("LOCAL_RANK", rank.to_string())
+            .env("LOCAL_RANK", i.to_string())
             .env("WORLD_SIZE", n.to_string())
-            .env("LOCAL_WORLD_SIZE", n.to_string())
-            .env("MASTER_ADDR", "127.0.0.1")
+            .env("LOCAL_WORLD_SIZE", job.workers().to_string())
+            .env("GROUP_RANK", node.node_rank.to_string())
+            .env("NODE_RANK", node.node_rank.to_string())
+            .env("MASTER_ADDR", &node.rdzv_host)
             .env("MASTER_PORT", self.rendezvous[0].to_string())
             .env(
                 "JAX_COORDINATOR_ADDRESS",
-                format!("127.0.0.1:{}", self.rendezvous[1]),
+                format!("{}:{}", node.rdzv_host, self.rendezvous[1]),
             )
+            .env("HYDROFEED_RESTART", self.job.restart.to_string())
+            .env("TORCHELASTIC_RESTART_COUNT", self.job.restart.to_string())
             .env("JAX_NUM_PROCESSES", n.to_string())
             .env("JAX_PROCESS_ID", rank.to_string());
-        if let Some(g) = &job.gpus[rank] {
+        if let Some(g) = &job.gpus[i] {
             gpus::place(&mut c, g);
         }
         if args.feeder_restarts > 0 {
@@ -267,14 +331,21 @@ impl<'a> Supervisor<'a> {
         let finished = self.report_progress();
         if !self.agreed {
             let job = self.job;
-            self.agreed = agree_batch_size(job.dir, job.workers(), job.svc, job.pb)?;
+            if let Some(svc) = job.coord.svc() {
+                self.agreed = agree_batch_size(job.dir, job.workers(), svc, job.pb)?;
+            }
         }
+        self.check_nodes()?;
         // The feeder first: a trainer that failed because its feeder failed names the feeder.
         self.check_feeder()?;
         self.check_trainers(finished)?;
         self.kill_after_grace();
         if self.trainers.iter().all(|t| t.status.is_some()) {
-            return self.finish().map(Some);
+            let ended = self.finish()?;
+            if let Some(lost) = self.lost.take() {
+                return Err(lost.into());
+            }
+            return Ok(Some(ended));
         }
         Ok(None)
     }
@@ -287,17 +358,20 @@ impl<'a> Supervisor<'a> {
     /// its trainer is busy (an evaluation, a checkpoint) is restarted and taken back, however
     /// long the trainer takes to re-attach.
     fn keep_alive(&self) {
+        let Some(svc) = self.job.coord.svc() else {
+            return;
+        };
         for t in self.trainers.iter().filter(|t| t.status.is_none()) {
-            let _ = self.job.svc.shared.keep_alive(t.rank);
+            let _ = svc.shared.keep_alive(t.rank);
         }
     }
 
     /// The state as it is now, to `--state-out` (a preemption: the SIGKILL may follow soon).
     fn save_state_now(&self) {
-        let Some(p) = &self.job.args.state_out else {
+        let (Some(p), Some(svc)) = (&self.job.args.state_out, self.job.coord.svc()) else {
             return;
         };
-        let st = self.job.svc.shared.with_machine(|m| m.state());
+        let st = svc.shared.with_machine(|m| m.state());
         match crate::state_file::write_state(p, &st) {
             Ok(()) => self.job.pb.suspend(|| {
                 eprintln!(
@@ -347,11 +421,7 @@ impl<'a> Supervisor<'a> {
     /// Whether the coordinator finished the feed.
     fn report_progress(&mut self) -> bool {
         let (pb, p) = (self.job.pb, &mut self.progress);
-        let (epoch, acked, finished) = self
-            .job
-            .svc
-            .shared
-            .with_machine(|m| (m.epoch(), m.counters().rows_acked, m.finished()));
+        let (epoch, acked, finished) = self.job.coord.progress();
         pb.set_position(acked);
         pb.set_message(format!("epoch {epoch}"));
         let secs = p.t0.elapsed().as_secs_f64();
@@ -404,7 +474,7 @@ impl<'a> Supervisor<'a> {
         } else if s.code() == Some(TRAINER_STALLED_EXIT) {
             return Err(trainer_stalled(&self.feeder, &self.trainers, s));
         } else if failed_by_itself(s) && self.stop.is_none() {
-            return Err(feeder_failed(&self.feeder, self.job.svc, s));
+            return Err(feeder_failed(&self.feeder, self.job.coord.svc(), s));
         }
         Ok(())
     }
@@ -426,10 +496,12 @@ impl<'a> Supervisor<'a> {
                 // What the dead trainer was handed is in its ring's header: the feeder acks
                 // it once it sees the trainer gone. Wait for that (bounded) before the job
                 // ends and its state is taken, or the last batches handed out come again.
-                await_trainer_gone(self.job.svc, &mut self.feeder, rank);
+                if let Some(svc) = self.job.coord.svc() {
+                    await_trainer_gone(svc, &mut self.feeder, rank);
+                }
                 if let Some(fs) = self.feeder.try_wait()? {
                     if failed_by_itself(fs) {
-                        return Err(feeder_failed(&self.feeder, self.job.svc, fs));
+                        return Err(feeder_failed(&self.feeder, self.job.coord.svc(), fs));
                     }
                 }
                 let pid = t.proc.pid();
@@ -501,7 +573,7 @@ impl<'a> Supervisor<'a> {
         }
         if let Some(s) = self.feeder_status {
             if failed_by_itself(s) {
-                return Err(feeder_failed(&self.feeder, self.job.svc, s));
+                return Err(feeder_failed(&self.feeder, self.job.coord.svc(), s));
             }
         }
         let line = self.summary(ended);
@@ -509,11 +581,86 @@ impl<'a> Supervisor<'a> {
         Ok(ended)
     }
 
+    /// Across nodes: another node whose ranks stopped heartbeating (or, seen from another
+    /// node, node 0's coordinator gone) stops this node's trainers (SIGINT: they ack what they
+    /// read) and its feeder; once they ended the job ends naming that node ([`NodeLost`]).
+    fn check_nodes(&mut self) -> anyhow::Result<()> {
+        let node = self.job.node;
+        if !node.multi()
+            || self.stop.is_some()
+            || self.finished_seen
+            || self.trainers.is_empty()
+            || self.last_roster.elapsed() < Duration::from_millis(250)
+        {
+            return Ok(());
+        }
+        self.last_roster = Instant::now();
+        let why = match self.job.coord.metrics() {
+            Ok(m) if m.finished => {
+                self.finished_seen = true;
+                None
+            }
+            Ok(m) => {
+                self.unreachable = None;
+                dead_node(node, &roster(&m)).map(|(n, ranks, host)| {
+                    format!(
+                        "node {n} (ranks {ranks:?} at {host}) died: no heartbeat for                          --dead-after {} s",
+                        self.job.args.dead_after
+                    )
+                })
+            }
+            Err(e) => {
+                let since = *self.unreachable.get_or_insert_with(Instant::now);
+                (since.elapsed() > NODE0_SILENCE).then(|| {
+                    format!(
+                        "node 0 (the coordinator at {}) is gone: {e:#}",
+                        node.coordinator()
+                    )
+                })
+            }
+        };
+        let Some(why) = why else {
+            return Ok(());
+        };
+        let msg = format!(
+            "node {}: {why}; stopping this node's trainers and feeder (collectives cannot              shrink)",
+            node.node_rank
+        );
+        self.job.pb.suspend(|| eprintln!("hydrofeed launch: {msg}"));
+        self.save_state_now();
+        for t in &mut self.trainers {
+            t.proc.signal(libc::SIGINT);
+        }
+        self.feeder.signal(libc::SIGTERM);
+        self.stop = Some((Ended::Interrupted, Instant::now()));
+        self.lost = Some(NodeLost(msg));
+        Ok(())
+    }
+
+    /// The last line on a node other than 0: its ranks' steps and the job's rows acked.
+    fn remote_summary(&self, secs: f64) -> String {
+        let m = self.job.coord.metrics().unwrap_or_default();
+        let ranks = self.job.node.ranks();
+        let steps = m
+            .workers
+            .iter()
+            .filter(|w| ranks.contains(&w.rank))
+            .map(|w| w.steps)
+            .max()
+            .unwrap_or(0);
+        format!(
+            "hydrofeed launch: node {} of {}: ranks {ranks:?}, {} rows acked by the job in              {secs:.1} s, {steps} steps per worker",
+            self.job.node.node_rank, self.job.node.nnodes, m.rows_acked
+        )
+    }
+
     /// The last line: workers, rows acked and dropped, time and rate, steps per worker, what
     /// `--skip-errors` skipped, and why the feed stopped early.
     fn summary(&self, ended: Ended) -> String {
         let secs = self.progress.t0.elapsed().as_secs_f64();
-        let svc = self.job.svc;
+        let Some(svc) = self.job.coord.svc() else {
+            return self.remote_summary(secs);
+        };
         let c = svc.shared.with_machine(|m| m.counters());
         let (steps, finished) = svc.shared.with_machine(|m| (m.steps_done(), m.finished()));
         let early = match ended {
@@ -549,6 +696,9 @@ impl<'a> Supervisor<'a> {
         )
     }
 }
+
+/// How long node 0's coordinator may not answer before another node names it gone.
+const NODE0_SILENCE: Duration = Duration::from_secs(3);
 
 /// How long a failed trainer's feeder gets to ack what that trainer was handed.
 const TRAINER_GONE_WAIT: Duration = Duration::from_secs(3);
