@@ -262,11 +262,14 @@ pub(super) fn dead_node(
     dead
 }
 
+/// A remote node's client and its last metrics, with when they were fetched.
+type Remote = (CoordClient, Option<(Instant, MetricsReply)>);
+
 /// How a node's supervisor sees the coordinator: in this process (node 0) or over the network.
 pub(super) enum Coord<'a> {
     Local(&'a RunningService),
     /// The client and the last metrics with when they were fetched.
-    Remote(RefCell<(CoordClient, Option<(Instant, MetricsReply)>)>),
+    Remote(Box<RefCell<Remote>>),
 }
 
 /// How often a remote node asks the coordinator for the roster.
@@ -462,7 +465,7 @@ pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyh
         let client = await_group(&addr, &token, node, join)?;
         let mut client = client;
         let epochs = client.state()?.epochs;
-        let coord = Coord::Remote(RefCell::new((client, None)));
+        let coord = Coord::Remote(Box::new(RefCell::new((client, None))));
         let dir = RunDir::create("hydrofeed-launch")?;
         let pb = ProgressBar::hidden();
         let job = Job {
@@ -618,7 +621,7 @@ mod tests {
             msg.contains("node 1 (ranks [2, 3]), node 2 (ranks [5])"),
             "{msg}"
         );
-        assert!(missing_nodes(&p, &["a".to_string(); 6]).is_empty());
+        assert!(missing_nodes(&p, &vec!["a".to_string(); 6]).is_empty());
     }
 
     #[test]
