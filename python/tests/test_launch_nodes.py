@@ -1,5 +1,7 @@
-"""`hydrofeed launch --nnodes 3` as three machines on one: each node its own loopback address
-(127.0.0.2-4) and its own run and output directories, node 0 the coordinator on the rendezvous
+"""`hydrofeed launch --nnodes 3` as three machines on one: each node in its own network
+namespace (a veth pair to a bridge in a namespace of its own, addresses 10.77.0.2-4; where
+namespaces are refused, its own loopback address 127.0.0.2-4) with its own run and output
+directories, node 0 the coordinator on the rendezvous
 endpoint. Every id once per epoch with equal steps; a node `kill -9`ed mid-epoch is named on the
 others, the state is saved, and with --max-restarts the group (the killed node started again,
 as a scheduler does) resumes exactly-once.
@@ -23,7 +25,61 @@ import pytest
 from test_launch import BATCH, TOTAL, TRAINER, data7  # noqa: F401  (data7: fixture)
 
 NODES = 3
-ADDRS = [f"127.0.0.{k + 2}" for k in range(NODES)]
+
+
+class Net:
+    """Where the nodes run: `prefix[k]` runs a command on node k, `addrs[k]` is its address."""
+
+    def __init__(self) -> None:
+        self.spaces: list[str] = []
+        self.addrs = [f"127.0.0.{k + 2}" for k in range(NODES)]
+        self.prefix: list[list[str]] = [[] for _ in range(NODES)]
+        tag = f"hf{os.getpid() % 100000}"
+        sw = f"{tag}sw"
+        cmds = [["ip", "netns", "add", sw], ["ip", "-n", sw, "link", "add", "br0", "type", "bridge"],
+                ["ip", "-n", sw, "link", "set", "br0", "up"]]
+        for k in range(NODES):
+            ns = f"{tag}n{k}"
+            cmds += [
+                ["ip", "netns", "add", ns],
+                ["ip", "-n", ns, "link", "set", "lo", "up"],
+                ["ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", f"p{k}",
+                 "netns", sw],
+                ["ip", "-n", ns, "addr", "add", f"10.77.0.{k + 2}/24", "dev", "eth0"],
+                ["ip", "-n", ns, "link", "set", "eth0", "up"],
+                ["ip", "-n", sw, "link", "set", f"p{k}", "master", "br0"],
+                ["ip", "-n", sw, "link", "set", f"p{k}", "up"],
+            ]
+        # HYDROFEED_TEST_NETNS=0: the loopback fallback, as where namespaces are refused.
+        if os.environ.get("HYDROFEED_TEST_NETNS") == "0":
+            cmds = [["false"]]
+        try:
+            for c in cmds:
+                if c[:3] == ["ip", "netns", "add"]:
+                    self.spaces.append(c[3])
+                subprocess.run(c, check=True, capture_output=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            self.close()
+            return
+        self.addrs = [f"10.77.0.{k + 2}" for k in range(NODES)]
+        self.prefix = [["ip", "netns", "exec", f"{tag}n{k}"] for k in range(NODES)]
+
+    def port(self) -> int:
+        if not self.spaces:
+            return free_port(self.addrs[0])
+        return 20000 + (os.getpid() * 7 + int(time.time() * 1000)) % 30000
+
+    def close(self) -> None:
+        for ns in self.spaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+        self.spaces = []
+
+
+@pytest.fixture()
+def net():
+    n = Net()
+    yield n
+    n.close()
 # Each trainer process records into its own directory: a restarted group's trainers do not
 # overwrite what the first group's recorded.
 WRAP = (
@@ -44,7 +100,7 @@ def free_port(host: str) -> int:
 
 
 def start_node(
-    hf_bin: str, data: Path, tmp: Path, rank: int, port: int, *extra: str,
+    net: Net, hf_bin: str, data: Path, tmp: Path, rank: int, port: int, *extra: str,
     env: dict | None = None, join: float = 60,
 ) -> subprocess.Popen:
     out = tmp / f"node-{rank}"
@@ -53,8 +109,8 @@ def start_node(
     e = dict(os.environ, OUT=str(out), HYDROFEED_TOKEN="job-token-shared-by-the-nodes-0123",
              TMPDIR=tempfile.mkdtemp(prefix=f"hfn{rank}-", dir="/tmp"), **(env or {}))
     return subprocess.Popen(
-        [hf_bin, "launch", "--nnodes", str(NODES), "--node-rank", str(rank),
-         "--rdzv-endpoint", f"{ADDRS[0]}:{port}", "--local-addr", ADDRS[rank],
+        [*net.prefix[rank], hf_bin, "launch", "--nnodes", str(NODES), "--node-rank", str(rank),
+         "--rdzv-endpoint", f"{net.addrs[0]}:{port}", "--local-addr", net.addrs[rank],
          "--workers", "1", "--input", str(data), "--batch-size", str(BATCH),
          "--join-timeout", str(join), "--dead-after", "2", "--grace", "5", "--memory-mb", "48",
          *extra, "--", sys.executable, "-c", WRAP],
@@ -80,14 +136,15 @@ def finish(p: subprocess.Popen, secs: float = 120) -> tuple[int, str]:
 
 
 def test_three_nodes_feed_every_id_once_per_epoch_with_equal_steps(
-    hf_bin: str, data7: Path, tmp_path: Path
+    net: Net, hf_bin: str, data7: Path, tmp_path: Path
 ) -> None:
-    port = free_port(ADDRS[0])
-    nodes = [start_node(hf_bin, data7, tmp_path, r, port, "--epochs", "2") for r in range(NODES)]
+    port = net.port()
+    nodes = [start_node(net, hf_bin, data7, tmp_path, r, port, "--epochs", "2") for r in range(NODES)]
     ends = [finish(p) for p in nodes]
     for r, (rc, err) in enumerate(ends):
         assert rc == 0, f"node {r}: {err[-3000:]}"
     assert "every node joined" in ends[1][1]
+    print("nodes at", net.addrs)
     recs = steps(tmp_path)
     for epoch in (0, 1):
         ids = [i for s in recs if s["epoch"] == epoch for i in s["ids"]]
@@ -99,10 +156,10 @@ def test_three_nodes_feed_every_id_once_per_epoch_with_equal_steps(
 
 
 def test_missing_node_is_named_when_the_join_times_out(
-    hf_bin: str, data7: Path, tmp_path: Path
+    net: Net, hf_bin: str, data7: Path, tmp_path: Path
 ) -> None:
-    port = free_port(ADDRS[0])
-    nodes = [start_node(hf_bin, data7, tmp_path, r, port, join=4) for r in (0, 1)]
+    port = net.port()
+    nodes = [start_node(net, hf_bin, data7, tmp_path, r, port, join=4) for r in (0, 1)]
     rc, err = finish(nodes[0], 60)
     assert rc != 0
     assert "did not join" in err and "node 2 (ranks [2])" in err, err[-3000:]
@@ -111,13 +168,13 @@ def test_missing_node_is_named_when_the_join_times_out(
 
 
 def test_node_killed_mid_epoch_is_named_and_the_group_restarts_exactly_once(
-    hf_bin: str, data7: Path, tmp_path: Path
+    net: Net, hf_bin: str, data7: Path, tmp_path: Path
 ) -> None:
-    port = free_port(ADDRS[0])
+    port = net.port()
     state = tmp_path / "state.json"
     extra = ("--max-restarts", "1", "--state-out", str(state))
     env = {"SLOW": "0.05"}
-    nodes = [start_node(hf_bin, data7, tmp_path, r, port, *extra, env=env) for r in range(NODES)]
+    nodes = [start_node(net, hf_bin, data7, tmp_path, r, port, *extra, env=env) for r in range(NODES)]
     deadline = time.time() + 60
     while len([s for s in steps(tmp_path) if s["who"].startswith("node-2")]) < 5:
         assert time.time() < deadline, "node 2 never fed"
@@ -128,12 +185,12 @@ def test_node_killed_mid_epoch_is_named_and_the_group_restarts_exactly_once(
     killed = {i for s in steps(tmp_path) if s["who"].startswith("node-2") for i in s["ids"]}
     # The scheduler starts the dead node again with the same command.
     time.sleep(1)
-    nodes[2] = start_node(hf_bin, data7, tmp_path, 2, port, *extra, env={})
+    nodes[2] = start_node(net, hf_bin, data7, tmp_path, 2, port, *extra, env={})
     ends = [finish(p, 180) for p in nodes]
     for r, (rc, err) in enumerate(ends):
         assert rc == 0, f"node {r}: {err[-4000:]}"
     for r in (0, 1):
-        assert "node 2 (ranks [2] at 127.0.0.4) died" in ends[r][1], ends[r][1][-3000:]
+        assert f"node 2 (ranks [2] at {net.addrs[2]}) died" in ends[r][1], ends[r][1][-3000:]
     assert "restarting the group from that state" in ends[0][1]
     ids = Counter(i for s in steps(tmp_path) for i in s["ids"])
     # Every id once; only what the killed node's trainer read after its last ack comes again.
