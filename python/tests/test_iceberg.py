@@ -272,3 +272,32 @@ def test_manifest_bounds_rule_files_out_unopened(hf_bin: str, tmp_path: Path) ->
     # Every file ruled out: nothing to read, the table's columns all the same.
     r = hydrofeed.read(path, filter="id < 0")
     assert r.schema.names == ["id", "n", "x", "s", "day", "m"] and not list(r)
+
+
+def test_imported_files_without_field_ids_read_by_the_name_mapping(tmp_path: Path) -> None:
+    """A file written without field ids (pyarrow) added to the table as it is (`add_files`,
+    which records the table's name mapping), then the column renamed and widened and a file
+    appended: every snapshot reads as pyiceberg scans it, the imported file's columns found by
+    the names the mapping keeps."""
+    import pyarrow.parquet as pq
+    from pyiceberg.types import LongType
+
+    c = catalog(tmp_path / "cat")
+    t = c.create_table("db.imp", schema=pa.schema([("id", pa.int64()), ("x", pa.int32())]))
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64()),
+                             "x": pa.array([i * 7 for i in range(100)], pa.int32())}), tmp_path / "imp.parquet")
+    t.add_files([str(tmp_path / "imp.parquet")])
+    t = c.load_table("db.imp")
+    with t.update_schema() as u:
+        u.update_column("x", LongType())
+        u.rename_column("x", "x2")
+    t = c.load_table("db.imp")
+    t.append(pa.table({"id": pa.array(range(100, 150), pa.int64()),
+                       "x2": pa.array([i * 10**10 for i in range(100, 150)], pa.int64())}))
+    t = c.load_table("db.imp")
+    path = metadata_file(t)
+    for s in t.snapshots():
+        want = t.scan(snapshot_id=s.snapshot_id).to_arrow().sort_by("id")
+        got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
+        assert got.to_pydict() == want.to_pydict(), s.snapshot_id
+    assert got.schema.field("x2").type == pa.int64() and got.num_rows == 150

@@ -740,6 +740,7 @@ fn column_mapping(log: &str, meta: &MetaData, widened: bool) -> Result<Option<Ma
         columns: crate::mapping::TableColumns {
             columns,
             names_without_ids: false,
+            name_mapping: None,
         },
         names,
     }))

@@ -12,7 +12,8 @@
 //! a renamed column reads from files written under its old name, a column added later is null
 //! in older files, a column dropped and another added under its name are two columns, a
 //! widened type (`int` to `long`, `float` to `double`, a decimal's precision) is cast. Files
-//! without field ids are read by name only while the table's schema never changed.
+//! without field ids are read through the table's name mapping (`schema.name-mapping.default`)
+//! where it has one, else by name only while the table's schema never changed.
 //!
 //! Refused by name, never read wrong: delete files (position and equality deletes), data files
 //! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
@@ -73,6 +74,8 @@ struct Metadata {
     /// Format v1's single schema, where `schemas` is absent.
     #[serde(default)]
     schema: Option<serde_json::Value>,
+    #[serde(default)]
+    properties: std::collections::HashMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -279,6 +282,14 @@ fn snapshot_columns(
         // A table that never changed its schema: files without field ids (imported ones)
         // name its columns as it does.
         names_without_ids: meta.schemas.len() <= 1,
+        name_mapping: meta
+            .properties
+            .get("schema.name-mapping.default")
+            .map(|m| {
+                serde_json::from_str(m)
+                    .map_err(|e| bad(meta_path, format!("schema.name-mapping.default: {e}")))
+            })
+            .transpose()?,
     })
 }
 

@@ -134,6 +134,62 @@ pub struct TableColumns {
     /// Whether a file without any field id is read by the table's names (an Iceberg table
     /// whose schema never changed); else such a file is refused.
     pub names_without_ids: bool,
+    /// Iceberg's name mapping (`schema.name-mapping.default`): the field ids of a file written
+    /// without them (imported files), by the names its columns had.
+    pub name_mapping: Option<NameMapping>,
+}
+
+/// Iceberg's name mapping: for each field, its field id and every name it was written under.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+pub struct NameMapping(pub Vec<MappedField>);
+
+/// One field of a [`NameMapping`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+pub struct MappedField {
+    /// Its field id (`None`: a name the mapping knows no id for).
+    #[serde(rename = "field-id", default)]
+    pub field_id: Option<i32>,
+    /// The names it was written under.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Its nested fields.
+    #[serde(default)]
+    pub fields: Vec<MappedField>,
+}
+
+impl NameMapping {
+    /// `file` with the field ids the mapping gives its top-level columns by name. A table
+    /// column of a nested type found this way is refused: the nested fields' ids are not
+    /// given yet.
+    fn annotate(&self, path: &str, file: &Schema, columns: &[Column]) -> Result<Schema> {
+        let mut fields = Vec::with_capacity(file.fields().len());
+        for f in file.fields() {
+            let id = self
+                .0
+                .iter()
+                .find(|m| m.names.iter().any(|n| n == f.name()))
+                .and_then(|m| m.field_id);
+            let Some(id) = id else {
+                fields.push(f.as_ref().clone());
+                continue;
+            };
+            if let Some(c) = columns.iter().find(|c| c.key == Key::Id(id)) {
+                if !matches!(c.kind, Kind::Primitive(_)) {
+                    return Err(Error::Schema {
+                        path: path.to_string(),
+                        detail: format!(
+                            "the data file carries no field ids and the table's column {:?}                              is nested: the name mapping of nested fields is not read yet",
+                            c.name
+                        ),
+                    });
+                }
+            }
+            let mut md = f.metadata().clone();
+            md.insert(FIELD_ID.to_string(), id.to_string());
+            fields.push(f.as_ref().clone().with_metadata(md));
+        }
+        Ok(Schema::new(fields))
+    }
 }
 
 impl TableColumns {
@@ -148,10 +204,16 @@ impl TableColumns {
     /// table's columns; refused naming the column and the file where it cannot.
     pub fn file(&self, path: &str, file: &Schema) -> Result<Arc<FileColumns>> {
         let by_names;
+        let mapped;
+        let mut lookup = file;
         let columns = if self.columns.iter().any(|c| matches!(c.key, Key::Id(_)))
             && !has_ids(file.fields())
         {
-            if !self.names_without_ids {
+            if let Some(m) = &self.name_mapping {
+                mapped = m.annotate(path, file, &self.columns)?;
+                lookup = &mapped;
+                &self.columns
+            } else if !self.names_without_ids {
                 return Err(Error::Schema {
                     path: path.to_string(),
                     detail: "the data file carries no field ids (PARQUET:field_id) and the \
@@ -159,19 +221,22 @@ impl TableColumns {
                              tell which of its columns is which"
                         .into(),
                 });
+            } else {
+                by_names = self
+                    .columns
+                    .iter()
+                    .map(Column::by_names)
+                    .collect::<Vec<_>>();
+                &by_names
             }
-            by_names = self
-                .columns
-                .iter()
-                .map(Column::by_names)
-                .collect::<Vec<_>>();
-            &by_names
         } else {
             &self.columns
         };
         let mut from = Vec::with_capacity(columns.len());
         for c in columns {
-            from.push(match find(file.fields(), &c.key) {
+            // Found in `lookup` (the file with the ids a name mapping gives), read from `file`:
+            // the same columns at the same places.
+            from.push(match find(lookup.fields(), &c.key) {
                 Some(i) => {
                     let f = file.field(i);
                     Some((i, resolve(path, &c.name, f.data_type(), c)?))

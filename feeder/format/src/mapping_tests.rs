@@ -49,6 +49,7 @@ fn a_file_is_read_by_field_id_with_added_columns_null_and_widened_types() {
             st,
         ],
         names_without_ids: false,
+        name_mapping: None,
     };
     let st_file = DataType::Struct(Fields::from(vec![with_id(
         Field::new("u", DataType::Int32, true),
@@ -105,6 +106,7 @@ fn a_type_that_is_no_widening_is_refused_naming_the_column_and_file() {
     let table = TableColumns {
         columns: vec![col("b", 2, DataType::Int32)],
         names_without_ids: false,
+        name_mapping: None,
     };
     let file = Schema::new(vec![with_id(Field::new("a", DataType::Int64, true), 2)]);
     let e = table.file("f.parquet", &file).unwrap_err().to_string();
@@ -123,6 +125,7 @@ fn a_type_that_is_no_widening_is_refused_naming_the_column_and_file() {
             Kind::Struct(vec![col("x", 2, DataType::Float32)]),
         )],
         names_without_ids: false,
+        name_mapping: None,
     };
     let inner = Fields::from(vec![with_id(Field::new("x", DataType::Float64, true), 2)]);
     let file = Schema::new(vec![with_id(
@@ -143,6 +146,7 @@ fn required_columns_a_file_lacks_and_files_without_ids_are_refused() {
             Kind::Primitive(DataType::Int64),
         )],
         names_without_ids: false,
+        name_mapping: None,
     };
     let file = Schema::new(vec![with_id(Field::new("x", DataType::Int64, true), 9)]);
     let e = table.file("f.parquet", &file).unwrap_err().to_string();
@@ -153,6 +157,7 @@ fn required_columns_a_file_lacks_and_files_without_ids_are_refused() {
     assert!(e.contains("no field ids"), "{e}");
     let table = TableColumns {
         names_without_ids: true,
+        name_mapping: None,
         ..table
     };
     let fc = table.file("f.parquet", &file).unwrap();
@@ -185,6 +190,7 @@ fn physical_names_find_columns_and_encodings_are_not_type_changes() {
             ),
         ],
         names_without_ids: false,
+        name_mapping: None,
     };
     let item = Arc::new(Field::new("item", DataType::Int32, true));
     let file = Schema::new(vec![
@@ -225,4 +231,41 @@ fn physical_names_find_columns_and_encodings_are_not_type_changes() {
         l.value(0).as_ref(),
         &Int64Array::from(vec![1, 2]) as &dyn Array
     );
+}
+
+/// A file without field ids in a table whose schema changed: refused without a name mapping,
+/// read by it with one (the names a column had, a widening cast); a nested column found by the
+/// mapping is refused by name.
+#[test]
+fn a_name_mapping_gives_a_file_without_ids_its_columns() {
+    let mut table = TableColumns {
+        columns: vec![col("id", 1, DataType::Int64), col("x2", 2, DataType::Int64)],
+        names_without_ids: false,
+        name_mapping: None,
+    };
+    let file = Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("x", DataType::Int32, true),
+    ]);
+    let e = table.file("imp.parquet", &file).unwrap_err().to_string();
+    assert!(e.contains("no field ids"), "{e}");
+    table.name_mapping = Some(
+        serde_json::from_str(
+            r#"[{"names":["id"],"field-id":1},{"names":["x","x2"],"field-id":2}]"#,
+        )
+        .unwrap(),
+    );
+    let fc = table.file("imp.parquet", &file).unwrap();
+    let read = fc.file_schema(&table.schema()).unwrap();
+    assert_eq!(read.fields().len(), 2);
+    assert_eq!(read.field(1).name(), "x");
+    // A nested table column found through the mapping: not read yet, said so.
+    table.columns[1] = Column::new(
+        "x2",
+        Key::Id(2),
+        true,
+        Kind::Struct(vec![col("y", 3, DataType::Int32)]),
+    );
+    let e = table.file("imp.parquet", &file).unwrap_err().to_string();
+    assert!(e.contains("nested") && e.contains("x2"), "{e}");
 }
