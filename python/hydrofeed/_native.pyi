@@ -67,6 +67,7 @@ class Reader:
         orc_timestamps: str = "instant",
         snapshot: str | None = None,
         filter: str | None = None,
+        images: str | None = None,
     ) -> Reader: ...
     @property
     def schema(self) -> pa.Schema: ...

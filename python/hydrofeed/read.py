@@ -21,6 +21,7 @@ def read(
     orc_timestamps: str = "instant",
     snapshot: int | str | None = None,
     filter: str | None = None,
+    images: str | None = None,
 ) -> Reader:
     """Reads ``path`` (file, directory, glob; local or ``hdfs://``) and yields its batches.
 
@@ -52,6 +53,13 @@ def read(
     over columns and partition keys, with SQL's nulls (docs/formats.md, "Filters"). Row groups
     and partitions that statistics rule out are not read; ``num_rows`` counts the rows that
     pass. A predicate that does not parse, or names no column, is a ``ValueError``.
+
+    ``images`` decodes columns of JPEG or PNG bytes into ``uint8`` tensor columns of one fixed
+    shape ``(H, W, 3)`` (``(N, H, W, 3)`` arrays to the trainer), e.g.
+    ``"image=resize:256,randcrop:224,flip"``; ``;`` between columns (docs/formats.md,
+    "Images"). A spec that does not parse is a ``ValueError``; a bad image is a
+    :class:`hydrofeed.DataError` naming file, row and column (``on_error="skip"`` skips the
+    row).
     """
     reader = Reader(
         path,
@@ -64,5 +72,6 @@ def read(
         orc_timestamps=orc_timestamps,
         snapshot=None if snapshot is None else str(snapshot),
         filter=filter,
+        images=images,
     )
     return reader

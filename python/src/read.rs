@@ -181,7 +181,7 @@ impl Reader {
 #[pymethods]
 impl Reader {
     #[new]
-    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant", snapshot=None, filter=None))]
+    #[pyo3(signature = (path, columns=None, format=None, on_error="raise", batch_rows=65536, batch_size=None, schema=None, orc_timestamps="instant", snapshot=None, filter=None, images=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -195,6 +195,7 @@ impl Reader {
         orc_timestamps: &str,
         snapshot: Option<String>,
         filter: Option<String>,
+        images: Option<String>,
     ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(PyValueError::new_err("batch_rows must be at least 1"));
@@ -220,6 +221,11 @@ impl Reader {
                 .map(hydrofeed_format::filter::Filter::parse)
                 .transpose()
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            images: match images.as_deref() {
+                Some(s) => hydrofeed_format::image::ImageSpec::parse_all(s)
+                    .map_err(PyValueError::new_err)?,
+                None => Vec::new(),
+            },
             ..ReadOptions::default()
         };
         let path = path.to_string();

@@ -89,6 +89,11 @@ pub struct ReadArgs {
     /// "Filters"); e.g. `--filter "label IN (1, 7) AND day >= '2026-01-01'"`.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Decode image columns into `uint8` (H, W, 3) tensor columns: `COLUMN=OP,...` per
+    /// column, `;` between columns (docs/formats.md, "Images"); e.g.
+    /// `--images image=resize:256,randcrop:224,flip`.
+    #[arg(long, value_name = "SPEC")]
+    pub images: Option<String>,
 }
 
 impl ReadArgs {
@@ -118,6 +123,11 @@ impl ReadArgs {
                 .as_deref()
                 .map(hydrofeed_format::filter::Filter::parse)
                 .transpose()?,
+            images: match &self.images {
+                Some(s) => hydrofeed_format::image::ImageSpec::parse_all(s)
+                    .map_err(|e| anyhow::anyhow!("--images: {e}"))?,
+                None => Vec::new(),
+            },
             ..ReadOptions::default()
         })
     }
@@ -154,6 +164,10 @@ impl ReadArgs {
         if let Some(f) = &self.filter {
             args.push("--filter".into());
             args.push(f.into());
+        }
+        if let Some(i) = &self.images {
+            args.push("--images".into());
+            args.push(i.into());
         }
         args
     }
@@ -246,7 +260,22 @@ mod tests {
             orc_timestamps: OrcTimestampsArg::Wall,
             snapshot: Some("7".into()),
             filter: Some("label IN (1, 7) AND id >= -3".into()),
+            images: Some("image=resize:256,randcrop:224,flip;thumb=size:32x32".into()),
         }
+    }
+
+    #[test]
+    fn images_parse_into_read_options_or_are_named() {
+        let o = parse(&["--images", "image=resize:256,crop:224"])
+            .options()
+            .unwrap();
+        assert_eq!(o.images.len(), 1);
+        assert_eq!(o.images[0].column, "image");
+        assert_eq!(o.images[0].out_size(), (224, 224));
+        let e = parse(&["--images", "image=resize:256"])
+            .options()
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("--images"), "{e:#}");
     }
 
     #[test]

@@ -135,6 +135,7 @@ class TFCluster:
         tls: bool = True,
         snapshot: int | str | None = None,
         filter: str | None = None,
+        images: str | None = None,
     ) -> dict[str, Any]:
         """File mode: feeders on the executors read ``uri`` (local or ``hdfs://``; a file,
         directory or glob of Parquet, ORC, Avro or TFRecord) and stream it through a shared-memory
@@ -171,6 +172,8 @@ class TFCluster:
         ``filter``: only the rows this SQL predicate holds for are fed (as ``hydrofeed.read(filter=)``,
         docs/formats.md "Filters"); the coordinator counts them once, equal steps and exactly-once
         count them, and a ``resume`` must give the same filter.
+        ``images``: image columns decoded by the feeders into ``uint8`` tensor columns, as
+        ``hydrofeed.read(images=)`` (docs/formats.md, "Images").
 
         Raises :class:`TrainerFailedError` if a node fails, :class:`hydrofeed.spark.files.FeedFilesError`
         if a feeder or the coordinator fails (naming the rank, host, file and byte offset), and
@@ -187,7 +190,7 @@ class TFCluster:
             batch_size=batch_size, remainder=remainder, feed_timeout=feed_timeout,
             allow_changed_input=allow_changed_input, skip_errors=skip_errors, memory_mb=memory_mb,
             decode_threads=decode_threads, schema=schema, shuffle_buffer=shuffle_buffer,
-            cycle_length=cycle_length, order=order, tls=tls, snapshot=snapshot, filter=filter,
+            cycle_length=cycle_length, order=order, tls=tls, snapshot=snapshot, filter=filter, images=images,
         )  # fmt: skip
         return _files.train_files(self._gang, options, resume)
 

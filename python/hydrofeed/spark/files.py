@@ -324,6 +324,8 @@ class Feeder:
             args += ["--snapshot", str(msg["snapshot"])]
         if msg.get("filter"):
             args += ["--filter", msg["filter"]]
+        if msg.get("images"):
+            args += ["--images", msg["images"]]
         if msg.get("skip_errors"):
             args.append("--skip-errors")
         if msg.get("decode_threads"):
@@ -513,6 +515,7 @@ class FileFeedOptions:
     allow_changed_input: bool
     snapshot: str | None
     filter: str | None  #: the rows read: those this SQL predicate holds for
+    images: str | None = None  #: image columns decoded (docs/formats.md, "Images")
 
     @classmethod
     def of(
@@ -538,6 +541,7 @@ class FileFeedOptions:
         tls: bool,
         snapshot: int | str | None,
         filter: str | None = None,
+        images: str | None = None,
     ) -> FileFeedOptions:
         """Checks ``train_files``' arguments (:class:`ArgumentError`, a ``ValueError``) and
         makes the options of them; ``columns`` may be a comma-separated string."""
@@ -572,6 +576,7 @@ class FileFeedOptions:
             allow_changed_input=bool(allow_changed_input),
             snapshot=None if snapshot is None else str(snapshot),
             filter=filter,
+            images=images,
         )
 
     def feeder_fields(self) -> dict[str, Any]:
@@ -586,6 +591,7 @@ class FileFeedOptions:
             "decode_threads": self.decode_threads,
             "schema": self.schema,
             "filter": self.filter,
+            "images": self.images,
         }
 
 
