@@ -565,43 +565,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
     }
 }
 
-/// The metrics message for a machine at `now_ms`.
-pub fn metrics_reply(m: &Machine, now_ms: u64) -> proto::MetricsReply {
-    let k = m.counters();
-    let b = m.config().batch_size;
-    proto::MetricsReply {
-        epoch: m.epoch(),
-        rows_acked: k.rows_acked,
-        rows_dropped: k.rows_dropped,
-        rows_padded: k.rows_padded,
-        rows_wrapped: k.rows_wrapped,
-        assignments: k.assignments,
-        stalls: k.stalls,
-        deaths: k.deaths,
-        finished: m.finished(),
-        workers: m
-            .ranks()
-            .iter()
-            .enumerate()
-            .map(|(rank, r)| proto::WorkerMetrics {
-                rank: rank as u32,
-                host: r.host.clone(),
-                stage: proto::proto_stage(r.stage) as i32,
-                steps: m.steps_done() + if m.finished() { 0 } else { r.acked / b },
-                rows_acked: r.acked_total,
-                alive: r.alive,
-                silent_ms: if r.joined {
-                    now_ms.saturating_sub(r.last_seen_ms)
-                } else {
-                    0
-                },
-            })
-            .collect(),
-        resumed: m
-            .resumed_at()
-            .map(|(epoch, steps)| proto::Resumed { epoch, steps }),
-    }
-}
+pub use crate::proto::metrics_reply;
 
 /// The token check every call passes first.
 #[derive(Clone)]
