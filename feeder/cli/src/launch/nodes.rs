@@ -360,7 +360,8 @@ pub(super) fn run_leader(
             crate::state_file::write_state(p, &svc.shared.with_machine(|m| m.state()))?;
         }
         eprintln!(
-            "hydrofeed launch: node 0 of {}: coordinator on {bind}; waiting for every node              (--join-timeout {} s)",
+            "hydrofeed launch: node 0 of {}: coordinator on {bind}; waiting for every node \
+             (--join-timeout {} s)",
             node.nnodes, args.nodes.join_timeout
         );
         let coord = Coord::Local(&svc);
@@ -378,11 +379,8 @@ pub(super) fn run_leader(
             restart,
             pb: &pb,
         };
-        let mut supervisor = None;
-        let result = Supervisor::start(job).and_then(|s| supervisor.insert(s).run());
-        drop(supervisor);
+        let (result, lost) = supervise(job);
         drop(dir);
-        let lost = matches!(&result, Err(e) if e.downcast_ref::<NodeLost>().is_some());
         if lost {
             await_others_stopped(&svc, node, args.grace);
         }
@@ -454,6 +452,16 @@ fn await_others_stopped(svc: &RunningService, node: &NodePlan, grace: f64) {
     }
 }
 
+/// This node's feeder and trainers under `job`, to their end (the supervisor dropped, so they
+/// are gone); whether that end is a lost node.
+fn supervise(job: Job<'_>) -> (anyhow::Result<Ended>, bool) {
+    let mut supervisor = None;
+    let result = Supervisor::start(job).and_then(|s| supervisor.insert(s).run());
+    drop(supervisor);
+    let lost = matches!(&result, Err(e) if e.downcast_ref::<NodeLost>().is_some());
+    (result, lost)
+}
+
 /// A node other than 0: this node's feeder and trainers against node 0's coordinator; after a
 /// lost node, within `--max-restarts`, again once node 0's coordinator starts the group anew.
 pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyhow::Result<()> {
@@ -481,11 +489,8 @@ pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyh
             restart,
             pb: &pb,
         };
-        let mut supervisor = None;
-        let result = Supervisor::start(job).and_then(|s| supervisor.insert(s).run());
-        drop(supervisor);
+        let (result, lost) = supervise(job);
         drop(dir);
-        let lost = matches!(&result, Err(e) if e.downcast_ref::<NodeLost>().is_some());
         match result {
             Err(e) if lost && restart < args.nodes.max_restarts => {
                 restart += 1;
