@@ -17,6 +17,7 @@ from typing import Any
 
 from hydrofeed import _tensorboard
 from hydrofeed._native import SOCKET_ENV, Batch, Feed
+from hydrofeed._tfos import END, GOT, Cutter, Part, TFoSFeed
 
 __all__ = ["SOCKET_ENV", "REJOIN_ENV", "DataFeed"]
 
@@ -49,7 +50,7 @@ def summary_line(
         f"{min(100.0, 100 * waited / elapsed) if elapsed > 0 else 0:.0f}% of the time; {through}"
     )
 
-class DataFeed:
+class DataFeed(TFoSFeed):
     """Batches from this node's feeder.
 
     Args:
@@ -109,10 +110,8 @@ class DataFeed:
             on_ring_pressure=on_ring_pressure,
             rejoin_timeout=rejoin_timeout,
         )
-        self._pending: list[Any] = []  # TFoS path: pyarrow batches not yet handed out
-        self._pending_rows = 0
-        # TFoS path: (ticket, rows not handed out yet) of the batches behind `_pending`.
-        self._tickets: list[list[int]] = []
+        # TFoS path: ring batches received and not yet handed out, cut by next_batch.
+        self._cut = Cutter()
         # The job's batch size, once the coordinator said it (steps_per_epoch()).
         self._job_batch_size: int | None = None
         # (epoch, steps left) where a resumed run began, once asked (False: not asked yet).
@@ -332,56 +331,35 @@ class DataFeed:
 
     # -- TensorFlowOnSpark-compatible API --------------------------------------------------
 
-    def next_batch(self, batch_size: int) -> Any:
-        """Up to ``batch_size`` rows (fewer only at the end of the feed).
+    def _receive(self) -> int:
+        """One ring batch into the cutter; handed out (consumed) once every one of its rows
+        was returned by ``next_batch`` (a partly returned one comes again whole in a resumed
+        run)."""
+        b = self.next(hand_out=False)
+        if b is None:
+            return END
+        ticket = b.ticket
 
-        Without ``input_mapping``: a list of rows, each a tuple of column values (Python
-        objects, as TFoS hands out). With ``input_mapping``: a dict ``{name: numpy array}``
-        (dense columns stacked, e.g. ``(n, 784)``). Returns an empty batch once the feed ended;
-        :meth:`should_stop` then says so.
-        """
+        def handed(rows: int, last: bool) -> None:
+            if last:
+                self._feed.hand_out(ticket)
+
+        self._cut.push(b.to_arrow(), handed)
+        return GOT
+
+    def _convert(self, parts: list[Part]) -> Any:
+        """Rows as tuples of Python objects (as TFoS hands out), or with ``input_mapping`` a
+        dict of numpy columns."""
         import pyarrow as pa
 
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        while self._pending_rows < batch_size and not self._stop:
-            b = self.next(hand_out=False)
-            if b is None:
-                break
-            rb = b.to_arrow()
-            self._pending.append(rb)
-            self._pending_rows += rb.num_rows
-            self._tickets.append([b.ticket, rb.num_rows])
-        if self._pending:
-            table = pa.Table.from_batches(self._pending)
-        else:
-            schema = self._feed.schema
-            table = pa.Table.from_batches([], schema=schema) if schema is not None else None
-        if table is None:
+        schema = parts[0].batch.schema if parts else self._feed.schema
+        if schema is None:
             return {} if self.input_mapping is not None else []
-        take = table.slice(0, batch_size)
-        rest = table.slice(batch_size)
-        # A feeder batch is handed out once every one of its rows was returned (a partly
-        # returned one comes again whole in a resumed run).
-        left = take.num_rows
-        while self._tickets and left > 0:
-            t = self._tickets[0]
-            n = min(t[1], left)
-            t[1] -= n
-            left -= n
-            if t[1] == 0:
-                self._feed.hand_out(t[0])
-                self._tickets.pop(0)
-        self._pending = rest.to_batches() if rest.num_rows else []
-        self._pending_rows = rest.num_rows
+        table = pa.Table.from_batches([p.batch for p in parts], schema=schema)
         if self.input_mapping is not None:
-            return {name: _column_numpy(take, col) for col, name in self.input_mapping.items()}
-        cols = [take.column(i).to_pylist() for i in range(take.num_columns)]
+            return {name: _column_numpy(table, col) for col, name in self.input_mapping.items()}
+        cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
         return list(zip(*cols, strict=True))
-
-    def should_stop(self) -> bool:
-        """True once the feed ended (end-of-feed, ``terminate()``) and no rows are pending."""
-        return self._stop and self._pending_rows == 0
 
     def batch_results(self, results: Sequence[Any]) -> None:
         """Hands back inference results for the rows just read (TFoS inference mode).
@@ -399,9 +377,7 @@ class DataFeed:
     def terminate(self) -> None:
         """Stops the feed: tells the feeder, closes the ring. Pending rows are dropped."""
         self._stop = True
-        self._pending = []
-        self._pending_rows = 0
-        self._tickets = []
+        self._cut.clear()
         self._end_metrics()
         if self._device is not None:
             self._device.close()

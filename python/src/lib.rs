@@ -6,6 +6,7 @@
 //! - [`gpu`]: batches staged into GPU memory ([`gpu::DeviceFeed`], DLPack `kDLCUDA` tensors),
 //!   GPU discovery and the H2D measurement of `bench gpu`.
 //! - [`spark_ring`]: the ring a Spark feeding task feeds a trainer through.
+//! - [`rebatch::Rebatcher`]: the cutter of `DataFeed.next_batch(n)`.
 //! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
 //!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
 //!
@@ -18,6 +19,7 @@ pub mod error;
 pub mod feed;
 pub mod gpu;
 pub mod read;
+pub mod rebatch;
 pub mod spark_ring;
 pub mod tensor;
 
@@ -52,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     error::register(m)?;
     m.add_class::<read::Reader>()?;
+    m.add_class::<rebatch::Rebatcher>()?;
     m.add_class::<feed::Feed>()?;
     m.add_class::<feed::Batch>()?;
     m.add_class::<tensor::Ragged>()?;

@@ -544,3 +544,30 @@ def test_rows_give_back_the_objects_that_were_fed():
     feed = SparkDataFeed(_ListHub([rows.rows_to_batch(fed)]), input_mapping={"_1": "x"})
     x = feed.next_batch(10)["x"]
     assert isinstance(x, np.ndarray) and x.shape == (10, 3)
+
+
+def test_a_batch_across_partitions_typed_apart_keeps_each_partitions_types():
+    """Spark infers each partition's types on its own (ints in one, floats in the next): a
+    ``next_batch`` that spans them gives every row as it was fed, and each feeding connection
+    is acked exactly the rows handed out of it."""
+    from hydrofeed.spark.transport import Item
+
+    class Hub(_ListHub):
+        def __init__(self, items):
+            self.items = items + [Item("end_of_feed")]
+            self.acks: dict[int, int] = {}
+
+        def ack(self, conn_id, n):
+            self.acks[conn_id] = self.acks.get(conn_id, 0) + n
+
+    ints = [(i, i * 10) for i in range(5)]
+    floats = [(i, i * 0.5) for i in range(5, 8)]
+    hub = Hub([Item("batch", 1, rows.rows_to_batch(ints)), Item("batch", 2, rows.rows_to_batch(floats))])
+    feed = SparkDataFeed(hub)
+    first = feed.next_batch(4)
+    assert first == ints[:4] and hub.acks == {1: 4}
+    second = feed.next_batch(4)
+    assert second == ints[4:] + floats
+    assert [type(r[1]) for r in second] == [int, float, float, float]
+    assert hub.acks == {1: 5, 2: 3}
+    assert feed.next_batch(4) == [] and feed.should_stop()

@@ -65,13 +65,29 @@ impl<T: Clone> Rebatcher<T> {
     /// Takes the first `n` rows pending (fewer when fewer are pending) as one batch, with the
     /// tag and rows of each piece; `None` when nothing is pending.
     pub fn take_tagged(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
+        self.take_within(n, false)
+    }
+
+    /// As [`Rebatcher::take_tagged`], but a batch ends before the first pending piece of
+    /// another schema (fewer than `n` rows then): rows of Spark partitions whose types were
+    /// inferred apart (a column of ints in one, of floats in the next) are cut in order
+    /// without being forced into one schema.
+    pub fn take_tagged_one_schema(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
+        self.take_within(n, true)
+    }
+
+    fn take_within(&mut self, n: usize, one_schema: bool) -> Result<Option<Tagged<T>>> {
         if self.rows == 0 || n == 0 {
             return Ok(None);
         }
+        let schema = self.pending.front().map(|(b, _)| b.schema());
         let mut parts: Vec<RecordBatch> = Vec::new();
         let mut tags = Vec::new();
         let mut got = 0;
         while got < n {
+            if one_schema && got > 0 && self.pending.front().map(|(b, _)| b.schema()) != schema {
+                break;
+            }
             let Some((b, tag)) = self.pending.pop_front() else {
                 break;
             };
@@ -197,6 +213,30 @@ mod tests {
         assert_eq!(values(&b), [8, 9]);
         assert_eq!(tags, [('b', 2)]);
         assert!(r.take_tagged(4).unwrap().is_none());
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn one_schema_batches_end_where_the_schema_changes() {
+        let floats = Arc::new(Schema::new(vec![Field::new("id", DataType::Float64, false)]));
+        let f = RecordBatch::try_new(
+            floats,
+            vec![Arc::new(arrow_array::Float64Array::from(vec![3.0, 4.0]))],
+        )
+        .unwrap();
+        let mut r = Rebatcher::default();
+        r.push_tagged(ids(0, 3), 'a');
+        r.push_tagged(f, 'b');
+        r.push_tagged(ids(5, 6), 'c');
+        let (b, tags) = r.take_tagged_one_schema(4).unwrap().unwrap();
+        assert_eq!(values(&b), [0, 1, 2]);
+        assert_eq!(tags, [('a', 3)]);
+        let (b, tags) = r.take_tagged_one_schema(4).unwrap().unwrap();
+        assert_eq!(b.num_rows(), 2);
+        assert_eq!(tags, [('b', 2)]);
+        let (b, tags) = r.take_tagged_one_schema(4).unwrap().unwrap();
+        assert_eq!(values(&b), [5]);
+        assert_eq!(tags, [('c', 1)]);
         assert!(r.is_empty());
     }
 

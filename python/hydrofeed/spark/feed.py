@@ -1,6 +1,8 @@
 """Trainer-side ``DataFeed`` for InputMode.SPARK, compatible with TFoS's ``TFNode.DataFeed``.
 
-It reads from a transport hub: anything with ``get(timeout) -> Item | None``,
+``next_batch`` is :class:`hydrofeed._tfos.TFoSFeed`'s, the same as :class:`hydrofeed.DataFeed`'s:
+this module says only how batches are received and what rows look like. It reads from a
+transport hub: anything with ``get(timeout) -> Item | None``,
 ``ack(conn_id, rows)``, ``send_results(conn_id, objs)`` and ``terminate()``. A ``files`` item
 (``TFCluster.train_files``) switches it to the shared-memory ring of this node's feeder until
 that feed's end; then it goes back to the hub (more ``train()``/``train_files()``, or the end
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
+from hydrofeed._tfos import BOUNDARY, END, GOT, Cutter, Handed, Part, TFoSFeed
 from hydrofeed.spark import rows as _rows
 
 if TYPE_CHECKING:
@@ -47,7 +50,7 @@ class _Fed:
     said: bool = False
 
 
-class SparkDataFeed:
+class SparkDataFeed(TFoSFeed):
     """``next_batch(n)`` -> list of rows (or dict of numpy columns with ``input_mapping``),
     ``should_stop()``, ``batch_results(results)``, ``terminate()`` -- TFoS's methods and meaning.
 
@@ -66,55 +69,42 @@ class SparkDataFeed:
         self.train_mode = train_mode
         self.input_mapping = input_mapping
         self.input_tensors = [t for _, t in sorted(input_mapping.items())] if input_mapping else None
-        self.done_feeding = False
-        self._cur: pa.RecordBatch | None = None
-        self._cur_conn = -1
-        self._cur_off = 0
-        self._cur_infer = False
+        self._stop = False
+        self._cut = Cutter()
         self._pending: deque[list[int]] = deque()  # [conn_id, rows awaiting results] (inference)
         self.rows_delivered = 0
-        # Slices handed out by _take -> (whole batch, offset): their numpy columns are slices of
-        # the whole batch's, converted once per batch instead of once per next_batch.
-        self._src: dict[int, tuple[pa.RecordBatch, int]] = {}
+        # Numpy columns of the received batch the last cut came from, converted once per batch
+        # instead of once per next_batch.
         self._np_batch: pa.RecordBatch | None = None
         self._np_cols: list[Any] = []
         self._ring: DataFeed | None = None  # this node's feeder (file mode)
         self._last_ring: DataFeed | None = None
         self._fed = _Fed()
 
+    @property
+    def done_feeding(self) -> bool:
+        """TFoS's attribute: the end-of-feed marker was seen (or ``terminate()`` called)."""
+        return self._stop
+
     # -- TFoS API
     def next_batch(self, batch_size: int) -> Any:
         """Up to ``batch_size`` rows; fewer at end of feed (and, for inference, at the end of a
         partition, so results can flow back while Spark schedules the next one)."""
-        if self.input_tensors is not None and self._ring is not None and self._cur is None:
+        if self.input_tensors is not None and self._ring is not None and self._cut.rows == 0:
             cols = self._ring_columns(batch_size)
             if cols is not None:
                 return cols
-        slices = self._take(batch_size)
-        try:
-            if self.input_tensors is None:
-                out: list[Any] = []
-                for rb in slices:
-                    objs = _rows.object_columns(rb.schema)
-                    need = {i for i in range(rb.num_columns) if i not in objs} if objs else None
-                    out.extend(_rows.batch_to_rows(rb, self._columns(rb, need), objs))
-                return out
-            if not slices:
-                return {t: [] for t in self.input_tensors}
-            mapping = self.input_mapping or {}
-            parts: list[dict[str, Any]] = []
-            for rb in slices:
-                idx = _rows.mapping_indices(rb.schema, mapping)
-                parts.append(_rows.batch_to_columns(rb, mapping, self._columns(rb, {j for _, j in idx})))
-            return {t: _concat([c[t] for c in parts]) for t in self.input_tensors}
-        finally:
-            # The slices' batches may be ring slots (file mode): hold none past this call, or
-            # the ring cannot reclaim them while later batches take the zero-copy path.
-            self._src.clear()
+        # Rows convert per received batch, with its own types (a partition's), not glued.
+        return self._convert(self._parts(batch_size, glue=False))
 
-    def should_stop(self) -> bool:
-        """True once the end-of-feed marker was seen."""
-        return self.done_feeding
+    def _parts(self, batch_size: int, glue: bool = True) -> list[Part]:
+        """:meth:`TFoSFeed._parts`, counted: rows delivered, and a step where Spark's tasks fed
+        any of them."""
+        fed = self._fed.rows
+        parts = super()._parts(batch_size, glue)
+        self.rows_delivered += sum(p.batch.num_rows for p in parts)
+        self._fed.steps += self._fed.rows > fed
+        return parts
 
     def batch_results(self, results: Any) -> None:
         """Returns one result per row of the previous ``next_batch`` (inference), in order."""
@@ -135,7 +125,7 @@ class SparkDataFeed:
         """Ignore the rest of the data (partitions still scheduled by Spark are skipped; a file
         feed is read to its end and dropped, so the other ranks' steps still complete)."""
         logger.info("terminate() invoked")
-        self._cur = None
+        self._cut.clear()
         self._hub.terminate()
         if self._ring is not None:
             ring, self._ring = self._ring, None
@@ -147,7 +137,7 @@ class SparkDataFeed:
         returns."""
         if self._ring is not None:
             ring, self._ring = self._ring, None
-            self._cur = None
+            self._cut.clear()
             _drain(ring)
             self._last_ring = ring
 
@@ -162,27 +152,46 @@ class SparkDataFeed:
     # -- fast path
     def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
         """Yields dicts of numpy columns (by column name) until end of feed."""
-        while not self.done_feeding:
-            slices = self._take(batch_size)
-            if not slices:
-                continue
-            for rb in _combine(slices):
+        while not self._stop:
+            for p in self._parts(batch_size):
+                rb = p.batch
                 yield {
                     name: _rows.column_to_numpy(rb.column(i), rb.schema.field(i))
                     for i, name in enumerate(rb.schema.names)
                 }
 
     # -- internals
-    def _columns(self, piece: pa.RecordBatch, need: Any = None) -> list[Any] | None:
-        """Numpy columns of a slice from _take (None: convert it as a batch of its own)."""
-        src = self._src.get(id(piece))
-        if src is None:
+    def _convert(self, parts: list[Part]) -> Any:
+        """Rows shaped as they were fed (:mod:`hydrofeed.spark.rows`), or with
+        ``input_mapping`` a dict of numpy columns."""
+        if self.input_tensors is None:
+            out: list[Any] = []
+            for p in parts:
+                rb = p.batch
+                objs = _rows.object_columns(rb.schema)
+                need = {i for i in range(rb.num_columns) if i not in objs} if objs else None
+                out.extend(_rows.batch_to_rows(rb, self._columns(p, need), objs))
+            return out
+        if not parts:
+            return {t: [] for t in self.input_tensors}
+        mapping = self.input_mapping or {}
+        cols: list[dict[str, Any]] = []
+        for p in parts:
+            idx = _rows.mapping_indices(p.batch.schema, mapping)
+            cols.append(_rows.batch_to_columns(p.batch, mapping, self._columns(p, {j for _, j in idx})))
+        return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
+
+    def _columns(self, part: Part, need: Any = None) -> list[Any] | None:
+        """Numpy columns of a part that is a slice of one received batch, sliced from that
+        batch's columns (converted once); None: convert the part as a batch of its own."""
+        whole = part.whole
+        if whole is None:
             return None
-        whole, off = src
         if self._np_batch is not whole:
             self._np_batch, self._np_cols = whole, _rows.numpy_columns(whole)
-        cols = _rows.slice_columns(whole, self._np_cols, off, piece.num_rows, need)
-        if off + piece.num_rows >= whole.num_rows:
+        rows = part.batch.num_rows
+        cols = _rows.slice_columns(whole, self._np_cols, part.off, rows, need)
+        if part.off + rows >= whole.num_rows:
             # its last rows: do not hold the batch (a ring slot in file mode) any longer
             self._np_batch, self._np_cols = None, []
         return cols
@@ -195,7 +204,7 @@ class SparkDataFeed:
         if ring is None:
             return None
         b = ring.next()
-        if b is None:  # this file feed ended; _take goes back to the hub
+        if b is None:  # this file feed ended; _receive goes back to the hub
             self._last_ring, self._ring = ring, None
             return None
         mapping = self.input_mapping or {}
@@ -204,7 +213,7 @@ class SparkDataFeed:
             if all(isinstance(v, np.ndarray) for v in out.values()):
                 self.rows_delivered += batch_size
                 return out
-        self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
+        self._cut.push(b.to_arrow())  # the ring DataFeed acks its batches itself
         return None
 
     def _summary(self) -> None:
@@ -227,73 +236,66 @@ class SparkDataFeed:
         )
         print(line, file=sys.stderr, flush=True)
 
-    def _take(self, batch_size: int) -> list[pa.RecordBatch]:
-        self._src.clear()
-        slices: list[pa.RecordBatch] = []
-        count = 0
-        fed = self._fed.rows
-        while count < batch_size and not self.done_feeding:
-            if self._cur is None and self._ring is not None:
+    def _receive(self) -> int:
+        """One batch into the cutter: from this node's feeder while a file feed is on, else
+        from the hub (Spark's feeding tasks), whose other items say what comes next."""
+        while True:
+            if self._ring is not None:
                 b = self._ring.next()
                 if b is None:  # this file feed ended (every epoch); the hub says what is next
                     logger.info("file feed ended after %d rows", self._ring.metrics().get("rows", 0))
                     self._last_ring, self._ring = self._ring, None
                     continue
-                self._cur, self._cur_conn, self._cur_off, self._cur_infer = b.to_arrow(), -1, 0, False
-            if self._cur is None:
-                t = time.monotonic()
-                self._fed.start = self._fed.start or t
-                item = self._hub.get(_POLL_S)
-                if self._fed.first is not None:
-                    self._fed.waited += time.monotonic() - t
-                if item is None:
-                    continue
-                if item.kind == "end_of_feed":
-                    logger.info("next_batch() got end of feed")
-                    self.done_feeding = True
-                    self._summary()
-                    break
-                if item.kind == "end_partition":
-                    if count > 0:
-                        break  # results of this partition can flow back now
-                    continue
-                if item.kind == "error":
-                    raise RuntimeError(item.message)
-                if item.kind == "files":
-                    from hydrofeed.spark.files import open_ring
+                self._cut.push(b.to_arrow())  # the ring DataFeed acks its batches itself
+                return GOT
+            # Rows already gathered go out in this call: consumed now, so a feeding task whose
+            # last rows they are returns while this batch waits for the next partition's.
+            self._cut.commit()
+            t = time.monotonic()
+            self._fed.start = self._fed.start or t
+            item = self._hub.get(_POLL_S)
+            if self._fed.first is not None:
+                self._fed.waited += time.monotonic() - t
+            if item is None:
+                continue
+            if item.kind == "end_of_feed":
+                logger.info("next_batch() got end of feed")
+                self._stop = True
+                self._summary()
+                return END
+            if item.kind == "end_partition":
+                return BOUNDARY
+            if item.kind == "error":
+                raise RuntimeError(item.message)
+            if item.kind == "files":
+                from hydrofeed.spark.files import open_ring
 
-                    self._ring = open_ring(json.loads(item.message))
-                    continue
-                self._cur, self._cur_conn, self._cur_off = item.batch, item.conn_id, 0
-                self._cur_infer = item.infer
-                if item.batch is not None:
-                    if self._fed.first is None:
-                        self._fed.first, self._fed.first_rows = time.monotonic(), item.batch.num_rows
-                    self._fed.bytes += item.batch.nbytes
-            rb = self._cur
-            k = min(batch_size - count, rb.num_rows - self._cur_off)
-            piece = rb.slice(self._cur_off, k)
-            slices.append(piece)
-            self._src[id(piece)] = (rb, self._cur_off)
-            count += k
-            self._cur_off += k
-            # Whether a row needs a result depends on how it was fed (train() or inference()),
-            # not on train_mode: TFoS's own examples train with DataFeed(mgr, False).
-            self._fed.rows += k if self._cur_conn >= 0 else 0
-            if self._cur_conn < 0:
-                pass  # ring batches: the ring DataFeed acks them to the feeder
-            elif not self._cur_infer:
-                self._hub.ack(self._cur_conn, k)
+                self._ring = open_ring(json.loads(item.message))
+                continue
+            if item.batch is None:
+                continue
+            if self._fed.first is None:
+                self._fed.first, self._fed.first_rows = time.monotonic(), item.batch.num_rows
+            self._fed.bytes += item.batch.nbytes
+            self._cut.push(item.batch, self._handed_fn(item.conn_id, item.infer))
+            return GOT
+
+    def _handed_fn(self, conn: int, infer: bool) -> Handed:
+        """What happens as rows of a feeding task's batch are handed out: acked to it (train),
+        or waiting for their results (inference). Whether a row needs a result depends on
+        how it was fed (``train()`` or ``inference()``), not on ``train_mode``: TFoS's own
+        examples train with ``DataFeed(mgr, False)``."""
+
+        def handed(rows: int, last: bool) -> None:
+            self._fed.rows += rows
+            if not infer:
+                self._hub.ack(conn, rows)
+            elif self._pending and self._pending[-1][0] == conn:
+                self._pending[-1][1] += rows
             else:
-                if self._pending and self._pending[-1][0] == self._cur_conn:
-                    self._pending[-1][1] += k
-                else:
-                    self._pending.append([self._cur_conn, k])
-            if self._cur_off >= rb.num_rows:
-                self._cur = None
-        self.rows_delivered += count
-        self._fed.steps += self._fed.rows > fed
-        return slices
+                self._pending.append([conn, rows])
+
+        return handed
 
 
 def _drain(ring: DataFeed) -> None:
@@ -302,15 +304,6 @@ def _drain(ring: DataFeed) -> None:
             pass
     except Exception as e:  # noqa: BLE001 - the feed is being abandoned anyway
         logger.warning("draining the file feed after terminate(): %s", e)
-
-
-def _combine(slices: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
-    if len(slices) == 1:
-        return slices
-    if all(s.schema.equals(slices[0].schema) for s in slices[1:]):
-        combined: list[pa.RecordBatch] = pa.Table.from_batches(slices).combine_chunks().to_batches()[:1]
-        return combined
-    return slices  # partitions typed differently (e.g. int64 vs double): one dict each
 
 
 def _concat(parts: list[Any]) -> Any:
