@@ -218,7 +218,11 @@ mod tests {
 
     #[test]
     fn one_schema_batches_end_where_the_schema_changes() {
-        let floats = Arc::new(Schema::new(vec![Field::new("id", DataType::Float64, false)]));
+        let floats = Arc::new(Schema::new(vec![Field::new(
+            "id",
+            DataType::Float64,
+            false,
+        )]));
         let f = RecordBatch::try_new(
             floats,
             vec![Arc::new(arrow_array::Float64Array::from(vec![3.0, 4.0]))],
