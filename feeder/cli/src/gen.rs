@@ -1,8 +1,10 @@
-//! `hydrofeed gen`: writes a synthetic MNIST-shaped dataset (see [`hydrofeed_format::gen`]).
+//! `hydrofeed gen`: writes a synthetic MNIST-shaped dataset (see [`hydrofeed_format::gen`]), or
+//! with `--images` an ImageNet-like one of JPEGs (see [`hydrofeed_format::gen_images`]).
 
 use std::path::PathBuf;
 
 use hydrofeed_format::gen::{write_dataset, GenOptions};
+use hydrofeed_format::gen_images::{write_image_dataset, ImageGenOptions};
 use hydrofeed_format::split::Format;
 use hydrofeed_format::tfrecord::Compression;
 
@@ -43,22 +45,27 @@ pub struct Args {
     /// TFRecord compression.
     #[arg(long, value_enum, default_value_t = GenCompression::None)]
     pub compression: GenCompression,
+    /// ImageNet-like JPEGs instead (about 500x375, quality 90, some grayscale and progressive):
+    /// Parquet `image` binary + `label` int64, or TFRecord tf.train.Example with
+    /// `image/encoded` + `image/class/label` as ImageNet's TFRecords. `--rows` defaults to 60000
+    /// here too: about 7 GB; give fewer.
+    #[arg(long, conflicts_with = "compression")]
+    pub images: bool,
 }
 
 /// Runs `hydrofeed gen`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let opts = GenOptions {
-        format: Format::from(args.format),
-        rows: args.rows,
-        files: args.files,
-        seed: args.seed,
-        compression: match args.compression {
-            GenCompression::None => Compression::None,
-            GenCompression::Gzip => Compression::Gzip,
-            GenCompression::Zlib => Compression::Zlib,
-        },
+    let files = if args.images {
+        let opts = ImageGenOptions {
+            format: Format::from(args.format),
+            rows: args.rows,
+            files: args.files,
+            seed: args.seed,
+        };
+        write_image_dataset(&args.out, &opts)?
+    } else {
+        write_mnist(&args)?
     };
-    let files = write_dataset(&args.out, &opts)?;
     let bytes: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(f).ok())
@@ -72,4 +79,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+fn write_mnist(args: &Args) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let opts = GenOptions {
+        format: Format::from(args.format),
+        rows: args.rows,
+        files: args.files,
+        seed: args.seed,
+        compression: match args.compression {
+            GenCompression::None => Compression::None,
+            GenCompression::Gzip => Compression::Gzip,
+            GenCompression::Zlib => Compression::Zlib,
+        },
+    };
+    Ok(write_dataset(&args.out, &opts)?)
 }

@@ -20,6 +20,7 @@ pub mod delta;
 pub mod filter;
 pub mod filtered;
 pub mod gen;
+pub mod gen_images;
 pub mod iceberg;
 pub mod image;
 mod io;
