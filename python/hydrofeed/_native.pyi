@@ -17,6 +17,7 @@ __all__ = [
     "RingExhaustedError",
     "RingPressureWarning",
     "Reader",
+    "Rebatcher",
     "Feed",
     "Batch",
     "Ragged",
