@@ -202,6 +202,22 @@ fn resume_machine(
     Ok(m)
 }
 
+/// Raises this process's soft limit of open files to its hard limit; returns the new limit
+/// (0 when it cannot be read).
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write an `rlimit` we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur
+    }
+}
+
 /// Runs `hydrofeed coordinator`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     // Before planning: a wrong TLS file fails at once.
@@ -343,6 +359,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // coordinator killed before its exit leaves where this run started).
     if let Some(p) = &args.state_out {
         crate::state_file::write_state(p, &m.state())?;
+    }
+    // One connection per feeder: at 10,000 workers the usual soft limit of 1,024 open files
+    // would refuse connections long before the hard limit does.
+    let nofile = raise_nofile();
+    if nofile < u64::from(workers) + 64 {
+        tracing::warn!(
+            "open files limited to {nofile} (ulimit -n), below one connection per worker \
+             ({workers}): raise the hard limit"
+        );
     }
     let svc = service::spawn_journaled(m, journaled, opts, args.listen, args.metrics)?;
     // Ctrl-C and SIGTERM (a preemption: YARN, Kubernetes) end it, the state written at once;

@@ -340,6 +340,15 @@ impl Journal {
         self.file.sync_data().map_err(|e| io(&p, e))
     }
 
+    /// A second handle on the current generation's file, with its path: a group commit
+    /// makes the appended records durable through it outside the service's lock (what
+    /// [`Journal::sync`] does, on another thread, for many calls at once).
+    pub fn sync_handle(&self) -> Result<(File, PathBuf)> {
+        let p = log_path(&self.dir, self.generation);
+        let f = self.file.try_clone().map_err(|e| io(&p, e))?;
+        Ok((f, p))
+    }
+
     /// Compacts when it is worth it and possible: no lease outstanding (the state then holds
     /// everything the records did), and an epoch closed since the last compaction or more
     /// than `max_records` records. Returns whether it compacted.

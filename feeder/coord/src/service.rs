@@ -2,7 +2,9 @@
 //! the [`Machine`] and the [`Roster`].
 //!
 //! One mutex guards both; every call holds it for a few microseconds and never across an
-//! await. A background task ticks liveness every 100 ms and flushes the assignment log. The
+//! await. With a journal, a call's record is written under it and made durable outside it, by
+//! one fsync for all the calls in flight ([`commit`]), before the call is answered. A
+//! background task ticks liveness every 100 ms and flushes the assignment log. The
 //! token interceptor runs before any handler: a call without the right
 //! `authorization: Bearer <token>` never reaches the state. With `ServiceOptions::tls` the
 //! connections are TLS (rustls), and with a client CA a client without a certificate it signed
@@ -10,7 +12,6 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -21,10 +22,17 @@ use tonic::{Request, Response, Status};
 use super::cluster::{Registration, Role, Roster};
 use super::journal::{self, Entry, Journal};
 use super::machine::{LivenessEvent, Machine, Work, WorkerCounters};
-use super::proto::{self, coordinator_server::CoordinatorServer};
-use super::tls::{causes, ServerTls};
+use super::proto;
+use super::tls::ServerTls;
 use super::token::Token;
 use crate::{Error, Result};
+
+mod commit;
+mod run;
+#[cfg(test)]
+mod tests;
+use commit::GroupCommit;
+pub use run::{spawn, spawn_journaled, Journaled, RunningService};
 
 /// Settings of the service beyond the machine's.
 #[derive(Debug, Clone)]
@@ -55,15 +63,33 @@ struct Inner {
     log_path: Option<PathBuf>,
     /// `--journal`: every change recorded before its call is answered.
     journal: Option<Journal>,
+    /// The journal's group commit, the last record's sequence number and the generation
+    /// whose file the group commit holds.
+    commit: Option<Arc<GroupCommit>>,
+    seq: u64,
+    commit_gen: u64,
+    /// The cluster spec's JSON, made once for every `WaitClusterSpec` (at 10,000 workers it
+    /// is ~300 KB: making it per call was quadratic); cleared by each registration.
+    cluster_json: Option<Arc<str>>,
 }
 
 impl Inner {
-    /// Appends `e` to the journal, if there is one, and makes it durable.
-    fn record(&mut self, e: &Entry) -> Result<()> {
-        match self.journal.as_mut() {
-            Some(j) => j.append(e).and_then(|()| j.sync()),
-            None => Ok(()),
-        }
+    /// Appends `e` to the journal, if there is one; returns its sequence number, to wait for
+    /// with [`Shared::durable`] before the call is answered (0 without a journal).
+    fn record(&mut self, e: &Entry) -> Result<u64> {
+        let (Some(j), Some(c)) = (self.journal.as_mut(), self.commit.as_ref()) else {
+            return Ok(0);
+        };
+        j.append(e)?;
+        let file = if j.generation() != self.commit_gen {
+            self.commit_gen = j.generation();
+            Some(j.sync_handle()?)
+        } else {
+            None
+        };
+        self.seq += 1;
+        c.written(self.seq, file);
+        Ok(self.seq)
     }
 }
 
@@ -96,8 +122,19 @@ pub struct Shared {
     /// The clock's value at `start` (a coordinator recovered from its journal goes on from
     /// the last time recorded).
     clock_base_ms: u64,
-    registered: tokio::sync::watch::Sender<u64>,
+    /// Whether every expected rank registered: `WaitClusterSpec` waits wake once, when it
+    /// turns true (waking every waiter at each registration cost O(ranks^2) locks).
+    complete: tokio::sync::watch::Sender<bool>,
+    commit: Option<Arc<GroupCommit>>,
     opts: ServiceOptions,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(c) = &self.commit {
+            c.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -136,10 +173,14 @@ impl Shared {
             )),
             None => None,
         };
-        let (tx, _) = tokio::sync::watch::channel(0);
+        let (tx, _) = tokio::sync::watch::channel(false);
         let (journal, roster, clock_base_ms) = match journal {
             Some(j) => (Some(j.journal), j.roster, j.now_ms),
             None => (None, Roster::new(w, opts.ps, opts.evaluators), 0),
+        };
+        let commit = match journal {
+            Some(_) => Some(GroupCommit::start()?),
+            None => None,
         };
         Ok(Arc::new(Self {
             inner: Mutex::new(Inner {
@@ -148,16 +189,29 @@ impl Shared {
                 log,
                 log_path: opts.log_path.clone(),
                 journal,
+                commit: commit.clone(),
+                seq: 0,
+                commit_gen: 0,
+                cluster_json: None,
             }),
             start: Instant::now(),
             clock_base_ms,
-            registered: tx,
+            complete: tx,
+            commit,
             opts,
         }))
     }
 
     fn now_ms(&self) -> u64 {
         self.clock_base_ms + self.start.elapsed().as_millis() as u64
+    }
+
+    /// Waits until journal record `seq` is durable ([`Inner::record`]).
+    async fn durable(&self, seq: u64) -> std::result::Result<(), Status> {
+        match &self.commit {
+            Some(c) => c.durable(seq).await,
+            None => Ok(()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -275,6 +329,13 @@ pub fn status_of(e: Error) -> Status {
     }
 }
 
+/// `TF_CONFIG` from the cluster spec's JSON: the text [`crate::cluster::tf_config_json`]
+/// makes, without making the spec's JSON again.
+fn tf_config_of(cluster_json: &str, role: Role, index: u32) -> String {
+    let task = serde_json::json!({"task": {"type": role.task_type(), "index": index}}).to_string();
+    format!("{{\"cluster\":{cluster_json},{}", &task[1..])
+}
+
 fn role_of(r: i32) -> Role {
     match proto::Role::try_from(r).unwrap_or(proto::Role::Unspecified) {
         proto::Role::Unspecified | proto::Role::Worker => Role::Worker,
@@ -298,32 +359,48 @@ impl proto::coordinator_server::Coordinator for CoordService {
     ) -> Result<Response<proto::RegisterReply>, Status> {
         let r = req.into_inner();
         let now = self.shared.now_ms();
-        let mut g = self.shared.lock();
-        let reg = Registration {
-            rank: r.rank,
-            host: r.host.clone(),
-            port: r.port,
-            gpus: r.gpus,
-            role: role_of(r.role),
+        let (seq, rank, incarnation, cfg, num_splits, total_rows, complete) = {
+            let mut g = self.shared.lock();
+            let reg = Registration {
+                rank: r.rank,
+                host: r.host.clone(),
+                port: r.port,
+                gpus: r.gpus,
+                role: role_of(r.role),
+            };
+            let consumed: Vec<Piece> = r.consumed.iter().map(proto::piece_of).collect();
+            let (rank, incarnation) = {
+                let Inner { m, roster, .. } = &mut *g;
+                journal::register(m, roster, &reg, &consumed, now).map_err(status_of)?
+            };
+            g.cluster_json = None;
+            let seq = g
+                .record(&Entry::Register {
+                    reg,
+                    consumed: consumed
+                        .iter()
+                        .map(|p| (p.lease, p.split, p.rows))
+                        .collect(),
+                    now_ms: now,
+                })
+                .map_err(status_of)?;
+            let cfg = g.m.config().clone();
+            let (num_splits, total_rows) = (g.m.split_rows().len() as u32, g.m.total_rows());
+            let complete = g.roster.is_complete();
+            (
+                seq,
+                rank,
+                incarnation,
+                cfg,
+                num_splits,
+                total_rows,
+                complete,
+            )
         };
-        let consumed: Vec<Piece> = r.consumed.iter().map(proto::piece_of).collect();
-        let (rank, incarnation) = {
-            let Inner { m, roster, .. } = &mut *g;
-            journal::register(m, roster, &reg, &consumed, now).map_err(status_of)?
-        };
-        g.record(&Entry::Register {
-            reg,
-            consumed: consumed
-                .iter()
-                .map(|p| (p.lease, p.split, p.rows))
-                .collect(),
-            now_ms: now,
-        })
-        .map_err(status_of)?;
-        let cfg = g.m.config().clone();
-        let (num_splits, total_rows) = (g.m.split_rows().len() as u32, g.m.total_rows());
-        drop(g);
-        self.shared.registered.send_modify(|n| *n += 1);
+        self.shared.durable(seq).await?;
+        if complete {
+            self.shared.complete.send_replace(true);
+        }
         tracing::info!(
             rank,
             host = r.host,
@@ -362,16 +439,27 @@ impl proto::coordinator_server::Coordinator for CoordService {
             res_deadline
         };
         let deadline = asked.min(res_deadline);
-        let mut rx = self.shared.registered.subscribe();
+        let mut rx = self.shared.complete.subscribe();
         loop {
             {
-                let g = self.shared.lock();
+                let mut g = self.shared.lock();
                 if g.roster.is_complete() {
-                    let spec = g.roster.spec().map_err(status_of)?;
-                    let tf = g.roster.tf_config(r.rank).map_err(status_of)?;
+                    let cluster = match &g.cluster_json {
+                        Some(c) => c.clone(),
+                        None => {
+                            let spec = g.roster.spec().map_err(status_of)?;
+                            let c: Arc<str> = serde_json::to_string(&spec)
+                                .expect("spec serialises")
+                                .into();
+                            g.cluster_json = Some(c.clone());
+                            c
+                        }
+                    };
+                    let (role, index) = g.roster.task_of(r.rank).map_err(status_of)?;
+                    drop(g);
                     return Ok(Response::new(proto::ClusterSpecReply {
-                        cluster_json: serde_json::to_string(&spec).expect("spec serialises"),
-                        tf_config_json: tf,
+                        tf_config_json: tf_config_of(&cluster, role, index),
+                        cluster_json: cluster.to_string(),
                     }));
                 }
                 let now = Instant::now();
@@ -397,23 +485,28 @@ impl proto::coordinator_server::Coordinator for CoordService {
     ) -> Result<Response<proto::WorkReply>, Status> {
         let r = req.into_inner();
         let now = self.shared.now_ms();
-        let mut g = self.shared.lock();
-        let host = (!r.host.is_empty()).then_some(r.host.as_str());
-        let w =
-            g.m.request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
-                .map_err(status_of)?;
-        if let Work::Lease(l) = &w {
-            let e = Entry::Grant {
-                rank: r.rank,
-                incarnation: r.incarnation,
-                host: host.map(str::to_string),
-                known: r.known_lease,
-                lease: l.lease,
-                now_ms: now,
-            };
-            g.record(&e).map_err(status_of)?;
-        }
-        flush_log(&mut g, false);
+        let (seq, w) = {
+            let mut g = self.shared.lock();
+            let host = (!r.host.is_empty()).then_some(r.host.as_str());
+            let w =
+                g.m.request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
+                    .map_err(status_of)?;
+            let mut seq = 0;
+            if let Work::Lease(l) = &w {
+                let e = Entry::Grant {
+                    rank: r.rank,
+                    incarnation: r.incarnation,
+                    host: host.map(str::to_string),
+                    known: r.known_lease,
+                    lease: l.lease,
+                    now_ms: now,
+                };
+                seq = g.record(&e).map_err(status_of)?;
+            }
+            flush_log(&mut g, false);
+            (seq, w)
+        };
+        self.shared.durable(seq).await?;
         use proto::work_reply::Kind;
         let kind = match w {
             Work::Lease(l) => Kind::Lease(proto::Lease {
@@ -439,26 +532,31 @@ impl proto::coordinator_server::Coordinator for CoordService {
     ) -> Result<Response<proto::AckReply>, Status> {
         let r = req.into_inner();
         let now = self.shared.now_ms();
-        let mut g = self.shared.lock();
-        let ranges: Vec<(u64, u64)> = if r.ranges.is_empty() {
-            vec![(0, r.rows_acked)]
-        } else {
-            r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
+        let (seq, epoch) = {
+            let mut g = self.shared.lock();
+            let ranges: Vec<(u64, u64)> = if r.ranges.is_empty() {
+                vec![(0, r.rows_acked)]
+            } else {
+                r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
+            };
+            g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
+                .map_err(status_of)?;
+            let seq = g
+                .record(&Entry::Ack {
+                    rank: r.rank,
+                    incarnation: r.incarnation,
+                    lease: r.lease,
+                    split: r.split,
+                    ranges,
+                    now_ms: now,
+                })
+                .map_err(status_of)?;
+            compact(&mut g, now);
+            flush_log(&mut g, false);
+            (seq, g.m.epoch())
         };
-        g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
-            .map_err(status_of)?;
-        g.record(&Entry::Ack {
-            rank: r.rank,
-            incarnation: r.incarnation,
-            lease: r.lease,
-            split: r.split,
-            ranges,
-            now_ms: now,
-        })
-        .map_err(status_of)?;
-        compact(&mut g, now);
-        flush_log(&mut g, false);
-        Ok(Response::new(proto::AckReply { epoch: g.m.epoch() }))
+        self.shared.durable(seq).await?;
+        Ok(Response::new(proto::AckReply { epoch }))
     }
 
     async fn skipped(
@@ -485,17 +583,22 @@ impl proto::coordinator_server::Coordinator for CoordService {
             range.data_epoch,
             range.reason
         );
-        let mut g = self.shared.lock();
-        g.m.skipped(r.rank, r.incarnation, range.clone(), now)
-            .map_err(status_of)?;
-        g.record(&Entry::Skipped {
-            rank: r.rank,
-            incarnation: r.incarnation,
-            range,
-            now_ms: now,
-        })
-        .map_err(status_of)?;
-        flush_log(&mut g, false);
+        let seq = {
+            let mut g = self.shared.lock();
+            g.m.skipped(r.rank, r.incarnation, range.clone(), now)
+                .map_err(status_of)?;
+            let seq = g
+                .record(&Entry::Skipped {
+                    rank: r.rank,
+                    incarnation: r.incarnation,
+                    range,
+                    now_ms: now,
+                })
+                .map_err(status_of)?;
+            flush_log(&mut g, false);
+            seq
+        };
+        self.shared.durable(seq).await?;
         Ok(Response::new(proto::SkippedReply {}))
     }
 
@@ -592,178 +695,4 @@ impl tonic::service::Interceptor for CheckToken {
         }
         Ok(req)
     }
-}
-
-/// A running coordinator service (on its own runtime thread).
-#[derive(Debug)]
-pub struct RunningService {
-    /// The address it listens on.
-    pub addr: SocketAddr,
-    /// The address of the Prometheus endpoint, when asked for.
-    pub metrics_addr: Option<SocketAddr>,
-    /// Shared state.
-    pub shared: Arc<Shared>,
-    shutdown: Option<tokio::sync::watch::Sender<bool>>,
-    thread: Option<std::thread::JoinHandle<Result<()>>>,
-}
-
-impl RunningService {
-    /// Stops the service and waits for its thread (5 s at most for calls in flight).
-    pub fn shutdown(mut self) -> Result<()> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Result<()> {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(true);
-        }
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
-            None => Ok(()),
-        }
-    }
-
-    /// Blocks until the service stops (Ctrl-C in the CLI).
-    pub fn join(mut self) -> Result<()> {
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .map_err(|_| Error::Internal("coordinator thread panicked".into()))?,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for RunningService {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
-}
-
-/// A journal for the service, with the roster and clock that go with it.
-#[derive(Debug)]
-pub struct Journaled {
-    /// The journal, open for appending.
-    pub journal: Journal,
-    /// The roster (recovered, or new).
-    pub roster: Roster,
-    /// The clock's value at start (the last time recorded, or 0).
-    pub now_ms: u64,
-}
-
-/// Starts the service on `listen` (port 0: an ephemeral one) on a thread of its own with a
-/// small multi-threaded runtime, over TLS when `opts.tls` says so; with `metrics`, also the
-/// Prometheus endpoint (plain HTTP: it serves counters, no token, no state).
-pub fn spawn(
-    m: Machine,
-    opts: ServiceOptions,
-    listen: SocketAddr,
-    metrics: Option<SocketAddr>,
-) -> Result<RunningService> {
-    spawn_journaled(m, None, opts, listen, metrics)
-}
-
-/// [`spawn`] with a journal (`hydrofeed coordinator --journal`).
-pub fn spawn_journaled(
-    m: Machine,
-    journal: Option<Journaled>,
-    opts: ServiceOptions,
-    listen: SocketAddr,
-    metrics: Option<SocketAddr>,
-) -> Result<RunningService> {
-    let server = match &opts.tls {
-        Some(t) => tonic::transport::Server::builder()
-            .tls_config(t.tonic())
-            .map_err(|e| {
-                Error::InvalidArgument(format!("TLS with {}: {}", t.cert(), causes(&e)))
-            })?,
-        None => tonic::transport::Server::builder(),
-    };
-    let shared = Shared::with_journal(m, journal, opts)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("hydrofeed-coord")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
-    let (listener, metrics_listener) = rt.block_on(async {
-        let l = tokio::net::TcpListener::bind(listen).await;
-        let ml = match metrics {
-            Some(a) => Some(tokio::net::TcpListener::bind(a).await),
-            None => None,
-        };
-        (l, ml)
-    });
-    let listener =
-        listener.map_err(|e| Error::InvalidArgument(format!("cannot listen on {listen}: {e}")))?;
-    let metrics_listener = metrics_listener.transpose().map_err(|e| {
-        Error::InvalidArgument(format!("cannot listen on {metrics:?} for metrics: {e}"))
-    })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| Error::Internal(e.to_string()))?;
-    let metrics_addr = match &metrics_listener {
-        Some(l) => Some(l.local_addr().map_err(|e| Error::Internal(e.to_string()))?),
-        None => None,
-    };
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let sh = shared.clone();
-    let thread = std::thread::Builder::new()
-        .name("hydrofeed-coord".into())
-        .spawn(move || -> Result<()> {
-            rt.block_on(async move {
-                let ticker = {
-                    let sh = sh.clone();
-                    tokio::spawn(async move {
-                        let mut iv = tokio::time::interval(Duration::from_millis(100));
-                        loop {
-                            iv.tick().await;
-                            sh.tick();
-                        }
-                    })
-                };
-                let metrics_task = metrics_listener
-                    .map(|l| tokio::spawn(super::metrics::serve(l, metrics_body(sh.clone()))));
-                let token = sh.opts.token.clone();
-                let svc = CoordinatorServer::with_interceptor(
-                    CoordService { shared: sh.clone() },
-                    CheckToken(token),
-                );
-                let incoming =
-                    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-                let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-                    let _ = rx.wait_for(|v| *v).await;
-                };
-                let mut server = server;
-                let server = server
-                    .add_service(svc)
-                    .serve_with_incoming_shutdown(incoming, stopped(rx.clone()));
-                // Graceful shutdown waits for calls in flight (a WaitClusterSpec may block for
-                // the reservation timeout): give them 5 s, then stop anyway.
-                let force = async {
-                    stopped(rx.clone()).await;
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                };
-                let r = tokio::select! {
-                    r = server => r,
-                    () = force => Ok(()),
-                };
-                ticker.abort();
-                if let Some(t) = metrics_task {
-                    t.abort();
-                }
-                sh.tick();
-                r.map_err(|e| Error::Internal(format!("coordinator server: {e}")))
-            })
-        })
-        .map_err(|e| Error::Internal(format!("spawn: {e}")))?;
-    Ok(RunningService {
-        addr,
-        metrics_addr,
-        shared,
-        shutdown: Some(tx),
-        thread: Some(thread),
-    })
 }

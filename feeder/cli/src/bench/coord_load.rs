@@ -18,6 +18,8 @@ use tokio::time::Instant;
 use hydrofeed_coord::proto::{self, coordinator_client::CoordinatorClient};
 use hydrofeed_coord::token::{Token, TOKEN_ENV};
 
+use crate::coordinator::raise_nofile;
+
 /// The share of the intended calls that must be answered for a run to count.
 pub const MIN_ACHIEVED: f64 = 0.95;
 
@@ -109,21 +111,6 @@ fn self_cpu() -> f64 {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
-/// Raises this process's soft limit of open files to its hard limit; returns the new limit.
-pub fn raise_nofile() -> u64 {
-    // SAFETY: getrlimit/setrlimit read and write an `rlimit` we own.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
-        }
-        r.rlim_cur = r.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
-        r.rlim_cur
-    }
-}
-
 type Client = CoordinatorClient<
     tonic::service::interceptor::InterceptedService<tonic::transport::Channel, Auth>,
 >;
@@ -155,8 +142,11 @@ fn req<T>(msg: T) -> tonic::Request<T> {
     r
 }
 
-/// Registers rank `r` and waits for the cluster; returns its incarnation.
-async fn join(c: &mut Client, r: u32) -> anyhow::Result<u64> {
+/// Feeders joining at once (connected, registration not yet answered).
+const JOINING: usize = 256;
+
+/// Registers rank `r`; returns its incarnation.
+async fn register(c: &mut Client, r: u32) -> anyhow::Result<u64> {
     let reg = c
         .register(req(proto::RegisterRequest {
             rank: Some(r),
@@ -169,6 +159,11 @@ async fn join(c: &mut Client, r: u32) -> anyhow::Result<u64> {
         .await
         .with_context(|| format!("registering rank {r}"))?
         .into_inner();
+    Ok(reg.incarnation)
+}
+
+/// Waits until every rank registered.
+async fn wait_cluster(c: &mut Client, r: u32) -> anyhow::Result<()> {
     let mut w = tonic::Request::new(proto::WaitClusterSpecRequest {
         rank: r,
         timeout_ms: 300_000,
@@ -177,7 +172,7 @@ async fn join(c: &mut Client, r: u32) -> anyhow::Result<u64> {
     c.wait_cluster_spec(w)
         .await
         .with_context(|| format!("rank {r} waiting for the cluster"))?;
-    Ok(reg.incarnation)
+    Ok(())
 }
 
 /// One feeder's open loop from `t0` to `end` (calls scheduled before `end` count).
@@ -267,19 +262,24 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
             .context("the token is not ASCII")?,
     );
     let addr: Arc<str> = a.addr.as_str().into();
-    // Connect and register, 256 at a time.
+    // The join phase, paced: at most JOINING feeders between their connect and their
+    // registration's answer. A connect returns once the kernel queued the handshake, before
+    // the coordinator accepted it, so connects alone would flood its accept queue. The open
+    // loop is the measured window after it; the cluster wait is not paced.
     let t_setup = Instant::now();
-    let sem = Arc::new(tokio::sync::Semaphore::new(256));
+    let sem = Arc::new(tokio::sync::Semaphore::new(JOINING));
     let mut joins = tokio::task::JoinSet::new();
     for r in 0..a.feeders {
         let (addr, auth, sem) = (addr.clone(), auth.clone(), sem.clone());
         joins.spawn(async move {
-            let mut c = {
+            let (mut c, reg) = {
                 let _p = sem.acquire().await;
-                connect(&addr, auth).await?
+                let mut c = connect(&addr, auth).await?;
+                let reg = register(&mut c, r).await?;
+                (c, reg)
             };
-            let inc = join(&mut c, r).await?;
-            anyhow::Ok((r, c, inc))
+            wait_cluster(&mut c, r).await?;
+            anyhow::Ok((r, c, reg))
         });
     }
     let mut ready = Vec::with_capacity(a.feeders as usize);
