@@ -208,8 +208,12 @@ fn feed(
         None => pool.current_num_threads(),
         Some(_) => 2,
     };
+    let job_seed = opts.order.map_or(0, |o| o.seed);
     for epoch in 0..opts.epochs {
         ew.begin_epoch(epoch)?;
+        // Image crops and flips follow the epoch (the fixed order sets its own in the stream).
+        let epoch_read = format::image::for_epoch(read, job_seed, u64::from(epoch));
+        let read: &ReadOptions = &epoch_read;
         // One budget per epoch: an epoch that ended closed its own.
         let budget = Budget::new(opts.read_ahead, units);
         match opts.order {
@@ -384,6 +388,46 @@ mod tests {
         assert_ne!(ids[0], ids[1]);
         assert_eq!(run("b.sock", 3), ids);
         assert_ne!(run("c.sock", 4)[0], ids[0]);
+    }
+
+    /// Random crops and flips differ from one epoch to the next and repeat in a rerun: the
+    /// epoch reaches the image spec.
+    #[test]
+    fn image_crops_follow_the_epoch_and_repeat_in_a_rerun() {
+        use hydrofeed_format::gen_images::{write_image_dataset, ImageGenOptions};
+        use hydrofeed_format::image::ImageSpec;
+        let d = tempfile::tempdir().unwrap();
+        let gen = ImageGenOptions {
+            format: hydrofeed_format::split::Format::Parquet,
+            rows: 24,
+            files: 1,
+            seed: 0,
+        };
+        write_image_dataset(&d.path().join("data"), &gen).unwrap();
+        let run = |name: &str| {
+            let sock = d.path().join(name);
+            let mut o = opts(&d.path().join("data"), &sock, 2);
+            o.read.images = ImageSpec::parse_all("image=resize:40,randcrop:32,flip").unwrap();
+            let server = thread::spawn(move || serve(&o));
+            let frames = drain(&sock, 8);
+            assert_eq!(server.join().unwrap().unwrap().rows, 48);
+            let mut pixels = [Vec::new(), Vec::new()];
+            for f in &frames {
+                if let Frame::Batch(m, b) = f {
+                    let mut col = b.column_by_name("image").unwrap().clone();
+                    for _ in 0..3 {
+                        col = col.as_fixed_size_list().values().clone();
+                    }
+                    let px = col.as_primitive::<arrow_array::types::UInt8Type>();
+                    pixels[m.epoch as usize].extend_from_slice(px.values());
+                }
+            }
+            pixels
+        };
+        let a = run("a.sock");
+        assert_eq!(a[0].len(), 24 * 32 * 32 * 3);
+        assert_ne!(a[0], a[1], "epoch 1 repeated epoch 0's crops and flips");
+        assert_eq!(run("b.sock"), a);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crossbeam_channel::bounded;
 use hydrofeed_coord::order::{ChunkStream, EpochSeq, Span, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
+use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
 use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::Storage;
@@ -198,6 +199,12 @@ pub fn read_segment<'a>(
         return Ok(());
     }
     o.spec.check().map_err(Error::Coordinator)?;
+    // Image crops and flips follow the job's seed and the data epoch.
+    let read = for_epoch(ctx.read, o.seed, u64::from(seg.data_epoch));
+    let ctx = &StreamCtx {
+        read: &read,
+        ..*ctx
+    };
     let seq = EpochSeq::with_units(
         &ctx.plan.split_rows(),
         &ctx.plan.split_units(),
@@ -224,7 +231,7 @@ pub fn read_segment<'a>(
         )));
     }
     let (k0, k1) = (cs.window_of(seg.from), cs.window_of(seg.to - 1));
-    let mut lanes: Vec<Lane<'a>> = Vec::new();
+    let mut lanes: Vec<Lane<'_>> = Vec::new();
     let lane_rows = (cs.len() / cs.windows() / u64::from(o.spec.cycle.max(1))) as usize;
     let lane_rows = lane_rows.clamp(LANE_BATCH_ROWS.0, LANE_BATCH_ROWS.1);
     let mut out = Out {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::{Lease, OrderLease, SkippedRange, Stage, Work};
+use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
 use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::metered::Meter;
@@ -186,7 +187,10 @@ impl Reader {
         // Opening, passing units over and decoding are `decoding`; the storage reads inside
         // them say `reading` while they run (`metered`).
         st.set_reader(Stage::Decoding);
-        let mut raw = hydrofeed_format::open_split(&self.storage, plan, split, &self.read)?;
+        // Image crops and flips follow the data epoch (a lease outside the fixed order carries
+        // no job seed: the spec's seed alone).
+        let read = for_epoch(&self.read, 0, u64::from(l.data_epoch));
+        let mut raw = hydrofeed_format::open_split(&self.storage, plan, split, &read)?;
         // Whole units before the lease's first row are passed over unread; only the rest of
         // the head is decoded and dropped.
         let passed = raw.skip_rows(l.first_row);

@@ -7,7 +7,7 @@
 //! - `size:HxW[:FILTER]`: exactly `H` x `W` pixels;
 //! - `crop:S` or `crop:HxW`: the center `H` x `W`; `randcrop:...`: a random one;
 //! - `flip`: a random horizontal flip, one row in two;
-//! - `seed:N`: the seed of the random choices (default 0);
+//! - `seed:N`: the seed of the random choices (default: the job's seed, see [`for_epoch`]);
 //! - `maxpixels:N`: the most pixels an image may declare (default 89478485, Pillow's).
 //!
 //! `FILTER` is `nearest`, `bilinear` (default), `bicubic` or `lanczos`, each as Pillow defines
@@ -23,6 +23,7 @@ mod reader_tests;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::fmt;
 
 pub use column::{image_schema, source_schema, tensor_type, ImageReader};
@@ -94,7 +95,9 @@ pub struct ImageSpec {
     pub flip: bool,
     /// Seed of the random choices.
     pub seed: u64,
-    /// The epoch (set by the reader's caller): part of the random choices.
+    /// Whether `seed` was given (`seed:N`); else the job's seed replaces it ([`for_epoch`]).
+    pub seed_given: bool,
+    /// The epoch (set by the reader's caller, [`for_epoch`]): part of the random choices.
     pub epoch: u64,
     /// The most pixels (width x height) an image may declare.
     pub max_pixels: u64,
@@ -128,6 +131,7 @@ impl ImageSpec {
             random_crop: false,
             flip: false,
             seed: 0,
+            seed_given: false,
             epoch: 0,
             max_pixels: DEFAULT_MAX_PIXELS,
         };
@@ -168,7 +172,8 @@ impl ImageSpec {
                 "seed" => {
                     spec.seed = arg(0)?
                         .parse()
-                        .map_err(|_| bad(format!("seed {:?} is not a number", args[0])))?
+                        .map_err(|_| bad(format!("seed {:?} is not a number", args[0])))?;
+                    spec.seed_given = true;
                 }
                 "maxpixels" => {
                     spec.max_pixels = arg(0)?
@@ -257,7 +262,7 @@ impl fmt::Display for ImageSpec {
         if self.flip {
             ops.push("flip".into());
         }
-        if self.seed != 0 {
+        if self.seed_given {
             ops.push(format!("seed:{}", self.seed));
         }
         if self.max_pixels != DEFAULT_MAX_PIXELS {
@@ -265,6 +270,28 @@ impl fmt::Display for ImageSpec {
         }
         f.write_str(&ops.join(","))
     }
+}
+
+/// `read` as epoch `epoch` of a job seeded `job_seed` reads it: each image spec's epoch set, and
+/// its seed the job's where the spec gives none (`seed:N`), so random crops and flips differ
+/// from one epoch and one job seed to the next, and repeat in an exact resume. Borrowed as it
+/// is when no column is an image.
+pub fn for_epoch(
+    read: &crate::ReadOptions,
+    job_seed: u64,
+    epoch: u64,
+) -> Cow<'_, crate::ReadOptions> {
+    if read.images.is_empty() {
+        return Cow::Borrowed(read);
+    }
+    let mut read = read.clone();
+    for spec in &mut read.images {
+        spec.epoch = epoch;
+        if !spec.seed_given {
+            spec.seed = job_seed;
+        }
+    }
+    Cow::Owned(read)
 }
 
 /// The random choices for one row: 64 bits from (seed, epoch, split, row) by SplitMix64.
