@@ -355,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         from hydrofeed.bench_peers import main as peers_main
 
         return peers_main(args[1:])
+    if args[:1] == ["images"]:
+        # JPEGs into 224x224 uint8 batches: serve --images vs tf.data, DataLoader+Pillow, DALI
+        from hydrofeed.bench_images import main as images_main
+
+        return images_main(args[1:])
     if args[:1] == ["gpu"]:
         # The GPU staging path: H2D from the ring, end to end into CUDA tensors
         from hydrofeed.bench_gpu import main as gpu_main
@@ -376,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("peers", help="hydrofeed serve and launch vs the installed peers (pyarrow, "
                    "tf.data, Petastorm, DataLoader, Ray Data, Streaming, Grain) on the same data "
                    "(python -m hydrofeed.bench peers --help; make bench-peers)")
+    sub.add_parser("images", help="JPEGs decoded into 224x224 uint8 batches: hydrofeed serve "
+                   "--images vs tf.data, torch DataLoader over Pillow and DALI's CPU pipeline, "
+                   "per core (python -m hydrofeed.bench images --help)")
     sub.add_parser("spark", help="TFoS vs hydrofeed on Spark: RDD, DataFrame and file mode "
                    "(python -m hydrofeed.bench spark --help)")
     sub.add_parser("_worker", help=argparse.SUPPRESS)
