@@ -175,28 +175,49 @@ pub(crate) fn resized(w: u32, h: u32, resize: Option<Resize>) -> (u32, u32) {
     }
 }
 
-fn resize(img: Decoded, h: u32, w: u32, filter: Filter) -> Result<Decoded, String> {
-    if (img.height, img.width) == (h, w) {
-        return Ok(img);
+/// The `oh` x `ow` crop at (`top`, `left`) of `img` resized to `rh` x `rw`: only the crop's
+/// part is resized (a crop box in source pixels, the filter windows reaching past it into the
+/// image as they would in the whole resize), so a 256 -> 224 crop resizes a third fewer pixels
+/// than resizing the whole image and cropping it.
+fn resize_crop(
+    img: &Decoded,
+    (rh, rw): (u32, u32),
+    (top, left, oh, ow): (u32, u32, u32, u32),
+    filter: Filter,
+) -> Result<Vec<u8>, String> {
+    if (img.height, img.width) == (rh, rw) {
+        let (iw, ow, left) = (img.width as usize, ow as usize, left as usize);
+        let mut px = Vec::with_capacity(ow * oh as usize * 3);
+        for y in top as usize..(top + oh) as usize {
+            px.extend_from_slice(&img.pixels[(y * iw + left) * 3..][..ow * 3]);
+        }
+        return Ok(px);
     }
-    let src =
-        fr::images::Image::from_vec_u8(img.width, img.height, img.pixels, fr::PixelType::U8x3)
-            .map_err(|e| format!("resize: {e}"))?;
-    let mut dst = fr::images::Image::new(w, h, fr::PixelType::U8x3);
+    let src = fr::images::ImageRef::new(img.width, img.height, &img.pixels, fr::PixelType::U8x3)
+        .map_err(|e| format!("resize: {e}"))?;
+    let mut dst = fr::images::Image::new(ow, oh, fr::PixelType::U8x3);
     let alg = match filter {
         Filter::Nearest => fr::ResizeAlg::Nearest,
         Filter::Bilinear => fr::ResizeAlg::Convolution(fr::FilterType::Bilinear),
         Filter::Bicubic => fr::ResizeAlg::Convolution(fr::FilterType::CatmullRom),
         Filter::Lanczos => fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3),
     };
+    let (sx, sy) = (
+        f64::from(img.width) / f64::from(rw),
+        f64::from(img.height) / f64::from(rh),
+    );
+    // The box ends inside the image: rounding may put `(left + ow) * sx` past its edge.
+    let (x, y) = (f64::from(left) * sx, f64::from(top) * sy);
+    let opts = fr::ResizeOptions::new().resize_alg(alg).crop(
+        x,
+        y,
+        (f64::from(ow) * sx).min(f64::from(img.width) - x),
+        (f64::from(oh) * sy).min(f64::from(img.height) - y),
+    );
     fr::Resizer::new()
-        .resize(&src, &mut dst, &fr::ResizeOptions::new().resize_alg(alg))
+        .resize(&src, &mut dst, &opts)
         .map_err(|e| format!("resize: {e}"))?;
-    Ok(Decoded {
-        height: h,
-        width: w,
-        pixels: dst.into_vec(),
-    })
+    Ok(dst.into_vec())
 }
 
 /// One row's image under `spec`: decoded, resized, cropped and flipped into `out` (exactly
@@ -211,30 +232,26 @@ pub(crate) fn process(
 ) -> Result<(), String> {
     let img = decode_image(data, spec.max_pixels, spec.resize)?;
     let (rh, rw) = resized(img.width, img.height, spec.resize);
-    let img = resize(img, rh, rw, spec.filter)?;
     let (oh, ow) = spec.out_size();
-    if img.height < oh || img.width < ow {
+    if rh < oh || rw < ow {
         return Err(format!(
-            "image is {}x{} after the resize, smaller than the crop {oh}x{ow}",
-            img.height, img.width
+            "image is {rh}x{rw} after the resize, smaller than the crop {oh}x{ow}"
         ));
     }
     let r = row_random(spec.seed, spec.epoch, split, row);
     let (top, left) = if spec.random_crop {
         (
-            (r % u64::from(img.height - oh + 1)) as usize,
-            ((r >> 32) % u64::from(img.width - ow + 1)) as usize,
+            (r % u64::from(rh - oh + 1)) as u32,
+            ((r >> 32) % u64::from(rw - ow + 1)) as u32,
         )
     } else {
-        (
-            ((img.height - oh) / 2) as usize,
-            ((img.width - ow) / 2) as usize,
-        )
+        ((rh - oh) / 2, (rw - ow) / 2)
     };
+    let px = resize_crop(&img, (rh, rw), (top, left, oh, ow), spec.filter)?;
     let flip = spec.flip && (super::mix(r) >> 63) == 1;
-    let (ow, oh, iw) = (ow as usize, oh as usize, img.width as usize);
+    let (ow, oh) = (ow as usize, oh as usize);
     for y in 0..oh {
-        let src = &img.pixels[((top + y) * iw + left) * 3..][..ow * 3];
+        let src = &px[y * ow * 3..][..ow * 3];
         let dst = &mut out[y * ow * 3..][..ow * 3];
         if flip {
             for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3).rev()) {

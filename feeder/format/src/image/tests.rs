@@ -135,6 +135,23 @@ fn random_choices_follow_seed_epoch_and_row() {
 }
 
 #[test]
+fn for_epoch_sets_the_epoch_and_the_job_seed_unless_the_spec_has_one() {
+    let read = crate::ReadOptions {
+        images: ImageSpec::parse_all("a=randcrop:8;b=randcrop:8,seed:5").unwrap(),
+        ..Default::default()
+    };
+    let r = super::for_epoch(&read, 42, 3);
+    assert_eq!((r.images[0].epoch, r.images[0].seed), (3, 42));
+    assert_eq!((r.images[1].epoch, r.images[1].seed), (3, 5));
+    assert_eq!(r.images[1].to_string(), "b=randcrop:8x8,seed:5");
+    let plain = crate::ReadOptions::default();
+    assert!(matches!(
+        super::for_epoch(&plain, 1, 1),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+#[test]
 fn bad_images_are_refused_by_name() {
     let j = jpeg(64, 48);
     let e = decode_image(&j[..j.len() / 2], u64::MAX, None).unwrap_err();
@@ -173,4 +190,44 @@ fn a_bomb_is_refused_by_the_pixel_limit() {
     j[sof + 7..sof + 9].copy_from_slice(&60000u16.to_be_bytes());
     let e = decode_image(&j, super::DEFAULT_MAX_PIXELS, None).unwrap_err();
     assert!(e.contains("60000x60000"), "{e}");
+}
+
+/// Resizing only the crop's part gives the pixels of resizing the whole image and cropping it
+/// (within 1 level: the same filter windows, the crop box's offsets rounded once more).
+#[test]
+fn the_crop_alone_resized_is_the_whole_resized_and_cropped() {
+    use fast_image_resize as fr;
+    let rows = crate::gen_images::image_rows(5, 0, 24).unwrap();
+    for (filter, alg) in [
+        ("bilinear", fr::FilterType::Bilinear),
+        ("bicubic", fr::FilterType::CatmullRom),
+        ("lanczos", fr::FilterType::Lanczos3),
+    ] {
+        let spec = ImageSpec::parse(&format!("x=resize:256:{filter},randcrop:224")).unwrap();
+        for (row, r) in rows.iter().enumerate() {
+            let img = decode_image(&r.jpeg, u64::MAX, spec.resize).unwrap();
+            let (rh, rw) = resized(img.width, img.height, spec.resize);
+            let src =
+                fr::images::ImageRef::new(img.width, img.height, &img.pixels, fr::PixelType::U8x3)
+                    .unwrap();
+            let mut whole = fr::images::Image::new(rw, rh, fr::PixelType::U8x3);
+            let opts = fr::ResizeOptions::new().resize_alg(fr::ResizeAlg::Convolution(alg));
+            fr::Resizer::new().resize(&src, &mut whole, &opts).unwrap();
+            let whole = whole.into_vec();
+            let mut out = vec![0u8; 224 * 224 * 3];
+            process(&spec, &r.jpeg, 0, row as u64, &mut out).unwrap();
+            let r = super::row_random(spec.seed, spec.epoch, 0, row as u64);
+            let t = (r % u64::from(rh - 224 + 1)) as usize;
+            let l = ((r >> 32) % u64::from(rw - 224 + 1)) as usize;
+            let mut best = 0u8;
+            for y in 0..224 {
+                let a = &whole[((t + y) * rw as usize + l) * 3..][..224 * 3];
+                let b = &out[y * 224 * 3..][..224 * 3];
+                for (p, q) in a.iter().zip(b) {
+                    best = best.max(p.abs_diff(*q));
+                }
+            }
+            assert!(best <= 1, "{filter}, row {row}: differs by {best}");
+        }
+    }
 }
