@@ -120,7 +120,8 @@ def test_hydrofeed_reads_them_back_as_pixels(data: Path) -> None:
     im = im.convert("RGB")
     w, h = im.size
     short = min(w, h)
-    size = (256, (h * 256 + short // 2) // short) if w <= h else ((w * 256 + short // 2) // short, 256)
+    long = ((max(w, h) * 256 + short // 2) // short)
+    size = (256, long) if w <= h else (long, 256)
     im = im.resize(size, Image.BILINEAR)
     w, h = im.size
     left, top = (w - 224) // 2, (h - 224) // 2
