@@ -314,20 +314,9 @@ def run_one(side: str, work: Path, images: int, batch_size: int,
 
 def _child(args: list[str], timeout: float) -> dict[str, Any]:
     """``python -m hydrofeed.bench_images ARGS`` in a fresh process; its result file's JSON."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        try:
-            r = subprocess.run([sys.executable, "-m", "hydrofeed.bench_images", *args,
-                                "--result", f.name],
-                               capture_output=True, text=True, timeout=timeout)
-            why = f"process exited {r.returncode} with no result"
-            tail = [ln for ln in (r.stderr or r.stdout).splitlines() if ln.strip()][-3:]
-        except subprocess.TimeoutExpired:
-            why, tail = f"TimeoutExpired: no result in {timeout:.0f} s", []
-        text = Path(f.name).read_text()
-    if text:
-        res: dict[str, Any] = json.loads(text)
-        return res
-    return {"status": "failed", "reason": f"{why}: {' | '.join(tail)[-600:]}" if tail else why}
+    from hydrofeed.bench_peers import _child as child
+
+    return child(args, timeout, module="hydrofeed.bench_images")
 
 
 def _sig(v: float) -> float:

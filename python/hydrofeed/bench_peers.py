@@ -372,11 +372,12 @@ def memcpy_bytes_per_s(size: int = 256 << 20, min_secs: float = MIN_SECS) -> dic
     return {"best": max(rates), "median": float(np.median(rates)), "passes": len(rates)}
 
 
-def _child(args: list[str], timeout: float) -> dict[str, Any]:
-    """``python -m hydrofeed.bench_peers ARGS`` in a fresh process; its result file's JSON."""
+def _child(args: list[str], timeout: float, module: str = "hydrofeed.bench_peers") -> dict[str, Any]:
+    """``python -m MODULE ARGS`` in a fresh process (a side of a benchmark: this one's, or
+    ``bench_images``'); its result file's JSON."""
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         try:
-            r = subprocess.run([sys.executable, "-m", "hydrofeed.bench_peers", *args,
+            r = subprocess.run([sys.executable, "-m", module, *args,
                                 "--result", f.name],
                                capture_output=True, text=True, timeout=timeout)
             why = f"process exited {r.returncode} with no result"
