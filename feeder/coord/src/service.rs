@@ -3,7 +3,7 @@
 //!
 //! One mutex guards both; every call holds it for a few microseconds and never across an
 //! await. With a journal, a call's record is written under it and made durable outside it, by
-//! one fsync for all the calls in flight ([`commit`]), before the call is answered. A
+//! one fsync for all the calls in flight (`service::commit`), before the call is answered. A
 //! background task ticks liveness every 100 ms and flushes the assignment log. The
 //! token interceptor runs before any handler: a call without the right
 //! `authorization: Bearer <token>` never reaches the state. With `ServiceOptions::tls` the
