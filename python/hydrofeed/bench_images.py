@@ -358,25 +358,15 @@ def bench_images(images: int, repeat: int, batch_size: int, work: Path, timeout:
     gen_s = time.perf_counter() - t0
     data_bytes = sum(p.stat().st_size for p in _parquet_files(work))
     status: dict[str, dict[str, Any]] = {}
-    runs: dict[str, list[dict[str, float]]] = {}
-    side_s: dict[str, list[float]] = {}
-    for i in range(repeat):
-        for s in sides:
-            if s in status:
-                continue
-            r = _child(["_run", s, "--work", str(work), "--images", str(images),
-                        "--batch-size", str(batch_size), "--min-secs", str(min_secs)], timeout)
-            st = r.pop("status")
-            if st != "ran":
-                status[s] = {"status": st, **r}
-                print(f"images: round {i + 1}/{repeat} {s}: {st} {r.get('reason', '')}",
-                      file=sys.stderr)
-                continue
-            runs.setdefault(s, []).extend(r["passes"])
-            side_s.setdefault(s, []).append(sum(p["seconds"] for p in r["passes"]))
-            print(f"images: round {i + 1}/{repeat} {s}: " + ", ".join(
-                f"{p['images_per_s']:,.0f}/s ({p['images_per_cpu_s']:,.0f}/cpu-s)"
-                for p in r["passes"]), file=sys.stderr)
+    from hydrofeed.bench_peers import rounds
+
+    runs, side_s = rounds(
+        sides, repeat, status, "images",
+        lambda s: _child(["_run", s, "--work", str(work), "--images", str(images),
+                          "--batch-size", str(batch_size), "--min-secs", str(min_secs)], timeout),
+        lambda passes: ", ".join(f"{p['images_per_s']:,.0f}/s ({p['images_per_cpu_s']:,.0f}/cpu-s)"
+                                 for p in passes),
+    )
 
     def entry(s: str) -> dict[str, Any]:
         what = SIDES[s][1]

@@ -372,6 +372,37 @@ def memcpy_bytes_per_s(size: int = 256 << 20, min_secs: float = MIN_SECS) -> dic
     return {"best": max(rates), "median": float(np.median(rates)), "passes": len(rates)}
 
 
+def rounds(
+    sides: list[str],
+    repeat: int,
+    status: dict[str, dict[str, Any]],
+    label: str,
+    run: Callable[[str], dict[str, Any]],
+    describe: Callable[[list[dict[str, Any]]], str],
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, list[float]]]:
+    """``repeat`` rounds of every side, alternated: ``run(side)`` (a fresh process, see
+    :func:`_child`) gives its passes; a side that did not run is kept in ``status`` and not
+    tried again. Returns every side's passes and the seconds of each of its runs."""
+    runs: dict[str, list[dict[str, float]]] = {}
+    seconds: dict[str, list[float]] = {}
+    for i in range(repeat):
+        for m in sides:
+            if m in status:
+                continue  # failed or not installed: not tried again
+            r = run(m)
+            st = r.pop("status")
+            if st != "ran":
+                status[m] = {"status": st, **r}
+                print(f"{label}: round {i + 1}/{repeat} {m}: {st} {r.get('reason', '')}",
+                      file=sys.stderr)
+                continue
+            passes = r["passes"]
+            runs.setdefault(m, []).extend(passes)
+            seconds.setdefault(m, []).append(sum(p["seconds"] for p in passes))
+            print(f"{label}: round {i + 1}/{repeat} {m}: {describe(passes)}", file=sys.stderr)
+    return runs, seconds
+
+
 def _child(args: list[str], timeout: float, module: str = "hydrofeed.bench_peers") -> dict[str, Any]:
     """``python -m MODULE ARGS`` in a fresh process (a side of a benchmark: this one's, or
     ``bench_images``'); its result file's JSON."""
@@ -410,26 +441,12 @@ def bench_peers(rows: int, repeat: int, batch_size: int, work: Path, timeout: fl
             status["streaming"] = {"status": "failed", "reason": f"MDSWriter: {made['reason']}"}
     print("peers: measuring memcpy", file=sys.stderr)
     memcpy = memcpy_bytes_per_s(min_secs=min_secs)
-    runs: dict[str, list[dict[str, float]]] = {}
-    sides: dict[str, list[float]] = {}
-    for i in range(repeat):
-        for m in methods:
-            if m in status:
-                continue  # failed or not installed: not tried again
-            r = _child(["_run", m, "--work", str(work), "--rows", str(rows),
-                        "--batch-size", str(batch_size), "--min-secs", str(min_secs)], timeout)
-            st = r.pop("status")
-            if st != "ran":
-                status[m] = {"status": st, **r}
-                print(f"peers: round {i + 1}/{repeat} {m}: {st} {r.get('reason', '')}",
-                      file=sys.stderr)
-                continue
-            passes = r["passes"]
-            runs.setdefault(m, []).extend(passes)
-            sides.setdefault(m, []).append(sum(p["seconds"] for p in passes))
-            print(f"peers: round {i + 1}/{repeat} {m}: "
-                  + ", ".join(f"{p['rows_per_s']:,.0f}" for p in passes) + " rows/s",
-                  file=sys.stderr)
+    runs, sides = rounds(
+        methods, repeat, status, "peers",
+        lambda m: _child(["_run", m, "--work", str(work), "--rows", str(rows),
+                          "--batch-size", str(batch_size), "--min-secs", str(min_secs)], timeout),
+        lambda passes: ", ".join(f"{p['rows_per_s']:,.0f}" for p in passes) + " rows/s",
+    )
 
     def entry(m: str, what: str) -> dict[str, Any]:
         if m not in methods:
