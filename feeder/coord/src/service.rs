@@ -9,6 +9,11 @@
 //! `authorization: Bearer <token>` never reaches the state. With `ServiceOptions::tls` the
 //! connections are TLS (rustls), and with a client CA a client without a certificate it signed
 //! is refused in the handshake, before the token is even read.
+//!
+//! Besides the unary calls, a feeder may open one `Session` stream (`service::session`):
+//! each message a heartbeat, acks and a work request, answered in order by the same handler
+//! bodies (`Inner::heartbeat`, `Inner::ack`, `Inner::request_work`) with the same journal
+//! wait, without the per-call HTTP/2 stream, headers and token check.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -29,6 +34,9 @@ use crate::{Error, Result};
 
 mod commit;
 mod run;
+mod session;
+#[cfg(test)]
+mod session_tests;
 #[cfg(test)]
 mod tests;
 use commit::GroupCommit;
@@ -91,6 +99,89 @@ impl Inner {
         c.written(self.seq, file);
         Ok(self.seq)
     }
+
+    /// A heartbeat (`Heartbeat`, and every session message): whether the incarnation lives.
+    fn heartbeat(&mut self, r: &proto::HeartbeatRequest, now: u64) -> Result<bool, Status> {
+        let c = WorkerCounters {
+            rows_read: r.rows_read,
+            rows_decoded: r.rows_decoded,
+            batches_written: r.batches_written,
+            ring_bytes_used: r.ring_bytes_used,
+        };
+        self.m
+            .heartbeat(r.rank, r.incarnation, proto::stage_of(r.stage), c, now)
+            .map_err(status_of)
+    }
+
+    /// A work request (`RequestWork`, a session's request): the machine's answer and its
+    /// journal record's sequence number, to wait for before answering.
+    fn request_work(&mut self, r: &proto::WorkRequest, now: u64) -> Result<(u64, Work), Status> {
+        let host = (!r.host.is_empty()).then_some(r.host.as_str());
+        let w = self
+            .m
+            .request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
+            .map_err(status_of)?;
+        let mut seq = 0;
+        if let Work::Lease(l) = &w {
+            let e = Entry::Grant {
+                rank: r.rank,
+                incarnation: r.incarnation,
+                host: host.map(str::to_string),
+                known: r.known_lease,
+                lease: l.lease,
+                now_ms: now,
+            };
+            seq = self.record(&e).map_err(status_of)?;
+        }
+        flush_log(self, false);
+        Ok((seq, w))
+    }
+
+    /// An ack (`Ack`, each of a session message's acks): its journal record's sequence number.
+    fn ack(&mut self, r: &proto::AckRequest, now: u64) -> Result<u64, Status> {
+        let ranges: Vec<(u64, u64)> = if r.ranges.is_empty() {
+            vec![(0, r.rows_acked)]
+        } else {
+            r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
+        };
+        self.m
+            .ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
+            .map_err(status_of)?;
+        let seq = self
+            .record(&Entry::Ack {
+                rank: r.rank,
+                incarnation: r.incarnation,
+                lease: r.lease,
+                split: r.split,
+                ranges,
+                now_ms: now,
+            })
+            .map_err(status_of)?;
+        compact(self, now);
+        flush_log(self, false);
+        Ok(seq)
+    }
+}
+
+/// The wire answer to a work request.
+fn work_reply(w: Work) -> proto::WorkReply {
+    use proto::work_reply::Kind;
+    let kind = match w {
+        Work::Lease(l) => Kind::Lease(proto::Lease {
+            lease: l.lease,
+            epoch: l.epoch,
+            data_epoch: l.data_epoch,
+            split: l.split,
+            first_row: l.first_row,
+            rows: l.rows,
+            pad: l.pad,
+            shuffle_seed: l.shuffle_seed,
+            order: l.order.as_ref().map(proto::proto_order),
+        }),
+        Work::Wait { retry_ms } => Kind::WaitMs(retry_ms),
+        Work::EndOfFeed { steps } => Kind::EndOfFeedSteps(steps),
+    };
+    proto::WorkReply { kind: Some(kind) }
 }
 
 /// Records a compaction when the journal is due one (no lease outstanding, an epoch closed).
@@ -483,77 +574,20 @@ impl proto::coordinator_server::Coordinator for CoordService {
         &self,
         req: Request<proto::WorkRequest>,
     ) -> Result<Response<proto::WorkReply>, Status> {
-        let r = req.into_inner();
         let now = self.shared.now_ms();
-        let (seq, w) = {
-            let mut g = self.shared.lock();
-            let host = (!r.host.is_empty()).then_some(r.host.as_str());
-            let w =
-                g.m.request_work_after(r.rank, r.incarnation, host, r.known_lease, now)
-                    .map_err(status_of)?;
-            let mut seq = 0;
-            if let Work::Lease(l) = &w {
-                let e = Entry::Grant {
-                    rank: r.rank,
-                    incarnation: r.incarnation,
-                    host: host.map(str::to_string),
-                    known: r.known_lease,
-                    lease: l.lease,
-                    now_ms: now,
-                };
-                seq = g.record(&e).map_err(status_of)?;
-            }
-            flush_log(&mut g, false);
-            (seq, w)
-        };
+        let (seq, w) = self.shared.lock().request_work(&req.into_inner(), now)?;
         self.shared.durable(seq).await?;
-        use proto::work_reply::Kind;
-        let kind = match w {
-            Work::Lease(l) => Kind::Lease(proto::Lease {
-                lease: l.lease,
-                epoch: l.epoch,
-                data_epoch: l.data_epoch,
-                split: l.split,
-                first_row: l.first_row,
-                rows: l.rows,
-                pad: l.pad,
-                shuffle_seed: l.shuffle_seed,
-                order: l.order.as_ref().map(proto::proto_order),
-            }),
-            Work::Wait { retry_ms } => Kind::WaitMs(retry_ms),
-            Work::EndOfFeed { steps } => Kind::EndOfFeedSteps(steps),
-        };
-        Ok(Response::new(proto::WorkReply { kind: Some(kind) }))
+        Ok(Response::new(work_reply(w)))
     }
 
     async fn ack(
         &self,
         req: Request<proto::AckRequest>,
     ) -> Result<Response<proto::AckReply>, Status> {
-        let r = req.into_inner();
         let now = self.shared.now_ms();
         let (seq, epoch) = {
             let mut g = self.shared.lock();
-            let ranges: Vec<(u64, u64)> = if r.ranges.is_empty() {
-                vec![(0, r.rows_acked)]
-            } else {
-                r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
-            };
-            g.m.ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
-                .map_err(status_of)?;
-            let seq = g
-                .record(&Entry::Ack {
-                    rank: r.rank,
-                    incarnation: r.incarnation,
-                    lease: r.lease,
-                    split: r.split,
-                    ranges,
-                    now_ms: now,
-                })
-                .map_err(status_of)?;
-            compact(&mut g, now);
-            flush_log(&mut g, false);
-            (seq, g.m.epoch())
+            (g.ack(&req.into_inner(), now)?, g.m.epoch())
         };
         self.shared.durable(seq).await?;
         Ok(Response::new(proto::AckReply { epoch }))
@@ -606,21 +640,21 @@ impl proto::coordinator_server::Coordinator for CoordService {
         &self,
         req: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatReply>, Status> {
-        let r = req.into_inner();
         let now = self.shared.now_ms();
-        let c = WorkerCounters {
-            rows_read: r.rows_read,
-            rows_decoded: r.rows_decoded,
-            batches_written: r.batches_written,
-            ring_bytes_used: r.ring_bytes_used,
-        };
-        let alive = self
-            .shared
-            .lock()
-            .m
-            .heartbeat(r.rank, r.incarnation, proto::stage_of(r.stage), c, now)
-            .map_err(status_of)?;
+        let alive = self.shared.lock().heartbeat(&req.into_inner(), now)?;
         Ok(Response::new(proto::HeartbeatReply { alive }))
+    }
+
+    type SessionStream = session::Replies;
+
+    async fn session(
+        &self,
+        req: Request<tonic::Streaming<proto::SessionRequest>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        Ok(Response::new(session::serve(
+            self.shared.clone(),
+            req.into_inner(),
+        )))
     }
 
     async fn get_state(
