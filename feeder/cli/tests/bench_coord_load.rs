@@ -1,6 +1,6 @@
-//! `hydrofeed bench coord`'s open-loop gRPC load at a small size: the report holds its fields,
-//! and a rate the machine cannot meet fails loudly. Speed is measured by the benchmark, never
-//! asserted here.
+//! `hydrofeed bench coord`'s open-loop gRPC load at a small size, over unary calls and over
+//! sessions in one command: the report holds its fields for both, and a rate the machine
+//! cannot meet fails loudly. Speed is measured by the benchmark, never asserted here.
 
 use std::process::Command;
 
@@ -12,19 +12,13 @@ fn bench(args: &[&str]) -> std::process::Output {
         .expect("running hydrofeed bench coord")
 }
 
-#[test]
-fn open_loop_report_has_its_fields() {
-    let out = bench(&["--grpc-feeders", "200", "--grpc-secs", "3"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed: {err}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
-    let g = &v["grpc_open_loop"];
-    let run = &g["run"];
-    assert_eq!(run["feeders"], 200);
+/// The fields every run reports, with sane values.
+fn check_run(run: &serde_json::Value, intended: std::ops::RangeInclusive<u64>) {
+    assert_eq!(run["feeders"], 200, "{run}");
     assert_eq!(run["errors"], 0, "{run}");
-    // 200 feeders, 3 calls a second each, from their phase (0 to 1 s) to 3 s.
-    let intended = run["intended_calls"].as_u64().unwrap();
-    assert!((1500..=1700).contains(&intended), "{run}");
+    assert!(run["failure"].is_null(), "{run}");
+    let n = run["intended_messages"].as_u64().unwrap();
+    assert!(intended.contains(&n), "{run}");
     assert!(run["achieved_fraction"].as_f64().unwrap() >= 0.95, "{run}");
     assert!(run["leases"].as_u64().unwrap() > 0, "{run}");
     // Two leases per feeder an epoch: barriers are met within 3 s.
@@ -39,16 +33,51 @@ fn open_loop_report_has_its_fields() {
         );
         assert!(0.0 < p50 && p50 <= p99 && p99 <= p999, "{k}: {l}");
     }
-    for k in ["coordinator_cores", "generator_cores", "calls_per_s"] {
+    for k in [
+        "coordinator_cores",
+        "generator_cores",
+        "messages_per_s",
+        "coordinator_us_per_message",
+        "coordinator_us_per_feeder_s",
+    ] {
         assert!(run[k].as_f64().unwrap() > 0.0, "{k}: {run}");
     }
-    assert!(g["meets_target"].is_boolean());
+}
+
+#[test]
+fn both_protocols_report_their_fields() {
+    let out = bench(&["--grpc-feeders", "200", "--grpc-secs", "3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let g = &v["grpc_open_loop"];
+    assert_eq!(g["protocols"], serde_json::json!(["unary", "session"]));
+    // 200 feeders, 3 calls a second each, from their phase (0 to 1 s) to 3 s.
+    let unary = &g["run"]["unary"];
+    assert_eq!(unary["protocol"], "unary");
+    check_run(unary, 1500..=1700);
+    // One message a second each (500-600), and a second request at each barrier met: at
+    // most one a second more.
+    let session = &g["run"]["session"];
+    assert_eq!(session["protocol"], "session");
+    check_run(session, 500..=1200);
+    // A session message is each feeder's heartbeat, request and (from the second on) ack.
+    let (msgs, acks) = (
+        session["heartbeat_latency"]["n"].as_u64().unwrap(),
+        session["ack_latency"]["n"].as_u64().unwrap(),
+    );
+    assert_eq!(msgs, session["answered_messages"].as_u64().unwrap());
+    assert!(acks < msgs, "{session}");
+    for p in ["unary", "session"] {
+        assert!(g["meets_target"][p].is_boolean(), "{g}");
+    }
     assert!(g["sweep"].as_array().unwrap().is_empty());
+    assert_eq!(v["failures"], serde_json::json!([]));
 }
 
 #[test]
 fn an_impossible_rate_fails_loudly() {
-    // 200 feeders at 2,000 periods a second: 1.2 M calls/s.
+    // 200 feeders at 2,000 periods a second: 400 k session messages/s.
     let out = bench(&[
         "--grpc-feeders",
         "200",
@@ -56,10 +85,19 @@ fn an_impossible_rate_fails_loudly() {
         "2",
         "--grpc-rate-hz",
         "2000",
+        "--protocol",
+        "session",
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "an impossible rate passed: {err}");
-    assert!(err.contains("intended calls/s answered"), "{err}");
+    assert!(err.contains("intended messages/s answered"), "{err}");
     assert!(err.contains("< 95%"), "{err}");
-    assert!(out.stdout.is_empty());
+    // The report is still printed, the run marked failed.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let run = &v["grpc_open_loop"]["run"]["session"];
+    assert!(
+        run["failure"].as_str().unwrap().contains("(session)"),
+        "{run}"
+    );
+    assert_eq!(v["grpc_open_loop"]["meets_target"]["session"], false);
 }

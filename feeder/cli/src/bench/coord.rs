@@ -56,6 +56,11 @@ pub struct Args {
     /// largest count one coordinator core holds at p99 < `--p99-ms`.
     #[arg(long, value_delimiter = ',')]
     pub sweep: Vec<u32>,
+    /// The open-loop feeders' protocol: `unary` (three calls a period) or `session` (one
+    /// stream per feeder, one message a period). Absent: both, alternated at every count, so
+    /// that one command compares them on the same machine at the same time.
+    #[arg(long, value_enum)]
+    pub protocol: Option<super::coord_load::Protocol>,
     /// The lease and ack p99 latency a sweep point must stay under.
     #[arg(long, default_value_t = 50.0)]
     pub p99_ms: f64,
@@ -361,37 +366,72 @@ fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
     }))
 }
 
-/// The open-loop runs (`--grpc-feeders`, then each `--sweep` count) into `v`.
+/// The open-loop runs (`--grpc-feeders`, then each `--sweep` count, each protocol at each
+/// count, their order alternated from one count to the next) into `v`. Fails after the report
+/// is made when a run fell below 95% of its intended messages.
 fn open_loop_report(a: &Args, v: &mut serde_json::Value) -> anyhow::Result<()> {
-    use super::coord_load::{holds, open_loop};
-    let main = open_loop(a.grpc_feeders, a.grpc_rate_hz, a.grpc_secs)?;
+    use super::coord_load::{holds, open_loop, Protocol};
+    let protocols = match a.protocol {
+        Some(p) => vec![p],
+        None => vec![Protocol::Unary, Protocol::Session],
+    };
+    let one_core = |p: &serde_json::Value| {
+        holds(p, a.p99_ms) && p["coordinator_cores"].as_f64().unwrap_or(9.0) <= 1.0
+    };
     let mut points = Vec::new();
-    for &n in &a.sweep {
-        let p = open_loop(n, a.grpc_rate_hz, a.grpc_secs)?;
-        eprintln!(
-            "sweep {n} feeders: coordinator {:.2} cores, lease p99 {} ms, ack p99 {} ms",
-            p["coordinator_cores"].as_f64().unwrap_or(0.0),
-            p["lease_latency"]["p99_ms"],
-            p["ack_latency"]["p99_ms"]
-        );
-        points.push(p);
+    let mut failures = Vec::new();
+    for (i, &n) in std::iter::once(&a.grpc_feeders).chain(&a.sweep).enumerate() {
+        let mut order = protocols.clone();
+        if i % 2 == 1 {
+            order.reverse();
+        }
+        let mut point = serde_json::Map::new();
+        for p in order {
+            let r = open_loop(n, a.grpc_rate_hz, a.grpc_secs, p)?;
+            eprintln!(
+                "{n} feeders, {}: {:.0} of {:.0} messages/s, coordinator {:.2} cores ({:.1} us a \
+                 message), lease p99 {} ms, ack p99 {} ms",
+                p.name(),
+                r["messages_per_s"].as_f64().unwrap_or(0.0),
+                r["intended_messages_per_s"].as_f64().unwrap_or(0.0),
+                r["coordinator_cores"].as_f64().unwrap_or(0.0),
+                r["coordinator_us_per_message"].as_f64().unwrap_or(0.0),
+                r["lease_latency"]["p99_ms"],
+                r["ack_latency"]["p99_ms"]
+            );
+            if let Some(f) = r["failure"].as_str() {
+                failures.push(f.to_string());
+            }
+            point.insert(p.name().into(), r);
+        }
+        points.push(serde_json::Value::Object(point));
     }
-    // The largest measured count held on at most one coordinator core at the target p99.
-    let one_core = std::iter::once(&main)
-        .chain(&points)
-        .filter(|p| holds(p, a.p99_ms) && p["coordinator_cores"].as_f64().unwrap_or(9.0) <= 1.0)
-        .filter_map(|p| p["feeders"].as_u64())
-        .max();
+    let main = points.remove(0);
+    let mut meets = serde_json::Map::new();
+    let mut largest = serde_json::Map::new();
+    for p in &protocols {
+        let name = p.name();
+        meets.insert(name.into(), one_core(&main[name]).into());
+        // The largest measured count held on at most one coordinator core at the target p99.
+        let n = std::iter::once(&main)
+            .chain(&points)
+            .map(|x| &x[name])
+            .filter(|x| one_core(x))
+            .filter_map(|x| x["feeders"].as_u64())
+            .max();
+        largest.insert(name.into(), n.into());
+    }
     v["grpc_open_loop"] = serde_json::json!({
         "note": "coordinator and load generator are separate processes on the same machine and \
                  share its cores; generator_cores says what the load itself cost",
         "p99_target_ms": a.p99_ms,
+        "protocols": protocols.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "run": main,
-        "meets_target": holds(&main, a.p99_ms)
-            && main["coordinator_cores"].as_f64().unwrap_or(9.0) <= 1.0,
+        "meets_target": meets,
         "sweep": points,
-        "largest_feeders_on_one_core_at_p99_target": one_core,
+        "largest_feeders_on_one_core_at_p99_target": largest,
     });
+    v["failures"] = failures.clone().into();
     Ok(())
 }
 
@@ -432,5 +472,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     } else {
         writeln!(o, "{}", serde_json::to_string_pretty(&v)?)?;
     }
+    let failures: Vec<&str> = v["failures"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())
 }
