@@ -45,6 +45,7 @@ TARGETS = {
     "spark_df_vs_ceiling": 0.8,
     "spark_rdd_vs_ceiling": 0.8,
     "spark_rdd_rows_vs_ceiling": 0.8,
+    "spark_rdd_lists_vs_ceiling": 0.8,
     "file_mode_vs_launch": 0.8,
     "serve_vs_pyarrow": 2.0,
     "launch_vs_pyarrow": 2.0,

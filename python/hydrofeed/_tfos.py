@@ -30,6 +30,7 @@ Handed = Callable[[int, bool], None]
 class _Pushed:
     whole: Any  # the pyarrow.RecordBatch as received
     handed: Handed | None
+    objs: list[Any] | None  # the Python rows `whole` stands for (see `Cutter.push`)
     off: int = 0  # rows of it taken out so far
     said: int = 0  # rows of it `handed` was called for (ahead of `off` after `commit`)
 
@@ -38,11 +39,13 @@ class _Pushed:
 class Part:
     """Rows of one schema taken by one cut: ``batch``; where it is a slice of one received
     batch, that batch (``whole``) and the slice's first row (``off``), so numpy columns
-    converted once per received batch can be sliced instead of converted again."""
+    converted once per received batch can be sliced instead of converted again; ``objs``, the
+    Python rows the cut took where batches stood for rows kept as objects."""
 
     batch: Any
     whole: Any = None
     off: int = 0
+    objs: list[Any] | None = None
 
 
 class Cutter:
@@ -59,12 +62,14 @@ class Cutter:
         """Rows received and not handed out."""
         return int(self._r.rows)
 
-    def push(self, batch: Any, handed: Handed | None = None) -> None:
-        """Appends a received ``pyarrow.RecordBatch`` (an empty one is dropped)."""
+    def push(self, batch: Any, handed: Handed | None = None, objs: list[Any] | None = None) -> None:
+        """Appends a received ``pyarrow.RecordBatch`` (an empty one is dropped). ``objs``: the
+        batch stands for these Python rows (one per row of it, a batch without data): the
+        cutter counts and cuts the batch, and each part carries the rows it took."""
         if batch.num_rows == 0:
             return
         self._tag += 1
-        self._pushed[self._tag] = _Pushed(batch, handed)
+        self._pushed[self._tag] = _Pushed(batch, handed, objs)
         self._r.push(batch, self._tag)
 
     def take(self, n: int, glue: bool = True) -> list[Part]:
@@ -86,17 +91,20 @@ class Cutter:
                 break
             batch, tags = cut
             first = None
+            objs: list[Any] | None = None
             for tag, rows in tags:
                 p = self._pushed[tag]
                 first = first or (p, p.off)
+                if p.objs is not None:
+                    objs = (objs or []) + p.objs[p.off : p.off + rows]
                 p.off += rows
                 if p.off >= p.whole.num_rows:
                     del self._pushed[tag]
                 self._say(p, p.off)
             if len(tags) == 1 and first is not None:
-                parts.append(Part(batch, first[0].whole, first[1]))
+                parts.append(Part(batch, first[0].whole, first[1], objs))
             else:
-                parts.append(Part(batch))
+                parts.append(Part(batch, objs=objs))
             got += batch.num_rows
         return parts
 

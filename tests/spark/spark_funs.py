@@ -176,3 +176,27 @@ def tfos_rows(args, ctx):
                 bad.append(repr(row)[:200])
             ids.append(row[0])
     _dump(args, ctx, {"ids": ids, "bad": bad[:5]})
+
+
+def record_rows(args, ctx):
+    """Consumes the feed TFoS-style and keeps every row as it came, pickled to
+    ``rows<executor>.pkl`` (the test compares them with the rows fed, types included)."""
+    import pickle
+
+    feed = ctx.get_data_feed(train_mode=True)
+    rows = []
+    while not feed.should_stop():
+        rows.extend(feed.next_batch(args.get("batch", 32)))
+    with open(os.path.join(args["out"], f"rows{ctx.executor_id}.pkl"), "wb") as f:
+        pickle.dump(rows, f)
+
+
+class Unloadable:
+    """Pickles fine; unpickling it raises (a row the trainer cannot load)."""
+
+    def __reduce__(self):
+        return (_refuse_to_load, ("row 7's payload",))
+
+
+def _refuse_to_load(what):
+    raise ValueError(f"{what} cannot be loaded here")

@@ -60,6 +60,22 @@ def _trainer_rows(args: Any, ctx: Any) -> None:
     _report(args, n, t0, t1)
 
 
+def _trainer_objects(args: Any, ctx: Any) -> None:
+    """TFoS-style consumer of rows whose values are Python objects (lists): takes them as they
+    come, converting nothing (what is measured is the feeding, not the model's input code)."""
+    feed = ctx.get_data_feed()
+    n, t0, t1 = 0, None, None
+    while not feed.should_stop():
+        batch = feed.next_batch(BATCH)
+        if len(batch) == 0:
+            continue
+        t0 = t0 or time.perf_counter()
+        assert isinstance(batch[0][0], list) and len(batch[0][0]) == 784 and isinstance(batch[-1][1], int)
+        n += len(batch)
+        t1 = time.perf_counter()
+    _report(args, n, t0, t1)
+
+
 def _trainer_columns(args: Any, ctx: Any) -> None:
     """hydrofeed consumer with input_mapping: dict of numpy columns per batch."""
     import numpy as np
@@ -435,8 +451,14 @@ def main(argv: list[str] | None = None) -> int:
         rng = np.random.default_rng(i)
         return (rng.random(784, dtype=np.float32), int(i % 10))
 
+    def make_list(i: int) -> tuple[list[float], int]:
+        row, label = make(i)
+        return row.tolist(), label
+
     rdd = sc.range(n, numSlices=a.partitions).map(make).cache()
     assert rdd.count() == n
+    lists = sc.range(n, numSlices=a.partitions).map(make_list).cache()
+    assert lists.count() == n
     df = (
         spark.range(n)
         .repartition(a.partitions)
@@ -455,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         ("hydrofeed_spark_rdd_rows", lambda: _one(sc, "hf", rdd, _trainer_rows, n, a.epochs)),
         ("hydrofeed_spark_rdd", lambda: _one(sc, "hf", rdd, _trainer_columns, n, a.epochs, {"image_col": "a", "label_col": "b"})),
         ("ceiling_rdd_iterate", lambda: _ceiling_rdd(rdd, n, a.epochs)),
+        ("hydrofeed_spark_rdd_lists", lambda: _one(sc, "hf", lists, _trainer_objects, n, a.epochs)),
+        ("ceiling_rdd_lists_iterate", lambda: _ceiling_rdd(lists, n, a.epochs)),
         ("hydrofeed_spark_df", lambda: _one(sc, "hf", df, _trainer_columns, n, a.epochs, cols)),
         ("ceiling_df_mapinarrow", lambda: _ceiling_df(df, n, a.epochs)),
         ("hydrofeed_files", lambda: _one(sc, "hf", files, _trainer_columns, n, a.epochs, cols)),
@@ -498,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         "spark_df_vs_ceiling": ratio("hydrofeed_spark_df", "ceiling_df_mapinarrow"),
         "spark_rdd_vs_ceiling": ratio("hydrofeed_spark_rdd", "ceiling_rdd_iterate"),
         "spark_rdd_rows_vs_ceiling": ratio("hydrofeed_spark_rdd_rows", "ceiling_rdd_iterate"),
+        "spark_rdd_lists_vs_ceiling": ratio("hydrofeed_spark_rdd_lists", "ceiling_rdd_lists_iterate"),
         "file_mode_vs_launch": ratio("hydrofeed_files", "launch_files"),
     }
     notes: dict[str, str] = {
@@ -507,6 +532,9 @@ def main(argv: list[str] | None = None) -> int:
         "file_mode_orc_vs_tfos": "same, the rows written as ORC (pyarrow.orc)",
         "spark_rdd": "RDD of (ndarray, int) rows, trainer takes input_mapping numpy columns",
         "spark_rdd_rows": "same RDD, trainer runs TFoS's row loop (next_batch rows + np.stack)",
+        "spark_rdd_lists": "RDD of (list of 784 floats, int) rows, cached; trainer takes next_batch "
+        "rows as the Python objects they are, converting nothing (TFoS's object path)",
+        "ceiling_rdd_lists_iterate": "ceiling_rdd_iterate over the RDD of spark_rdd_lists",
         "repeat": f"every contender ran {a.repeat} times, alternated (one round runs each once, "
         "every other round in reverse order); results are the best run (runs_rows_per_s: all of "
         "them, in the order they ran). TFoS runs after all the rounds: its feeding tasks import "
@@ -529,7 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         "(both: wall of one Spark job over the cached DataFrame; hydrofeed's also carries the rows "
         "to the trainer, whose start is not included)",
         "spark_rdd_vs_ceiling": "hydrofeed_spark_rdd rows_per_s / ceiling_rdd_iterate rows_per_s "
-        "(spark_rdd_rows_vs_ceiling: the TFoS row loop trainer)",
+        "(spark_rdd_rows_vs_ceiling: the TFoS row loop trainer; spark_rdd_lists_vs_ceiling: "
+        "list-valued rows, taken as objects, against the ceiling over the same RDD)",
         "launch_files": "hydrofeed launch --workers 1 --batch-size 100 --columns image,label on the "
         "same Parquet files, trainer `python -m hydrofeed.bench _worker` (DataFeed.batches(), numpy "
         "image and label per batch); train_s = wall seconds of the whole command: coordinator, "
@@ -548,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         "spark_df_vs_ceiling": ("hydrofeed_spark_df", "ceiling_df_mapinarrow"),
         "spark_rdd_vs_ceiling": ("hydrofeed_spark_rdd", "ceiling_rdd_iterate"),
         "spark_rdd_rows_vs_ceiling": ("hydrofeed_spark_rdd_rows", "ceiling_rdd_iterate"),
+        "spark_rdd_lists_vs_ceiling": ("hydrofeed_spark_rdd_lists", "ceiling_rdd_lists_iterate"),
         "file_mode_vs_launch": ("hydrofeed_files", "launch_files"),
     }
     per_round: dict[str, Any] = {}

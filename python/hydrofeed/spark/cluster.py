@@ -109,8 +109,8 @@ class TFCluster:
         fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "infer", feed_timeout, FEED_BATCH_ROWS)
         if _tasks.is_dataframe(dataRDD):
             batches, schema = _tasks.arrow_batches(dataRDD)
-            return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True))
-        return dataRDD.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False))
+            return batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), _tasks.ARROW))
+        return dataRDD.mapPartitionsWithIndex(lambda i, it: fn(i, it, _tasks.ROWS))
 
     def train_files(
         self,
@@ -196,14 +196,19 @@ class TFCluster:
 
     def _feed_rdd(self, rdd: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "train", feed_timeout, FEED_BATCH_ROWS)
+        form = _tasks.ROWS
+        pickled = _tasks.pickled_source(rdd)
+        if pickled is not None:
+            rdd, batched = pickled
+            form = _tasks.PICKLED_LISTS if batched else _tasks.PICKLED_ROWS
         union = rdd if num_epochs == 1 else self.sc.union([rdd] * num_epochs)
-        self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, it, arrow=False)).count())
+        self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, it, form)).count())
 
     def _feed_df(self, df: Any, num_epochs: int, feed_timeout: float) -> None:
         fn = _tasks.feed_fn(self.cluster_id, self._gang.gen, "train", feed_timeout, FEED_BATCH_ROWS)
         batches, schema = _tasks.arrow_batches(df)
         if num_epochs == 1:
-            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True)).count())
+            self._run_feed_job(lambda: batches.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), _tasks.ARROW)).count())
             return
         # Spark's Arrow encoding of the rows (JVM, per element for array columns) is most of the
         # cost of feeding a DataFrame: encode once, feed the encoded batches num_epochs times.
@@ -212,7 +217,7 @@ class TFCluster:
         batches.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             union = self.sc.union([batches] * num_epochs)
-            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), arrow=True)).count())
+            self._run_feed_job(lambda: union.mapPartitionsWithIndex(lambda i, it: fn(i, _tasks.decode(it, schema), _tasks.ARROW)).count())
         finally:
             batches.unpersist(blocking=False)
 

@@ -154,7 +154,7 @@ class SparkDataFeed(TFoSFeed):
         """Yields dicts of numpy columns (by column name) until end of feed."""
         while not self._stop:
             for p in self._parts(batch_size):
-                rb = p.batch
+                rb = p.batch if p.objs is None else _rows.rows_to_batch(p.objs)
                 yield {
                     name: _rows.column_to_numpy(rb.column(i), rb.schema.field(i))
                     for i, name in enumerate(rb.schema.names)
@@ -167,6 +167,9 @@ class SparkDataFeed(TFoSFeed):
         if self.input_tensors is None:
             out: list[Any] = []
             for p in parts:
+                if p.objs is not None:  # rows that came pickled: the objects themselves
+                    out.extend(p.objs)
+                    continue
                 rb = p.batch
                 objs = _rows.object_columns(rb.schema)
                 need = {i for i in range(rb.num_columns) if i not in objs} if objs else None
@@ -177,6 +180,9 @@ class SparkDataFeed(TFoSFeed):
         mapping = self.input_mapping or {}
         cols: list[dict[str, Any]] = []
         for p in parts:
+            if p.objs is not None:
+                cols.append(_rows.batch_to_columns(_rows.rows_to_batch(p.objs), mapping))
+                continue
             idx = _rows.mapping_indices(p.batch.schema, mapping)
             cols.append(_rows.batch_to_columns(p.batch, mapping, self._columns(p, {j for _, j in idx})))
         return {t: _concat([c[t] for c in cols]) for t in self.input_tensors}
@@ -276,8 +282,8 @@ class SparkDataFeed(TFoSFeed):
                 continue
             if self._fed.first is None:
                 self._fed.first, self._fed.first_rows = time.monotonic(), item.batch.num_rows
-            self._fed.bytes += item.batch.nbytes
-            self._cut.push(item.batch, self._handed_fn(item.conn_id, item.infer))
+            self._fed.bytes += item.nbytes or item.batch.nbytes
+            self._cut.push(item.batch, self._handed_fn(item.conn_id, item.infer), item.objs)
             return GOT
 
     def _handed_fn(self, conn: int, infer: bool) -> Handed:

@@ -24,11 +24,64 @@ import pyarrow as pa
 
 from hydrofeed._deprecated import renamed_keyword
 
-ROW_KIND = b"hf.row"  # schema metadata: tuple | list | scalar | dict | row
+ROW_KIND = b"hf.row"  # schema metadata: tuple | list | scalar | dict | row | pickled | objects
 PICKLED = b"hf.pickled"
 # Field metadata: the column's values were Python objects (``list``, ``tuple``, or ``py`` for
 # numbers, strings, bytes, dicts): the object path gives them back as such, as TFoS does.
 OBJ = b"hf.obj"
+
+
+# Rows forwarded as Spark pickled them (see :func:`pickled_frames`): one binary column, each
+# value one element of the RDD as Spark stores it; ``hf.batched`` says it is a pickled list of
+# rows (Spark's batched serializers), else one pickled row.
+BATCHED = b"hf.batched"
+_FRAME_BYTES = 256 << 10  # pickled bytes per ring frame
+
+
+def pickled_frames(blobs: Iterable[bytes], batched: bool) -> Iterator[pa.RecordBatch]:
+    """A feeding task's frames of an RDD whose elements Spark hands over still pickled
+    (:func:`hydrofeed.spark.tasks.pickled_source`): about 256 KB of them per record batch, each
+    element one binary value, never unpickled here."""
+    field = pa.field("pickled", pa.binary(), metadata={BATCHED: b"1" if batched else b"0"})
+    schema = pa.schema([field], metadata={ROW_KIND: b"pickled"})
+    chunk: list[bytes] = []
+    size = 0
+    for b in blobs:
+        chunk.append(b)
+        size += len(b)
+        if size >= _FRAME_BYTES:
+            yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
+            chunk, size = [], 0
+    if chunk:
+        yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
+
+
+def is_pickled(rb: pa.RecordBatch) -> bool:
+    """Whether ``rb`` is a frame of :func:`pickled_frames`."""
+    return (rb.schema.metadata or {}).get(ROW_KIND) == b"pickled"
+
+
+def unpickle_frame(rb: pa.RecordBatch) -> list[Any]:
+    """The rows of a frame of :func:`pickled_frames`, the objects that were in the RDD."""
+    col = rb.column(0)
+    batched = (rb.schema.field(0).metadata or {}).get(BATCHED) == b"1"
+    out: list[Any] = []
+    for i in range(len(col)):
+        obj = pickle.loads(col[i].as_buffer())
+        if batched:
+            out.extend(obj)
+        else:
+            out.append(obj)
+    return out
+
+
+OBJECTS_SCHEMA = pa.schema([pa.field("rows", pa.null())], metadata={ROW_KIND: b"objects"})
+
+
+def objects_batch(n: int) -> pa.RecordBatch:
+    """A record batch of ``n`` rows and no data, standing for ``n`` Python rows held beside
+    it: what the trainer's cutter counts and cuts while the rows themselves stay objects."""
+    return pa.RecordBatch.from_arrays([pa.nulls(n)], schema=OBJECTS_SCHEMA)
 
 
 def _obj_kind(values: list[Any]) -> str | None:

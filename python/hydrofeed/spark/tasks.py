@@ -58,6 +58,35 @@ def arrow_batches(df: Any) -> tuple[Any, Any]:
     return RDD(jrdd, df.sparkSession.sparkContext, NoOpSerializer()), schema
 
 
+def pickled_source(rdd: Any) -> tuple[Any, bool] | None:
+    """``rdd``'s elements as Spark holds them, still pickled, when reading them runs no Python
+    code (the RDD is cached or checkpointed, or made by Spark from pickled data, e.g.
+    ``parallelize``) and Spark pickled them with its own pickle serializers: (an RDD of the
+    pickled elements, whether each is a list of rows). None otherwise: the rows are fed as
+    they come out of ``rdd``'s Python functions.
+
+    Forwarded as they are, the rows are unpickled once, in the trainer, into exactly the
+    objects that were in the RDD; the feeding task never unpickles or converts them, which is
+    most of what feeding an RDD costs (``benches/README.md``, Spark)."""
+    from pyspark import serializers as ser_
+    from pyspark.serializers import AutoBatchedSerializer, BatchedSerializer, NoOpSerializer
+
+    try:
+        from pyspark.core.rdd import RDD, PipelinedRDD
+    except ImportError:  # pyspark 3.x
+        from pyspark.rdd import RDD, PipelinedRDD  # type: ignore[no-redef]
+    # Spark's pickle serializers (their names across versions): data plain pickle.loads reads.
+    pickles = {getattr(ser_, n, None) for n in ("CloudPickleSerializer", "CPickleSerializer", "PickleSerializer")}
+    if isinstance(rdd, PipelinedRDD) and not (rdd.is_cached or rdd.is_checkpointed):
+        return None  # its rows come out of Python functions: fed as they come, in one process
+    ser = rdd._jrdd_deserializer
+    batched = isinstance(ser, (AutoBatchedSerializer, BatchedSerializer))
+    inner = ser.serializer if batched else ser
+    if type(inner) not in pickles:
+        return None  # text, pairs, Arrow...: Spark's own encodings, read by PySpark
+    return RDD(rdd._jrdd, rdd.ctx, NoOpSerializer()), batched
+
+
 def decode(it: Any, schema: Any) -> Any:
     """(record batch, its IPC message as Spark wrote it): the message is forwarded as it is."""
     import pyarrow as pa
@@ -67,11 +96,18 @@ def decode(it: Any, schema: Any) -> Any:
         yield pa.ipc.read_record_batch(buf, schema), buf
 
 
-def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
-    """The function a feeding task runs on one partition: returns ``[rows]`` (train) or the
-    results (infer)."""
+#: What a feeding task's iterator yields: (record batch, its IPC message) pairs of a DataFrame
+#: (:func:`decode`), Python rows, or Spark's pickled elements (:func:`pickled_source`): lists
+#: of rows, or single rows.
+ARROW, ROWS, PICKLED_LISTS, PICKLED_ROWS = "arrow", "rows", "pickled-lists", "pickled-rows"
 
-    def feed(index: int, it: Any, arrow: bool) -> list[Any]:
+
+def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
+    """The function a feeding task runs on one partition (its elements of the kind ``form``
+    says): returns ``[rows]`` (train; pickled elements are counted as elements) or the results
+    (infer)."""
+
+    def feed(index: int, it: Any, form: str) -> list[Any]:
         from hydrofeed.spark import rows as _rows
         from hydrofeed.spark.transport import open_channel
 
@@ -91,7 +127,12 @@ def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_siz
                 for _ in it:
                     pass
                 return [0] if mode == "train" else []
-            batches = it if arrow else ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
+            if form == ARROW:
+                batches = it
+            elif form == ROWS:
+                batches = ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
+            else:
+                batches = ((rb, None) for rb in _rows.pickled_frames(it, form == PICKLED_LISTS))
             sent = 0
             for rb, ipc in batches:
                 if rb.num_rows:

@@ -39,6 +39,7 @@ from typing import Any
 import pyarrow as pa
 
 from hydrofeed import _native
+from hydrofeed.spark import rows as _rows
 from hydrofeed.exceptions import FeedTimeoutError, HydrofeedError, PeerLostError
 
 # Defined in hydrofeed.exceptions; still importable from here.
@@ -107,6 +108,10 @@ class Item:
     batch: pa.RecordBatch | None = None
     message: str = ""
     infer: bool = False  # rows of an inference partition: each needs a result
+    # Rows that came pickled (``rows.pickled_frames``), unpickled: ``batch`` is then their
+    # ``rows.objects_batch``; ``nbytes`` the pickled size.
+    objs: list[Any] | None = None
+    nbytes: int = 0
 
 
 @dataclass
@@ -363,13 +368,20 @@ class Hub:
                         self._finish(conn_id, c)
                     return
                 rb: pa.RecordBatch = got
+                item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)
+                if _rows.is_pickled(rb):  # unpickled here, the ring slot let go at once
+                    try:
+                        item.objs = _rows.unpickle_frame(rb)
+                    except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
+                        raise ValueError(f"unpickling the rows of partition {partition}: {type(e).__name__}: {e}") from e
+                    item.batch = rb = _rows.objects_batch(len(item.objs))
                 with c.lock:
                     c.received += rb.num_rows
                 if self._terminating.is_set() and mode == "train":
                     with c.lock:
                         c.consumed += rb.num_rows
                     continue
-                if not self._put(Item("batch", conn_id, rb, infer=mode == "infer")):
+                if not self._put(item):
                     with c.lock:
                         c.consumed += rb.num_rows
         except BaseException:
