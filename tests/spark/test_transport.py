@@ -571,3 +571,24 @@ def test_a_batch_across_partitions_typed_apart_keeps_each_partitions_types():
     assert [type(r[1]) for r in second] == [int, float, float, float]
     assert hub.acks == {1: 5, 2: 3}
     assert feed.next_batch(4) == [] and feed.should_stop()
+
+
+@pytest.mark.parametrize("mapping", [None, {"_0": "x"}])
+def test_feeding_tasks_are_told_whether_the_trainer_takes_objects_or_columns(hub, mapping):
+    """Rows Spark holds pickled are forwarded as they are to a feed that takes rows as objects,
+    and sent as Arrow columns to one with ``input_mapping`` (or ``batches()``): the hub's
+    welcome says which."""
+    feed = SparkDataFeed(hub, input_mapping=mapping)
+    ch = open_channel(hub.path, "train", 0)
+    try:
+        assert ch.objects is (mapping is None)
+    finally:
+        ch.close()
+    if mapping is None:
+        hub.end_of_feed()
+        assert list(feed.batches(10)) == []  # the fast path takes numpy columns
+        ch = open_channel(hub.path, "train", 1)
+        try:
+            assert ch.objects is False
+        finally:
+            ch.close()

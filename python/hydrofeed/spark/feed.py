@@ -66,6 +66,8 @@ class SparkDataFeed(TFoSFeed):
                 "of a cluster started with input_mode=InputMode.SPARK"
             )
         self._hub = hub
+        # Rows as objects, or numpy columns: feeding tasks send what this feed takes.
+        hub.wants_objects = input_mapping is None
         self.train_mode = train_mode
         self.input_mapping = input_mapping
         self.input_tensors = [t for _, t in sorted(input_mapping.items())] if input_mapping else None
@@ -152,6 +154,7 @@ class SparkDataFeed(TFoSFeed):
     # -- fast path
     def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
         """Yields dicts of numpy columns (by column name) until end of feed."""
+        self._hub.wants_objects = False
         while not self._stop:
             for p in self._parts(batch_size):
                 rb = p.batch if p.objs is None else _rows.rows_to_batch(p.objs)

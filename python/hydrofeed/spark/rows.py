@@ -56,6 +56,16 @@ def pickled_frames(blobs: Iterable[bytes], batched: bool) -> Iterator[pa.RecordB
         yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
 
 
+def unpickled(blobs: Iterable[bytes], batched: bool) -> Iterator[Any]:
+    """The rows of Spark's pickled elements (lists of rows where ``batched``)."""
+    for b in blobs:
+        obj = pickle.loads(b)
+        if batched:
+            yield from obj
+        else:
+            yield obj
+
+
 def is_pickled(rb: pa.RecordBatch) -> bool:
     """Whether ``rb`` is a frame of :func:`pickled_frames`."""
     return (rb.schema.metadata or {}).get(ROW_KIND) == b"pickled"

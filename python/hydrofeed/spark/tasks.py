@@ -131,8 +131,11 @@ def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_siz
                 batches = it
             elif form == ROWS:
                 batches = ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
-            else:
+            elif ch.objects:  # the trainer takes rows as objects: forwarded as they are
                 batches = ((rb, None) for rb in _rows.pickled_frames(it, form == PICKLED_LISTS))
+            else:  # it takes numpy columns: the rows go as Arrow, converted here
+                rows = _rows.unpickled(it, form == PICKLED_LISTS)
+                batches = ((rb, None) for rb in _rows.batches_from_rows(rows, batch_size))
             sent = 0
             for rb, ipc in batches:
                 if rb.num_rows:

@@ -49,7 +49,10 @@ logger = logging.getLogger(__name__)
 
 # Socket frame kinds.
 HELLO = 1  # feeder -> hub: JSON {"mode": "train"|"infer"|"control", "partition": int}
-WELCOME = 2  # hub -> feeder: JSON {"rank": int, "state": "running"|"terminating"}; the ring follows
+# hub -> feeder: JSON {"rank": int, "state": "running"|"terminating", "objects": bool}; the ring
+# follows. "objects": the trainer takes rows as objects (no ``input_mapping``), so rows Spark
+# holds pickled come as they are; else the feeding task sends them as Arrow columns.
+WELCOME = 2
 ACK = 6  # hub -> control connection: JSON {} the command was taken
 ERROR = 8  # hub -> feeder: JSON {"error": str}, before a ring exists
 EOF = 9  # control -> hub: end of feed (no more partitions will come)
@@ -152,6 +155,9 @@ class Hub:
         self.eof_received = threading.Event()
         self._srv: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        #: What the trainer's feed takes rows as, told to every feeding task that connects:
+        #: objects (TFoS's rows), or numpy columns (``input_mapping``, ``batches()``).
+        self.wants_objects = True
 
     # -- lifecycle
     def start(self) -> None:
@@ -312,7 +318,7 @@ class Hub:
                 if self._terminating.is_set() and mode == "infer":
                     raise TransportError("its map_fun called terminate() or returned: it cannot answer inference rows")
                 state = "terminating" if self._terminating.is_set() and mode == "train" else "running"
-                send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state}))
+                send_frame(sock, WELCOME, _json({"rank": self.rank, "state": state, "objects": self.wants_objects}))
                 sock.setblocking(True)  # the ring's control channel is a blocking socket
                 ring = self._take_ring(sock)
                 if ring is None:
@@ -421,6 +427,7 @@ class Channel:
             info = json.loads(payload)
             self.rank: int = info["rank"]
             self.terminating: bool = info["state"] == "terminating"
+            self.objects: bool = info.get("objects", True)
             sock.setblocking(True)  # the ring's control channel is a blocking socket
             self._ring = _native.RingWriter(sock.fileno())
         except (OSError, PeerLostError, FeedTimeoutError) as e:
