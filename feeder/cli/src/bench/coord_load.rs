@@ -294,11 +294,34 @@ impl Tally {
     }
 }
 
+/// A feeder's way to the coordinator.
+enum Link {
+    Unary(Client),
+    Session(Box<Session>),
+}
+
+/// An open session: the messages' sender and the replies (the client keeps the connection).
+struct Session {
+    tx: tokio::sync::mpsc::Sender<proto::SessionRequest>,
+    replies: tonic::Streaming<proto::SessionReply>,
+    _client: Client,
+}
+
+async fn open_session(mut c: Client) -> Result<Link, tonic::Status> {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let replies = c.session(ReceiverStream::new(rx)).await?.into_inner();
+    Ok(Link::Session(Box::new(Session {
+        tx,
+        replies,
+        _client: c,
+    })))
+}
+
 /// One feeder's open loop over its session from `t0` to `end`: at each period's start one
 /// message (the ack of the lease held, a request), and half a period later a second request
 /// when the first was answered with a wait.
 async fn session_feeder(
-    mut c: Client,
+    s: Session,
     r: u32,
     inc: u64,
     t0: Instant,
@@ -307,14 +330,11 @@ async fn session_feeder(
     grace: Instant,
 ) -> Tally {
     let mut t = Tally::default();
-    let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let mut replies = match c.session(ReceiverStream::new(rx)).await {
-        Ok(s) => s.into_inner(),
-        Err(s) => {
-            t.count(Err(format!("opening the session: {s}")), r, grace);
-            return t;
-        }
-    };
+    let Session {
+        tx,
+        mut replies,
+        _client,
+    } = s;
     let mut held: Option<(u64, u32, u64)> = None;
     let mut extra: Option<Instant> = None;
     let mut k: u32 = 0;
@@ -421,6 +441,7 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
     let mut joins = tokio::task::JoinSet::new();
     for r in 0..a.feeders {
         let (addr, auth, sem) = (addr.clone(), auth.clone(), sem.clone());
+        let protocol = a.protocol;
         joins.spawn(async move {
             let (mut c, reg) = {
                 let _p = sem.acquire().await;
@@ -429,7 +450,14 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
                 (c, reg)
             };
             wait_cluster(&mut c, r).await?;
-            anyhow::Ok((r, c, reg))
+            // A session opens before the measured window, as a feeder's opens once.
+            let link = match protocol {
+                Protocol::Unary => Link::Unary(c),
+                Protocol::Session => open_session(c)
+                    .await
+                    .with_context(|| format!("rank {r} opening its session"))?,
+            };
+            anyhow::Ok((r, link, reg))
         });
     }
     let mut ready = Vec::with_capacity(a.feeders as usize);
@@ -444,12 +472,12 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
     let grace = end + Duration::from_secs(1);
     let n = f64::from(a.feeders);
     let mut tasks = tokio::task::JoinSet::new();
-    for (r, c, inc) in ready {
+    for (r, link, inc) in ready {
         // Phases spread the feeders evenly over one period.
         let t0 = start + period.mul_f64(f64::from(r) / n);
-        match a.protocol {
-            Protocol::Unary => tasks.spawn(unary_feeder(c, r, inc, t0, period, end, grace)),
-            Protocol::Session => tasks.spawn(session_feeder(c, r, inc, t0, period, end, grace)),
+        match link {
+            Link::Unary(c) => tasks.spawn(unary_feeder(c, r, inc, t0, period, end, grace)),
+            Link::Session(s) => tasks.spawn(session_feeder(*s, r, inc, t0, period, end, grace)),
         };
     }
     tokio::time::sleep_until(start).await;

@@ -6,40 +6,71 @@
 //! was checked by the interceptor when the stream opened. A stream that ends or breaks is
 //! the feeder's last heartbeat: nothing is reclaimed here, the dead-after rule does it.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::tokio_stream::Stream;
 use tonic::{Status, Streaming};
 
 use super::{work_reply, Inner, Shared};
 use crate::proto;
 
-/// The replies of one session, in the order of its messages.
-pub type Replies = ReceiverStream<Result<proto::SessionReply, Status>>;
+/// The next message's answer, with the stream to read the one after from (`None`: the
+/// feeder's stream ended or broke).
+type Step = Pin<Box<dyn Future<Output = Option<(proto::SessionReply, Inbound)>> + Send>>;
+type Inbound = Streaming<proto::SessionRequest>;
 
-/// Replies not yet taken by the connection before the session stops reading messages.
-const IN_FLIGHT: usize = 4;
+/// The replies of one session, in the order of its messages: each is made when the
+/// connection asks for the next one, in the task that sends it (no task or channel of its
+/// own, so a message costs no more wakeups than its frames).
+pub struct Replies {
+    sh: Arc<Shared>,
+    step: Option<Step>,
+}
 
-/// Serves one session: a task reads its messages one at a time and answers each.
-pub(super) fn serve(sh: Arc<Shared>, mut inbound: Streaming<proto::SessionRequest>) -> Replies {
-    let (tx, rx) = tokio::sync::mpsc::channel(IN_FLIGHT);
-    tokio::spawn(async move {
-        loop {
-            let msg = match inbound.message().await {
-                Ok(Some(m)) => m,
-                Ok(None) => break,
-                Err(s) => {
-                    tracing::debug!("a feeder's session broke: {s}");
-                    break;
-                }
-            };
-            let reply = answer(&sh, &msg).await;
-            if tx.send(Ok(reply)).await.is_err() {
-                break;
+/// Serves one session.
+pub(super) fn serve(sh: Arc<Shared>, inbound: Inbound) -> Replies {
+    Replies {
+        step: Some(step(sh.clone(), inbound)),
+        sh,
+    }
+}
+
+fn step(sh: Arc<Shared>, mut inbound: Inbound) -> Step {
+    Box::pin(async move {
+        let msg = match inbound.message().await {
+            Ok(Some(m)) => m,
+            Ok(None) => return None,
+            Err(s) => {
+                tracing::debug!("a feeder's session broke: {s}");
+                return None;
+            }
+        };
+        Some((answer(&sh, &msg).await, inbound))
+    })
+}
+
+impl Stream for Replies {
+    type Item = Result<proto::SessionReply, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(f) = self.step.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match f.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                self.step = None;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some((reply, inbound))) => {
+                self.step = Some(step(self.sh.clone(), inbound));
+                Poll::Ready(Some(Ok(reply)))
             }
         }
-    });
-    ReceiverStream::new(rx)
+    }
 }
 
 /// Applies one message and waits until what it recorded is durable.
