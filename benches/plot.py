@@ -53,6 +53,9 @@ TARGETS = {
     "ring_h2d_vs_pinned": 0.8,
     "ring_h2d_vs_pageable": 1.5,
     "feed_vs_dataloader_pinned": 1.0,
+    "images_per_core_vs_tfdata": 1.5,
+    "images_per_core_vs_dali": 1.5,
+    "images_per_core_vs_torch": 1.5,
 }
 
 
@@ -68,12 +71,14 @@ def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
     # The top level, the order runs, the peers side by side and the GPU run on an H200 node
     # (the other folders hold before/after pairs of one change, or earlier runs).
-    extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json"]
+    extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json", "images/images.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.
         tag = " [H200]" if data.get("benchmark") == "gpu" else ""
+        prefix = "images_" if data.get("benchmark") == "images" else ""
         for name, value in (data.get("ratios") or {}).items():
+            name = prefix + name
             # The best passes only (medians and the all-cores decode runs are in the tables).
             if name.endswith(("_median", "_all_cores")):
                 continue

@@ -36,6 +36,22 @@ from typing import Any, Callable
 BATCH = 100
 
 
+def _consume(args: Any, feed: Any, take: Callable[[Any], int]) -> None:
+    """Runs TFoS's loop over ``feed`` until it stops; ``take(batch)`` uses a batch and says how
+    many rows it had (0: empty). Reports the rows and the seconds from first batch to last."""
+    n, t0, t1 = 0, None, None
+    while not feed.should_stop():
+        batch = feed.next_batch(BATCH)
+        t = time.perf_counter()
+        k = take(batch)
+        if k == 0:
+            continue
+        t0 = t0 or t
+        n += k
+        t1 = time.perf_counter()
+    _report(args, n, t0, t1)
+
+
 def _trainer_rows(args: Any, ctx: Any) -> None:
     """TFoS-style consumer: rows -> np.stack (works with TFoS and hydrofeed)."""
     import numpy as np
@@ -46,53 +62,42 @@ def _trainer_rows(args: Any, ctx: Any) -> None:
         feed = TFNode.DataFeed(ctx.mgr)
     else:
         feed = ctx.get_data_feed()
-    n, t0, t1 = 0, None, None
-    while not feed.should_stop():
-        batch = feed.next_batch(BATCH)
+
+    def take(batch: Any) -> int:
         if len(batch) == 0:
-            continue
-        t0 = t0 or time.perf_counter()
+            return 0
         x = np.stack([r[0] for r in batch]).astype(np.float32, copy=False)
         y = np.asarray([r[1] for r in batch], dtype=np.int64)
         assert x.shape == (len(batch), 784) and y.shape == (len(batch),)
-        n += len(batch)
-        t1 = time.perf_counter()
-    _report(args, n, t0, t1)
+        return len(batch)
+
+    _consume(args, feed, take)
 
 
 def _trainer_objects(args: Any, ctx: Any) -> None:
     """TFoS-style consumer of rows whose values are Python objects (lists): takes them as they
     come, converting nothing (what is measured is the feeding, not the model's input code)."""
-    feed = ctx.get_data_feed()
-    n, t0, t1 = 0, None, None
-    while not feed.should_stop():
-        batch = feed.next_batch(BATCH)
-        if len(batch) == 0:
-            continue
-        t0 = t0 or time.perf_counter()
-        assert isinstance(batch[0][0], list) and len(batch[0][0]) == 784 and isinstance(batch[-1][1], int)
-        n += len(batch)
-        t1 = time.perf_counter()
-    _report(args, n, t0, t1)
+
+    def take(batch: Any) -> int:
+        if len(batch):
+            assert isinstance(batch[0][0], list) and len(batch[0][0]) == 784 and isinstance(batch[-1][1], int)
+        return len(batch)
+
+    _consume(args, ctx.get_data_feed(), take)
 
 
 def _trainer_columns(args: Any, ctx: Any) -> None:
     """hydrofeed consumer with input_mapping: dict of numpy columns per batch."""
     import numpy as np
 
-    feed = ctx.get_data_feed(input_mapping={args["image_col"]: "x", args["label_col"]: "y"})
-    n, t0, t1 = 0, None, None
-    while not feed.should_stop():
-        cols = feed.next_batch(BATCH)
+    def take(cols: Any) -> int:
         k = len(cols["y"])
-        if k == 0:
-            continue
-        t0 = t0 or time.perf_counter()
-        x, y = np.asarray(cols["x"], dtype=np.float32), np.asarray(cols["y"], dtype=np.int64)
-        assert x.shape == (k, 784) and y.shape == (k,)
-        n += k
-        t1 = time.perf_counter()
-    _report(args, n, t0, t1)
+        if k:
+            x, y = np.asarray(cols["x"], dtype=np.float32), np.asarray(cols["y"], dtype=np.int64)
+            assert x.shape == (k, 784) and y.shape == (k,)
+        return k
+
+    _consume(args, ctx.get_data_feed(input_mapping={args["image_col"]: "x", args["label_col"]: "y"}), take)
 
 
 def _report(args: Any, n: int, t0: float | None, t1: float | None) -> None:
