@@ -61,7 +61,7 @@ def test_rows_arrive_as_the_objects_fed_exactly_once(sc, tmp_path, cached):
     (converted to Arrow and back). Both give every row, twice over 2 epochs, as it was fed,
     from very uneven partitions."""
     n = 1200
-    rdd = sc.parallelize(range(n), 1).union(sc.parallelize(range(n, n + 60), 3)).map(lambda i: (i, _payload(i)))
+    rdd = sc.parallelize(range(n), 1).union(sc.parallelize(range(n, n + 60), 3)).map(lambda i: (i, _payload(i), "row"))
     if cached:
         rdd = rdd.cache()
     assert (tasks.pickled_source(rdd) is not None) is cached
@@ -74,14 +74,14 @@ def test_rows_arrive_as_the_objects_fed_exactly_once(sc, tmp_path, cached):
             rows.extend(pickle.load(f))
     counts = collections.Counter(row[0] for row in rows)
     assert set(counts) == set(range(n + 60)) and set(counts.values()) == {2}
-    bad = [row for row in rows if not (type(row) is tuple and _same(_payload(row[0]), row[1]))]
+    bad = [row for row in rows if not (type(row) is tuple and _same(_payload(row[0]), row[1]) and row[2] == "row")]
     assert not bad, bad[:3]
     if cached:
         rdd.unpersist()
 
 
 def test_a_row_the_trainer_cannot_unpickle_fails_the_feed_naming_it(sc, tmp_path):
-    rdd = sc.parallelize(range(40), 2).map(lambda i: (i, spark_funs.Unloadable() if i == 7 else i)).cache()
+    rdd = sc.parallelize(range(40), 2).map(lambda i: (i, spark_funs.Unloadable() if i == 7 else str(i))).cache()
     cluster = TFCluster.run(sc, spark_funs.record_rows, {"out": str(tmp_path)}, 2, input_mode=InputMode.SPARK)
     try:
         with pytest.raises(Exception, match=r"unpickling the rows of partition \d: ValueError: row 7's payload cannot be loaded here"):
@@ -89,3 +89,21 @@ def test_a_row_the_trainer_cannot_unpickle_fails_the_feed_naming_it(sc, tmp_path
     finally:
         cluster.shutdown()
         rdd.unpersist()
+
+
+@pytest.mark.parametrize("objects", [True, False])
+def test_pickled_rows_go_as_they_are_only_where_arrow_would_cost_more(objects):
+    """Rows of numbers and numpy arrays are sent as Arrow columns (converted in the feeding
+    task, spread over Spark's slots); rows holding Python objects are forwarded pickled, to a
+    trainer that takes objects."""
+    from hydrofeed.spark import rows
+
+    numeric = [(i, np.full(4, i, np.float32), float(i)) for i in range(10)]
+    objs = [(i, [float(i)] * 4, f"r{i}") for i in range(10)]
+    for data, forwarded in ((numeric, False), (objs, objects)):
+        blobs = [pickle.dumps(data[:6]), pickle.dumps(data[6:])]
+        frames = [rb for rb, _ in tasks._pickled_batches(iter(blobs), True, objects, 4)]
+        assert all(rows.is_pickled(rb) for rb in frames) is forwarded
+        got = [r for rb in frames for r in (rows.unpickle_frame(rb) if forwarded else rows.batch_to_rows(rb))]
+        assert len(got) == 10 and [r[0] for r in got] == list(range(10))
+    assert list(tasks._pickled_batches(iter([]), True, objects, 4)) == []

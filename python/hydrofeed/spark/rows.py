@@ -66,6 +66,21 @@ def unpickled(blobs: Iterable[bytes], batched: bool) -> Iterator[Any]:
             yield obj
 
 
+def numeric_row(row: Any) -> bool:
+    """Whether a row's values are all numpy arrays or scalars, numbers or None: rows Arrow
+    carries as cheaply as pickle does, so converting them in the feeding task keeps that work
+    spread over Spark's task slots. Rows holding lists, strings, dicts or other objects are
+    cheaper forwarded pickled: turning Python objects into Arrow and back costs more than
+    unpickling them once."""
+    if isinstance(row, dict):
+        values: Iterable[Any] = row.values()
+    elif isinstance(row, (tuple, list)):
+        values = row
+    else:
+        values = (row,)
+    return all(v is None or isinstance(v, (np.ndarray, np.generic, int, float)) for v in values)
+
+
 def is_pickled(rb: pa.RecordBatch) -> bool:
     """Whether ``rb`` is a frame of :func:`pickled_frames`."""
     return (rb.schema.metadata or {}).get(ROW_KIND) == b"pickled"

@@ -7,6 +7,7 @@ as the Arrow record batches Spark encodes itself (:func:`arrow_batches`, :func:`
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from typing import Any, Callable
 
@@ -102,6 +103,25 @@ def decode(it: Any, schema: Any) -> Any:
 ARROW, ROWS, PICKLED_LISTS, PICKLED_ROWS = "arrow", "rows", "pickled-lists", "pickled-rows"
 
 
+def _pickled_batches(it: Any, batched: bool, objects: bool, batch_size: int) -> Any:
+    """A partition of Spark's pickled elements as (record batch, None) pairs: forwarded as they
+    are where the trainer takes rows as objects and they hold more than numbers and numpy
+    arrays (:func:`hydrofeed.spark.rows.numeric_row`, judged on the first row); otherwise
+    unpickled here and sent as Arrow columns."""
+    from hydrofeed.spark import rows as _rows
+
+    first = next(it, None)
+    if first is None:
+        return iter(())
+    head = list(_rows.unpickled([first], batched))
+    if objects and head and not _rows.numeric_row(head[0]):
+        frames = _rows.pickled_frames(itertools.chain([first], it), batched)
+    else:
+        rows = itertools.chain(head, _rows.unpickled(it, batched))
+        frames = _rows.batches_from_rows(rows, batch_size)
+    return ((rb, None) for rb in frames)
+
+
 def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_size: int) -> Callable[..., list[Any]]:
     """The function a feeding task runs on one partition (its elements of the kind ``form``
     says): returns ``[rows]`` (train; pickled elements are counted as elements) or the results
@@ -131,11 +151,8 @@ def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_siz
                 batches = it
             elif form == ROWS:
                 batches = ((rb, None) for rb in _rows.batches_from_rows(it, batch_size))
-            elif ch.objects:  # the trainer takes rows as objects: forwarded as they are
-                batches = ((rb, None) for rb in _rows.pickled_frames(it, form == PICKLED_LISTS))
-            else:  # it takes numpy columns: the rows go as Arrow, converted here
-                rows = _rows.unpickled(it, form == PICKLED_LISTS)
-                batches = ((rb, None) for rb in _rows.batches_from_rows(rows, batch_size))
+            else:
+                batches = _pickled_batches(it, form == PICKLED_LISTS, ch.objects, batch_size)
             sent = 0
             for rb, ipc in batches:
                 if rb.num_rows:
