@@ -200,3 +200,64 @@ def test_node_killed_mid_epoch_is_named_and_the_group_restarts_exactly_once(
     assert TOTAL - len(ids) < NODES * BATCH
     st = json.loads(state.read_text())
     assert st["epochs"] == 1
+
+
+def make_ca(d: Path, name: str) -> Path:
+    """The job's CA as a scheduler would mount it (`ca.crt`, `ca.key`), made with openssl."""
+    import shutil
+
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make the test's CA (Debian: apt-get install openssl)"
+    d.mkdir()
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"), "-days", "2", "-subj", f"/CN={name}",
+         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,digitalSignature"],
+        check=True, capture_output=True, timeout=30,
+    )
+    return d
+
+
+def test_three_nodes_under_mutual_tls_with_the_jobs_ca(net: Net, hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    """`--tls mutual --tls-ca-dir`: each node signs its own certificates with the job's CA; the
+    coordinator refuses any client without one, so a job that ends well crossed nodes under TLS."""
+    ca = make_ca(tmp_path / "ca", "hydrofeed test job CA")
+    port = net.port()
+    tls = ("--tls", "mutual", "--tls-ca-dir", str(ca))
+    nodes = [start_node(net, hf_bin, data7, tmp_path, r, port, *tls) for r in range(NODES)]
+    ends = [finish(p) for p in nodes]
+    for r, (rc, err) in enumerate(ends):
+        assert rc == 0, f"node {r}: {err[-3000:]}"
+    ids = [i for s in steps(tmp_path) for i in s["ids"]]
+    assert len(ids) == len(set(ids)) and TOTAL - len(ids) < NODES * BATCH
+
+
+def test_a_node_with_another_ca_is_refused_and_named(net: Net, hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    ca = make_ca(tmp_path / "ca", "hydrofeed test job CA")
+    other = make_ca(tmp_path / "other", "some other CA")
+    port = net.port()
+    nodes = [start_node(net, hf_bin, data7, tmp_path, r, port, "--tls", "mutual", "--tls-ca-dir",
+                        str(ca if r < 2 else other), join=6) for r in range(NODES)]
+    ends = [finish(p) for p in nodes]
+    assert ends[0][0] != 0 and "node 2 (ranks [2])" in ends[0][1], ends[0][1][-3000:]
+    rc2, err2 = ends[2]
+    assert rc2 != 0 and "node 0's coordinator" in err2, err2[-3000:]
+
+
+def test_tls_across_nodes_without_the_jobs_ca_is_refused(hf_bin: str, data7: Path) -> None:
+    p = subprocess.run(
+        [hf_bin, "launch", "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:1",
+         "--workers", "1", "--input", str(data7), "--batch-size", "8", "--tls", "--", "true"],
+        capture_output=True, text=True, timeout=30, env=dict(os.environ, HYDROFEED_TOKEN="t" * 32),
+    )
+    assert p.returncode != 0 and "--tls across nodes needs --tls-ca-dir" in p.stderr, p.stderr
+
+
+def test_errors_across_nodes_read_as_one_sentence(hf_bin: str, data7: Path) -> None:
+    p = subprocess.run(
+        [hf_bin, "launch", "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:1",
+         "--workers", "1", "--input", str(data7), "--", "true"],
+        capture_output=True, text=True, timeout=30, env=dict(os.environ, HYDROFEED_TOKEN="t" * 32),
+    )
+    assert p.returncode != 0
+    assert "the trainers of every node cannot agree on one" in p.stderr, p.stderr

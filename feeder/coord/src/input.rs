@@ -322,7 +322,8 @@ pub fn resume_over(state: &State, now: &InputFingerprint, allow_changed: bool) -
             None => "no filter".to_string(),
         };
         return Err(Error::Coordinator(format!(
-            "the state was saved reading with {}, this run reads with {}: its positions count              the rows that pass the saved one; resume with the same filter",
+            "the state was saved reading with {}, this run reads with {}: its positions count \
+             the rows that pass the saved one; resume with the same filter",
             show(saved.filter()),
             show(now.filter())
         )));

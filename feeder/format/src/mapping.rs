@@ -178,7 +178,8 @@ impl NameMapping {
                     return Err(Error::Schema {
                         path: path.to_string(),
                         detail: format!(
-                            "the data file carries no field ids and the table's column {:?}                              is nested: the name mapping of nested fields is not read yet",
+                            "the data file carries no field ids and the table's column {:?} \
+                             is nested: the name mapping of nested fields is not read yet",
                             c.name
                         ),
                     });

@@ -4,6 +4,11 @@
 //! other certificates and keys are written 0600 into the job's private directory (0700), which
 //! `launch` removes at the end with the trainers' sockets. The CA's key is never written: once
 //! `launch` has started, nothing can sign for the job.
+//!
+//! Across nodes (`--tls-ca-dir`) the CA is the job's, given to every node by the scheduler
+//! (`ca.crt` and `ca.key`, e.g. a Kubernetes Secret mounted read-only): each node signs its
+//! own leaf certificates with it at start, node 0 the coordinator's for the rendezvous host
+//! too, so every node trusts the others without any key crossing the network.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -75,13 +80,8 @@ fn leaf(
 }
 
 impl JobTls {
-    /// Makes the job's CA and certificates (the coordinator's for 127.0.0.1 and `localhost`)
+    /// Makes the job's CA and certificates (the coordinator's for `names`, host names or IPs)
     /// and writes them into `dir`.
-    pub(super) fn make(dir: &Path, mode: TlsMode) -> anyhow::Result<Self> {
-        Self::make_for(dir, mode, &["127.0.0.1", "localhost"])
-    }
-
-    /// [`JobTls::make`] with the coordinator's certificate for `names` (host names or IPs).
     pub(crate) fn make_for(dir: &Path, mode: TlsMode, names: &[&str]) -> anyhow::Result<Self> {
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         ca.distinguished_name.push(
@@ -96,9 +96,54 @@ impl JobTls {
         validity(&mut ca);
         let ca_key = KeyPair::generate()?;
         let ca_cert = ca.self_signed(&ca_key)?;
-        let issuer = Issuer::new(ca, ca_key);
+        Self::sign(dir, mode, names, &ca_cert.pem(), Issuer::new(ca, ca_key))
+    }
 
-        let ca_path = write_private(dir, "tls-ca.pem", &ca_cert.pem())?;
+    /// Like [`JobTls::make_for`], signing with the job's CA read from `ca_dir` (`ca.crt`,
+    /// `ca.key`: PEM, the key PKCS#8) instead of a CA of its own: what every node of a job
+    /// across nodes does (`--tls-ca-dir`).
+    pub(crate) fn from_ca_dir(
+        dir: &Path,
+        mode: TlsMode,
+        names: &[&str],
+        ca_dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let read = |name: &str| {
+            let p = ca_dir.join(name);
+            std::fs::read_to_string(&p).with_context(|| {
+                format!(
+                    "--tls-ca-dir: reading {} (the job's CA: ca.crt and ca.key, PEM)",
+                    p.display()
+                )
+            })
+        };
+        let (cert, key) = (read("ca.crt")?, read("ca.key")?);
+        let key = KeyPair::from_pem(&key).with_context(|| {
+            format!(
+                "--tls-ca-dir: {} is not a PKCS#8 PEM private key rcgen can sign with (ECDSA \
+                 P-256/P-384, Ed25519 or RSA)",
+                ca_dir.join("ca.key").display()
+            )
+        })?;
+        let issuer = Issuer::from_ca_cert_pem(&cert, key).with_context(|| {
+            format!(
+                "--tls-ca-dir: {} is not a PEM certificate",
+                ca_dir.join("ca.crt").display()
+            )
+        })?;
+        Self::sign(dir, mode, names, &cert, issuer)
+    }
+
+    /// The job's files in `dir`: the CA certificate `ca_pem`, the coordinator's certificate for
+    /// `names` and, under `--tls mutual`, a client certificate, both signed by `issuer`.
+    fn sign(
+        dir: &Path,
+        mode: TlsMode,
+        names: &[&str],
+        ca_pem: &str,
+        issuer: Issuer<'_, KeyPair>,
+    ) -> anyhow::Result<Self> {
+        let ca_path = write_private(dir, "tls-ca.pem", ca_pem)?;
         let (cert, key) = leaf(
             &issuer,
             "hydrofeed coordinator",

@@ -33,7 +33,7 @@
 
 use anyhow::Context;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -155,6 +155,11 @@ pub struct Args {
         default_missing_value = "server"
     )]
     pub tls: Option<TlsMode>,
+    /// The job's CA for `--tls`: a directory holding `ca.crt` and `ca.key` (PEM, the key
+    /// PKCS#8), e.g. a Secret every node mounts; each node signs its own certificates with it.
+    /// Needed for `--tls` across nodes; on one node, used instead of a CA made for the job.
+    #[arg(long, value_name = "DIR", requires = "tls")]
+    pub tls_ca_dir: Option<PathBuf>,
     /// Across nodes: `--nnodes`, `--node-rank`, `--rdzv-endpoint` (torchrun's names).
     #[command(flatten)]
     pub nodes: nodes::NodeArgs,
@@ -204,6 +209,18 @@ enum Ended {
     Interrupted,
 }
 
+/// The job's TLS under `--tls` (None without): certificates for the coordinator's `names`,
+/// signed by the CA of `--tls-ca-dir` or by one made for the job; the files in `dir`.
+fn job_tls(args: &Args, dir: &Path, names: &[&str]) -> anyhow::Result<Option<JobTls>> {
+    let Some(mode) = args.tls else {
+        return Ok(None);
+    };
+    Ok(Some(match &args.tls_ca_dir {
+        Some(ca) => JobTls::from_ca_dir(dir, mode, names, ca)?,
+        None => JobTls::make_for(dir, mode, names)?,
+    }))
+}
+
 /// Runs `hydrofeed launch`.
 pub fn run(mut args: Args) -> anyhow::Result<()> {
     let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
@@ -217,12 +234,14 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     let node = NodePlan::from_args(&args.nodes, workers)?;
     if node.multi() {
         anyhow::ensure!(
-            args.tls.is_none(),
-            "--tls is not available across nodes yet: the job's CA is made on one node and its              key never leaves it"
+            args.tls.is_none() || args.tls_ca_dir.is_some(),
+            "--tls across nodes needs --tls-ca-dir: every node signs its certificates with the \
+             job's CA, which the scheduler gives each node (see docs/arch/launch-nodes.md)"
         );
         anyhow::ensure!(
             args.batch_size.is_some() || args.resume.is_some(),
-            "a job across nodes needs --batch-size (or --resume): the trainers of every node              cannot agree on one"
+            "a job across nodes needs --batch-size (or --resume): the trainers of every node \
+             cannot agree on one"
         );
         if node.node_rank > 0 {
             return nodes::run_member(&args, &gpus, &node);
@@ -317,10 +336,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     // The directory first: it holds the TLS files the coordinator starts with, and it is
     // removed on every exit.
     let dir = RunDir::create("hydrofeed-launch")?;
-    let tls = args
-        .tls
-        .map(|mode| JobTls::make(dir.path(), mode))
-        .transpose()?;
+    let tls = job_tls(&args, dir.path(), &["127.0.0.1", "localhost"])?;
     let svc = service::spawn(
         m,
         ServiceOptions {

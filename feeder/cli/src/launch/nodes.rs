@@ -348,14 +348,18 @@ pub(super) fn run_leader(
     let token = shared_token(&args.nodes)?;
     let bind: SocketAddr = format!("0.0.0.0:{}", node.rdzv_port).parse()?;
     // This node's own children dial it on the loopback.
-    let addr = format!("127.0.0.1:{}", node.rdzv_port);
+    let scheme = if args.tls.is_some() { "https://" } else { "" };
+    let addr = format!("{scheme}127.0.0.1:{}", node.rdzv_port);
+    let names = [node.rdzv_host.as_str(), "127.0.0.1", "localhost"];
     let mut next = Some(m);
     let mut restart = 0;
     loop {
         let m = next.take().context("no machine to start")?;
         let epochs = m.config().epochs;
         let dir = RunDir::create("hydrofeed-launch")?;
-        let svc = spawn_on(m, &token, filter_counts.clone(), bind)?;
+        let tls = super::job_tls(args, dir.path(), &names)?;
+        let server = tls.as_ref().map(|t| t.server.clone());
+        let svc = spawn_on(m, &token, filter_counts.clone(), bind, server)?;
         if let Some(p) = &args.state_out {
             crate::state_file::write_state(p, &svc.shared.with_machine(|m| m.state()))?;
         }
@@ -371,7 +375,7 @@ pub(super) fn run_leader(
             gpus,
             addr: &addr,
             token: &token,
-            tls: None,
+            tls: tls.as_ref(),
             dir: dir.path(),
             coord: &coord,
             node,
@@ -398,7 +402,8 @@ pub(super) fn run_leader(
             Err(e) if lost && restart < args.nodes.max_restarts => {
                 restart += 1;
                 eprintln!(
-                    "hydrofeed launch: {e}{saved}; restarting the group from that state ({restart}                      of --max-restarts {})",
+                    "hydrofeed launch: {e}{saved}; restarting the group from that state ({restart} \
+                     of --max-restarts {})",
                     args.nodes.max_restarts
                 );
                 let mut m = Machine::resume(again.splits.clone(), again.cfg.clone(), &state)?;
@@ -419,6 +424,7 @@ fn spawn_on(
     token: &Token,
     filter_counts: Option<std::sync::Arc<(String, Vec<Vec<u64>>)>>,
     bind: SocketAddr,
+    tls: Option<hydrofeed_coord::tls::ServerTls>,
 ) -> anyhow::Result<RunningService> {
     let opts = ServiceOptions {
         ps: 0,
@@ -427,7 +433,7 @@ fn spawn_on(
         heartbeat_interval: Duration::from_secs(1),
         log_path: None,
         token: token.clone(),
-        tls: None,
+        tls,
         filter_counts,
     };
     service::spawn(m, opts, bind, None)
@@ -466,22 +472,25 @@ fn supervise(job: Job<'_>) -> (anyhow::Result<Ended>, bool) {
 /// lost node, within `--max-restarts`, again once node 0's coordinator starts the group anew.
 pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyhow::Result<()> {
     let token = shared_token(&args.nodes)?;
-    let addr = node.coordinator();
+    let scheme = if args.tls.is_some() { "https://" } else { "" };
+    let addr = format!("{scheme}{}", node.coordinator());
     let join = Duration::from_secs_f64(args.nodes.join_timeout);
     let mut restart = 0;
     loop {
-        let client = await_group(&addr, &token, node, join)?;
+        // The directory first: it holds this node's certificates, signed by the job's CA.
+        let dir = RunDir::create("hydrofeed-launch")?;
+        let tls = super::job_tls(args, dir.path(), &["localhost"])?;
+        let client = await_group(&addr, &token, node, join, tls.as_ref().map(|t| &t.client))?;
         let mut client = client;
         let epochs = client.state()?.epochs;
         let coord = Coord::Remote(Box::new(RefCell::new((client, None))));
-        let dir = RunDir::create("hydrofeed-launch")?;
         let pb = ProgressBar::hidden();
         let job = Job {
             args,
             gpus,
             addr: &addr,
             token: &token,
-            tls: None,
+            tls: tls.as_ref(),
             dir: dir.path(),
             coord: &coord,
             node,
@@ -495,7 +504,8 @@ pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyh
             Err(e) if lost && restart < args.nodes.max_restarts => {
                 restart += 1;
                 eprintln!(
-                    "hydrofeed launch: {e}; waiting for node 0 to restart the group ({restart} of                      --max-restarts {})",
+                    "hydrofeed launch: {e}; waiting for node 0 to restart the group ({restart} of \
+                     --max-restarts {})",
                     args.nodes.max_restarts
                 );
             }
@@ -512,12 +522,14 @@ fn await_group(
     token: &Token,
     node: &NodePlan,
     join: Duration,
+    tls: Option<&hydrofeed_coord::tls::ClientTls>,
 ) -> anyhow::Result<CoordClient> {
     let t0 = Instant::now();
-    let mut client = CoordClient::connect_retrying(addr, token, Duration::from_secs(5), None, join)
+    let mut client = CoordClient::connect_retrying(addr, token, Duration::from_secs(5), tls, join)
         .with_context(|| {
             format!(
-                "node {}: node 0's coordinator at {addr} did not answer within --join-timeout                  {} s",
+                "node {}: node 0's coordinator at {addr} did not answer within --join-timeout \
+                 {} s",
                 node.node_rank,
                 join.as_secs_f64()
             )
@@ -529,7 +541,8 @@ fn await_group(
             Ok(m) => {
                 anyhow::ensure!(
                     m.workers.len() as u32 == node.world(),
-                    "node {}: node 0's job has {} ranks, this node counts {} (--nnodes {} × {}                      trainers): every node needs the same --workers or number of --gpus",
+                    "node {}: node 0's job has {} ranks, this node counts {} (--nnodes {} × {} \
+                     trainers): every node needs the same --workers or number of --gpus",
                     node.node_rank,
                     m.workers.len(),
                     node.world(),

@@ -604,7 +604,8 @@ impl<'a> Supervisor<'a> {
                 self.unreachable = None;
                 dead_node(node, &roster(&m)).map(|(n, ranks, host)| {
                     format!(
-                        "node {n} (ranks {ranks:?} at {host}) died: no heartbeat for                          --dead-after {} s",
+                        "node {n} (ranks {ranks:?} at {host}) died: no heartbeat for \
+                         --dead-after {} s",
                         self.job.args.dead_after
                     )
                 })
@@ -623,7 +624,8 @@ impl<'a> Supervisor<'a> {
             return Ok(());
         };
         let msg = format!(
-            "node {}: {why}; stopping this node's trainers and feeder (collectives cannot              shrink)",
+            "node {}: {why}; stopping this node's trainers and feeder (collectives cannot \
+             shrink)",
             node.node_rank
         );
         self.job.pb.suspend(|| eprintln!("hydrofeed launch: {msg}"));
@@ -649,7 +651,8 @@ impl<'a> Supervisor<'a> {
             .max()
             .unwrap_or(0);
         format!(
-            "hydrofeed launch: node {} of {}: ranks {ranks:?}, {} rows acked by the job in              {secs:.1} s, {steps} steps per worker",
+            "hydrofeed launch: node {} of {}: ranks {ranks:?}, {} rows acked by the job in \
+             {secs:.1} s, {steps} steps per worker",
             self.job.node.node_rank, self.job.node.nnodes, m.rows_acked
         )
     }
