@@ -144,9 +144,10 @@ pub struct Args {
     /// status 1) is not restarted. 0: a dead feeder ends the job.
     #[arg(long, default_value_t = 3)]
     pub feeder_restarts: u32,
-    /// TLS on the control plane: a CA made for this job signs the coordinator's certificate
-    /// (`--tls`, `--tls server`) and the feeder's and trainers' client certificates too
-    /// (`--tls mutual`); the files live in the job's private directory and go with it.
+    /// TLS on the control plane: a CA made for this job (or the one of `--tls-ca-dir`) signs
+    /// the coordinator's certificate (`--tls`, `--tls server`) and the feeder's and trainers'
+    /// client certificates too (`--tls mutual`); the files live in the job's private directory
+    /// and go with it.
     #[arg(
         long,
         value_enum,
