@@ -107,3 +107,56 @@ def test_pickled_rows_go_as_they_are_only_where_arrow_would_cost_more(objects):
         got = [r for rb in frames for r in (rows.unpickle_frame(rb) if forwarded else rows.batch_to_rows(rb))]
         assert len(got) == 10 and [r[0] for r in got] == list(range(10))
     assert list(tasks._pickled_batches(iter([]), True, objects, 4)) == []
+
+
+def _objects_hub(rows_per_item):
+    """A hub handing out rows that came pickled (as the trainer's hub does after unpickling a
+    forwarded frame), then the end of the feed; records acks."""
+    from hydrofeed.spark import rows
+    from hydrofeed.spark.transport import Item
+
+    class Hub:
+        wants_objects = True
+
+        def __init__(self):
+            self.items = [Item("batch", 0, rows.objects_batch(len(objs)), objs=objs) for objs in rows_per_item]
+            self.items.append(Item("end_of_feed"))
+            self.acked = 0
+
+        def get(self, timeout):
+            return self.items.pop(0) if self.items else None
+
+        def ack(self, conn_id, n):
+            self.acked += n
+
+    return Hub()
+
+
+def test_rows_that_came_pickled_cut_into_rows_columns_and_fast_path_batches():
+    """Forwarded rows may reach a feed that takes numpy columns (its first partitions, before
+    the hub told the feeding tasks what it takes): every way of taking them gives the rows."""
+    from hydrofeed.spark.feed import SparkDataFeed
+
+    items = [[(i, np.full(3, i, np.float32)) for i in range(a, b)] for a, b in ((0, 7), (7, 8), (8, 20))]
+    hub = _objects_hub(items)
+    feed = SparkDataFeed(hub)
+    got = []
+    while not feed.should_stop():
+        got.extend(feed.next_batch(5))
+    assert [r[0] for r in got] == list(range(20)) and hub.acked == 20
+    assert all(type(r) is tuple and r[1].dtype == np.float32 for r in got)
+
+    hub = _objects_hub(items)
+    feed = SparkDataFeed(hub, input_mapping={"_0": "id", "_1": "x"})
+    ids, xs = [], []
+    while not feed.should_stop():
+        cols = feed.next_batch(6)
+        ids.extend(cols["id"])
+        xs.extend(cols["x"])
+    assert ids == list(range(20)) and np.asarray(xs).shape == (20, 3) and hub.acked == 20
+
+    hub = _objects_hub(items)
+    batches = list(SparkDataFeed(hub).batches(8))
+    assert [len(b["_0"]) for b in batches] == [8, 8, 4]
+    assert np.concatenate([b["_0"] for b in batches]).tolist() == list(range(20))
+    assert hub.wants_objects is False
