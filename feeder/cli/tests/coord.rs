@@ -143,6 +143,10 @@ fn feeder(
                     l.shuffle_seed,
                     hydrofeed_coord::shuffle_seed(SEED, l.epoch, rank)
                 );
+                assert_eq!(
+                    l.job_seed, SEED,
+                    "the job's seed crosses the wire with the lease"
+                );
                 let mut done = 0;
                 while done < l.rows {
                     let to = (done + 300).min(l.rows);

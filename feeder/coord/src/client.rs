@@ -517,6 +517,7 @@ impl CoordClient {
                 pad: l.pad,
                 shuffle_seed: l.shuffle_seed,
                 order: l.order.as_ref().map(proto::order_of),
+                job_seed: l.job_seed,
             })),
             Some(Kind::WaitMs(ms)) => Ok(Work::Wait { retry_ms: ms }),
             Some(Kind::EndOfFeedSteps(steps)) => Ok(Work::EndOfFeed { steps }),

@@ -177,6 +177,7 @@ fn work_reply(w: Work) -> proto::WorkReply {
             pad: l.pad,
             shuffle_seed: l.shuffle_seed,
             order: l.order.as_ref().map(proto::proto_order),
+            job_seed: l.job_seed,
         }),
         Work::Wait { retry_ms } => Kind::WaitMs(retry_ms),
         Work::EndOfFeed { steps } => Kind::EndOfFeedSteps(steps),

@@ -161,6 +161,7 @@ impl Machine {
             rows: seg.len(),
             pad: false,
             shuffle_seed: shuffle_seed(self.cfg.seed, self.epoch, rank),
+            job_seed: self.cfg.seed,
             order: Some(OrderLease {
                 segment: seg,
                 seed: self.cfg.seed,

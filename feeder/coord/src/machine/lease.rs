@@ -188,6 +188,7 @@ impl Machine {
             rows: range.rows,
             pad,
             shuffle_seed: shuffle_seed(self.cfg.seed, self.epoch, rank),
+            job_seed: self.cfg.seed,
             order: None,
         }))
     }

@@ -180,6 +180,10 @@ pub struct Lease {
     pub pad: bool,
     /// Seed for the feeder's shuffle buffer, from (seed, epoch, rank).
     pub shuffle_seed: u64,
+    /// The job's seed: image crops and flips follow it, the data epoch and the row (not the
+    /// rank: a lease of the dynamic order may go to any).
+    #[serde(default)]
+    pub job_seed: u64,
     /// Under the fixed order: the stream positions to read (`split` is [`SEGMENT_SPLIT`],
     /// `first_row`/`rows` are the positions).
     pub order: Option<OrderLease>,

@@ -187,9 +187,8 @@ impl Reader {
         // Opening, passing units over and decoding are `decoding`; the storage reads inside
         // them say `reading` while they run (`metered`).
         st.set_reader(Stage::Decoding);
-        // Image crops and flips follow the data epoch (a lease outside the fixed order carries
-        // no job seed: the spec's seed alone).
-        let read = for_epoch(&self.read, 0, u64::from(l.data_epoch));
+        // Image crops and flips follow the job's seed and the data epoch (and the row).
+        let read = for_epoch(&self.read, l.job_seed, u64::from(l.data_epoch));
         let mut raw = hydrofeed_format::open_split(&self.storage, plan, split, &read)?;
         // Whole units before the lease's first row are passed over unread; only the rest of
         // the head is decoded and dropped.
@@ -365,6 +364,7 @@ mod tests {
             pad: false,
             shuffle_seed: 0,
             order: None,
+            job_seed: 0,
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         let done = Arc::new(AtomicBool::new(false));
@@ -396,6 +396,81 @@ mod tests {
         done.store(true, Ordering::SeqCst);
         drop(rx);
         sampler.join().unwrap()
+    }
+
+    /// The pixels a lease of `job_seed` gives under random crops and flips.
+    fn lease_pixels(data: &std::path::Path, job_seed: u64) -> Vec<u8> {
+        use arrow_array::cast::AsArray;
+        let storage = hydrofeed_storage::open_storage("/").unwrap();
+        let input = data.display().to_string();
+        let read = ReadOptions {
+            batch_rows: 8,
+            images: hydrofeed_format::image::ImageSpec::parse_all(
+                "image=resize:40,randcrop:32,flip",
+            )
+            .unwrap(),
+            ..Default::default()
+        };
+        let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
+        let st = Arc::new(RankStats::default());
+        let lease = Lease {
+            lease: 1,
+            epoch: 0,
+            data_epoch: 0,
+            split: 0,
+            first_row: 0,
+            rows: plan.splits[0].rows,
+            pad: false,
+            shuffle_seed: 0,
+            order: None,
+            job_seed,
+        };
+        let reader = Reader {
+            storage: metered(&storage, &st),
+            plan: Arc::new(plan),
+            read,
+            st,
+            pool: crate::pipeline::decode_pool(1).unwrap(),
+            budget: Budget::new(usize::MAX, 1),
+            report: None,
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        reader.read_lease(&lease, &tx).unwrap();
+        drop(tx);
+        let mut px = Vec::new();
+        for e in rx {
+            if let Event::Rows(r) = e {
+                let mut col = r.batch.column_by_name("image").unwrap().clone();
+                for _ in 0..3 {
+                    col = col.as_fixed_size_list().values().clone();
+                }
+                px.extend_from_slice(col.as_primitive::<arrow_array::types::UInt8Type>().values());
+            }
+        }
+        px
+    }
+
+    /// A lease of the dynamic order carries the job's seed, and its image crops and flips
+    /// follow it: jobs of other seeds crop otherwise, a rerun of the same seed the same.
+    #[test]
+    fn image_crops_of_a_lease_follow_the_jobs_seed() {
+        use hydrofeed_format::gen_images::{write_image_dataset, ImageGenOptions};
+        let d = tempfile::tempdir().unwrap();
+        let gen = ImageGenOptions {
+            format: Format::Parquet,
+            rows: 16,
+            files: 1,
+            seed: 0,
+        };
+        write_image_dataset(&d.path().join("data"), &gen).unwrap();
+        let a = lease_pixels(&d.path().join("data"), 1);
+        assert_eq!(a.len(), 16 * 32 * 32 * 3);
+        assert_ne!(
+            lease_pixels(&d.path().join("data"), 2),
+            a,
+            "the job's seed did not reach the crops"
+        );
+        assert_eq!(lease_pixels(&d.path().join("data"), 1), a);
     }
 
     fn share(v: &[Stage], s: Stage) -> f64 {
