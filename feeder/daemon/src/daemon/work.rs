@@ -330,6 +330,40 @@ mod tests {
         }
     }
 
+    /// A lease of the whole of split 0 of `plan`, under the job seed `job_seed`.
+    fn whole_split(plan: &Plan, job_seed: u64) -> Lease {
+        Lease {
+            lease: 1,
+            epoch: 0,
+            data_epoch: 0,
+            split: 0,
+            first_row: 0,
+            rows: plan.splits[0].rows,
+            pad: false,
+            shuffle_seed: 0,
+            order: None,
+            job_seed,
+        }
+    }
+
+    /// A reader of `plan` through `storage`, with one decode thread and no memory bound.
+    fn reader_of(
+        storage: Arc<dyn Storage>,
+        plan: Plan,
+        read: ReadOptions,
+        st: Arc<RankStats>,
+    ) -> Reader {
+        Reader {
+            storage,
+            plan: Arc::new(plan),
+            read,
+            st,
+            pool: crate::pipeline::decode_pool(1).unwrap(),
+            budget: Budget::new(usize::MAX, 1),
+            report: None,
+        }
+    }
+
     /// The stage a lease's read shows while a storage read runs, and while none does.
     fn stages(delay: Duration) -> (Vec<Stage>, Vec<Stage>) {
         let dir = tempfile::tempdir().unwrap();
@@ -354,18 +388,7 @@ mod tests {
         let plan = hydrofeed_format::plan(&probe, &input, &read).unwrap();
         let st = Arc::new(RankStats::default());
         let storage = metered(&probe, &st);
-        let lease = Lease {
-            lease: 1,
-            epoch: 0,
-            data_epoch: 0,
-            split: 0,
-            first_row: 0,
-            rows: plan.splits[0].rows,
-            pad: false,
-            shuffle_seed: 0,
-            order: None,
-            job_seed: 0,
-        };
+        let lease = whole_split(&plan, 0);
         let (tx, rx) = crossbeam_channel::unbounded();
         let done = Arc::new(AtomicBool::new(false));
         let sampler = {
@@ -383,15 +406,7 @@ mod tests {
                 (inside, outside)
             })
         };
-        let reader = Reader {
-            storage,
-            plan: Arc::new(plan),
-            read,
-            st: st.clone(),
-            pool: crate::pipeline::decode_pool(1).unwrap(),
-            budget: Budget::new(usize::MAX, 1),
-            report: None,
-        };
+        let reader = reader_of(storage, plan, read, st.clone());
         reader.read_lease(&lease, &tx).unwrap();
         done.store(true, Ordering::SeqCst);
         drop(rx);
@@ -413,27 +428,8 @@ mod tests {
         };
         let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
         let st = Arc::new(RankStats::default());
-        let lease = Lease {
-            lease: 1,
-            epoch: 0,
-            data_epoch: 0,
-            split: 0,
-            first_row: 0,
-            rows: plan.splits[0].rows,
-            pad: false,
-            shuffle_seed: 0,
-            order: None,
-            job_seed,
-        };
-        let reader = Reader {
-            storage: metered(&storage, &st),
-            plan: Arc::new(plan),
-            read,
-            st,
-            pool: crate::pipeline::decode_pool(1).unwrap(),
-            budget: Budget::new(usize::MAX, 1),
-            report: None,
-        };
+        let lease = whole_split(&plan, job_seed);
+        let reader = reader_of(metered(&storage, &st), plan, read, st);
         let (tx, rx) = crossbeam_channel::unbounded();
         reader.read_lease(&lease, &tx).unwrap();
         drop(tx);
