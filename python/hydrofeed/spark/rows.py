@@ -56,8 +56,8 @@ def pickled_frames(blobs: Iterable[bytes], batched: bool) -> Iterator[pa.RecordB
         yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
 
 
-def unpickled(blobs: Iterable[bytes], batched: bool) -> Iterator[Any]:
-    """The rows of Spark's pickled elements (lists of rows where ``batched``)."""
+def unpickled(blobs: Iterable[Any], batched: bool) -> Iterator[Any]:
+    """The rows of Spark's pickled elements (bytes-like; lists of rows where ``batched``)."""
     for b in blobs:
         obj = pickle.loads(b)
         if batched:
@@ -90,14 +90,7 @@ def unpickle_frame(rb: pa.RecordBatch) -> list[Any]:
     """The rows of a frame of :func:`pickled_frames`, the objects that were in the RDD."""
     col = rb.column(0)
     batched = (rb.schema.field(0).metadata or {}).get(BATCHED) == b"1"
-    out: list[Any] = []
-    for i in range(len(col)):
-        obj = pickle.loads(col[i].as_buffer())
-        if batched:
-            out.extend(obj)
-        else:
-            out.append(obj)
-    return out
+    return list(unpickled((col[i].as_buffer() for i in range(len(col))), batched))
 
 
 OBJECTS_SCHEMA = pa.schema([pa.field("rows", pa.null())], metadata={ROW_KIND: b"objects"})

@@ -112,7 +112,7 @@ class Item:
     message: str = ""
     infer: bool = False  # rows of an inference partition: each needs a result
     # Rows that came pickled (``rows.pickled_frames``), unpickled: ``batch`` is then their
-    # ``rows.objects_batch``; ``nbytes`` the pickled size.
+    # ``rows.objects_batch``. ``nbytes``: the size of what came through the ring.
     objs: list[Any] | None = None
     nbytes: int = 0
 

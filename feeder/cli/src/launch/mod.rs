@@ -222,6 +222,13 @@ fn job_tls(args: &Args, dir: &Path, names: &[&str]) -> anyhow::Result<Option<Job
     }))
 }
 
+/// The address the job's children and other nodes dial for the coordinator at `host_port`:
+/// `https://` in front under `--tls`.
+fn coordinator_url(args: &Args, host_port: impl std::fmt::Display) -> String {
+    let scheme = if args.tls.is_some() { "https://" } else { "" };
+    format!("{scheme}{host_port}")
+}
+
 /// Runs `hydrofeed launch`.
 pub fn run(mut args: Args) -> anyhow::Result<()> {
     let (workers, gpus) = gpus::plan(args.gpus.as_deref(), args.workers)?;
@@ -357,10 +364,7 @@ pub fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(p) = &args.state_out {
         crate::state_file::write_state(p, &svc.shared.with_machine(|m| m.state()))?;
     }
-    let addr = match &tls {
-        Some(_) => format!("https://{}", svc.addr),
-        None => svc.addr.to_string(),
-    };
+    let addr = coordinator_url(&args, svc.addr);
     let pb = if std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(
             Some(total_rows * u64::from(epochs)),

@@ -348,8 +348,7 @@ pub(super) fn run_leader(
     let token = shared_token(&args.nodes)?;
     let bind: SocketAddr = format!("0.0.0.0:{}", node.rdzv_port).parse()?;
     // This node's own children dial it on the loopback.
-    let scheme = if args.tls.is_some() { "https://" } else { "" };
-    let addr = format!("{scheme}127.0.0.1:{}", node.rdzv_port);
+    let addr = super::coordinator_url(args, format_args!("127.0.0.1:{}", node.rdzv_port));
     let names = [node.rdzv_host.as_str(), "127.0.0.1", "localhost"];
     let mut next = Some(m);
     let mut restart = 0;
@@ -472,8 +471,7 @@ fn supervise(job: Job<'_>) -> (anyhow::Result<Ended>, bool) {
 /// lost node, within `--max-restarts`, again once node 0's coordinator starts the group anew.
 pub(super) fn run_member(args: &Args, gpus: &[RankGpu], node: &NodePlan) -> anyhow::Result<()> {
     let token = shared_token(&args.nodes)?;
-    let scheme = if args.tls.is_some() { "https://" } else { "" };
-    let addr = format!("{scheme}{}", node.coordinator());
+    let addr = super::coordinator_url(args, node.coordinator());
     let join = Duration::from_secs_f64(args.nodes.join_timeout);
     let mut restart = 0;
     loop {
