@@ -9,7 +9,7 @@
 //! did not sign, a client certificate refused, TLS on one side only) -> `Coordinator`, at
 //! connect, with the rustls cause.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hydrofeed_tfbridge::Piece;
 use tonic::service::interceptor::InterceptedService;
@@ -23,6 +23,9 @@ use super::tls::{causes, ClientTls, CA_ENV};
 use super::token::Token;
 use super::State;
 use crate::{Error, Result};
+
+mod session;
+use session::Link;
 
 /// Adds `authorization: Bearer <token>` to every call.
 #[derive(Clone)]
@@ -97,6 +100,8 @@ pub struct CoordClient {
     auth: AddToken,
     /// What [`CoordClient::connect_tls`] dialled, to dial again after a lost connection.
     endpoint: Endpoint,
+    /// The `Session` stream the steady-state calls go over (`client::session`).
+    link: Link,
 }
 
 /// The first pause between two tries of a coordinator that does not answer; it doubles up to
@@ -174,7 +179,7 @@ impl CoordClient {
                 .tls_config(t.tonic(connect_timeout))
                 .map_err(|e| Error::InvalidArgument(format!("TLS for {uri}: {}", causes(&e))))?;
         }
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         let ch = rt
             .block_on(async { tokio::time::timeout(connect_timeout, ep.clone().connect()).await });
         let ch = match ch {
@@ -209,6 +214,7 @@ impl CoordClient {
             retry_for: Duration::ZERO,
             auth,
             endpoint: ep,
+            link: Link::Closed,
         };
         let left = connect_timeout
             .saturating_sub(t0.elapsed())
@@ -270,7 +276,7 @@ impl CoordClient {
         tls: Option<&ClientTls>,
         retry_for: Duration,
     ) -> Result<Self> {
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         let mut pause = FIRST_BACKOFF;
         loop {
             let e = match Self::connect_tls(addr, token, connect_timeout, tls) {
@@ -370,7 +376,7 @@ impl CoordClient {
         F: Fn(CoordinatorClient<InterceptedService<Channel, AddToken>>, Request<T>) -> Fut,
         Fut: std::future::Future<Output = Result<tonic::Response<R>, Status>>,
     {
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         let mut pause = FIRST_BACKOFF;
         loop {
             let mut req = Request::new(msg.clone());
@@ -391,27 +397,40 @@ impl CoordClient {
                 }
                 Err(_) => format!("no answer within {:.1} s", timeout.as_secs_f64()),
             };
-            let mut detail = detail;
-            loop {
-                if t0.elapsed() + pause > self.retry_for {
-                    return Err(Error::CoordinatorLost {
-                        addr: self.addr.clone(),
-                        stage: stage.to_string(),
-                        secs: t0.elapsed().as_secs_f64(),
-                        detail,
-                    });
-                }
-                tracing::debug!(
-                    "coordinator at {} ({stage}): {detail}; trying again in {pause:?}",
-                    self.addr
-                );
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(MAX_BACKOFF);
-                let left = self.retry_for.saturating_sub(t0.elapsed());
-                match self.redial(left.clamp(Duration::from_millis(100), Duration::from_secs(5))) {
-                    Ok(()) => break,
-                    Err(e) => detail = e,
-                }
+            self.redial_after(t0, &mut pause, stage, detail)?;
+        }
+    }
+
+    /// After a try that got no answer (`detail` says why), begun `t0` with the pause before
+    /// the next at `pause`: waits and dials the coordinator again until a connection is made,
+    /// or fails with [`Error::CoordinatorLost`] once [`CoordClient::with_retry`]'s time is
+    /// spent.
+    fn redial_after(
+        &mut self,
+        t0: Instant,
+        pause: &mut Duration,
+        stage: &str,
+        mut detail: String,
+    ) -> Result<()> {
+        loop {
+            if t0.elapsed() + *pause > self.retry_for {
+                return Err(Error::CoordinatorLost {
+                    addr: self.addr.clone(),
+                    stage: stage.to_string(),
+                    secs: t0.elapsed().as_secs_f64(),
+                    detail,
+                });
+            }
+            tracing::debug!(
+                "coordinator at {} ({stage}): {detail}; trying again in {pause:?}",
+                self.addr
+            );
+            std::thread::sleep(*pause);
+            *pause = (*pause * 2).min(MAX_BACKOFF);
+            let left = self.retry_for.saturating_sub(t0.elapsed());
+            match self.redial(left.clamp(Duration::from_millis(100), Duration::from_secs(5))) {
+                Ok(()) => return Ok(()),
+                Err(e) => detail = e,
             }
         }
     }
@@ -498,13 +517,20 @@ impl CoordClient {
             known_lease: known,
         };
         let t = self.call_timeout;
-        let r = self.call(
-            "a work request",
-            "requesting a lease",
-            msg,
-            t,
-            |mut c, r| async move { c.request_work(r).await },
-        )?;
+        let (what, stage) = ("a work request", "requesting a lease");
+        let s = proto::SessionRequest {
+            heartbeat: Some(session::sender(rank, incarnation)),
+            acks: Vec::new(),
+            work: Some(msg.clone()),
+        };
+        let r = match self.exchange(what, stage, &s, t)? {
+            Some(reply) => reply.work.ok_or_else(|| {
+                Error::Coordinator(format!("{}: a session reply without its work", self.addr))
+            })?,
+            None => self.call(what, stage, msg, t, |mut c, r| async move {
+                c.request_work(r).await
+            })?,
+        };
         use proto::work_reply::Kind;
         match r.kind {
             Some(Kind::Lease(l)) => Ok(Work::Lease(Lease {
@@ -545,16 +571,7 @@ impl CoordClient {
             rows_acked,
             ranges: Vec::new(),
         };
-        let t = self.call_timeout;
-        Ok(self
-            .call(
-                "an ack",
-                &format!("acking (lease {lease})"),
-                msg,
-                t,
-                |mut c, r| async move { c.ack(r).await },
-            )?
-            .epoch)
+        self.send_ack(msg)
     }
 
     /// Acks rows of a lease as `(offset within the lease, rows)` ranges in any order (a
@@ -578,15 +595,25 @@ impl CoordClient {
                 .map(|&(offset, rows)| proto::RowRange { offset, rows })
                 .collect(),
         };
+        self.send_ack(msg)
+    }
+
+    /// One ack, over the session where the coordinator has one; returns its epoch.
+    fn send_ack(&mut self, msg: proto::AckRequest) -> Result<u32> {
         let t = self.call_timeout;
+        let stage = format!("acking (lease {})", msg.lease);
+        let s = proto::SessionRequest {
+            heartbeat: Some(session::sender(msg.rank, msg.incarnation)),
+            acks: vec![msg.clone()],
+            work: None,
+        };
+        if let Some(r) = self.exchange("an ack", &stage, &s, t)? {
+            return Ok(r.epoch);
+        }
         Ok(self
-            .call(
-                "an ack",
-                &format!("acking (lease {lease})"),
-                msg,
-                t,
-                |mut c, r| async move { c.ack(r).await },
-            )?
+            .call("an ack", &stage, msg, t, |mut c, r| async move {
+                c.ack(r).await
+            })?
             .epoch)
     }
 
@@ -631,6 +658,14 @@ impl CoordClient {
             ring_bytes_used: c.ring_bytes_used,
         };
         let t = self.call_timeout;
+        let s = proto::SessionRequest {
+            heartbeat: Some(msg),
+            acks: Vec::new(),
+            work: None,
+        };
+        if let Some(r) = self.exchange("a heartbeat", "heartbeating", &s, t)? {
+            return Ok(r.alive);
+        }
         Ok(self
             .call(
                 "a heartbeat",

@@ -134,6 +134,19 @@ pub fn render(m: &Machine, uptime_s: f64, now_ms: u64) -> String {
     s
 }
 
+/// Appends the feeders' steady-state traffic: `(session messages, unary calls)`.
+pub fn render_traffic(s: &mut String, (session, unary): (u64, u64)) {
+    let _ = writeln!(
+        s,
+        "# HELP hydrofeed_coord_session_messages_total Session messages answered.\n\
+         # TYPE hydrofeed_coord_session_messages_total counter\n\
+         hydrofeed_coord_session_messages_total {session}\n\
+         # HELP hydrofeed_coord_unary_calls_total Unary RequestWork, Ack and Heartbeat calls.\n\
+         # TYPE hydrofeed_coord_unary_calls_total counter\n\
+         hydrofeed_coord_unary_calls_total {unary}"
+    );
+}
+
 fn esc(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -130,5 +130,8 @@ pub fn metrics_reply(m: &crate::Machine, now_ms: u64) -> MetricsReply {
         resumed: m
             .resumed_at()
             .map(|(epoch, steps)| Resumed { epoch, steps }),
+        // The service's, not the machine's: `Shared::traffic`.
+        session_messages: 0,
+        unary_calls: 0,
     }
 }

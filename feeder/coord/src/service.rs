@@ -18,6 +18,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -219,6 +220,8 @@ pub struct Shared {
     complete: tokio::sync::watch::Sender<bool>,
     commit: Option<Arc<GroupCommit>>,
     opts: ServiceOptions,
+    /// `Session` messages answered, and unary `RequestWork`, `Ack` and `Heartbeat` calls.
+    traffic: [AtomicU64; 2],
 }
 
 impl Drop for Shared {
@@ -291,7 +294,20 @@ impl Shared {
             complete: tx,
             commit,
             opts,
+            traffic: Default::default(),
         }))
+    }
+
+    /// Counts a feeder's steady-state message: a session's (`true`) or a unary call.
+    fn count(&self, session: bool) {
+        self.traffic[usize::from(!session)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(session messages, unary RequestWork + Ack + Heartbeat calls)` since start: which
+    /// protocol the feeders speak.
+    pub fn traffic(&self) -> (u64, u64) {
+        let [s, u] = &self.traffic;
+        (s.load(Ordering::Relaxed), u.load(Ordering::Relaxed))
     }
 
     fn now_ms(&self) -> u64 {
@@ -405,7 +421,9 @@ fn flush_log(g: &mut Inner, flush: bool) {
 fn metrics_body(sh: Arc<Shared>) -> impl Fn() -> String + Send + Sync + 'static {
     move || {
         let now = sh.uptime();
-        sh.with_machine(|m| super::metrics::render(m, now, (now * 1000.0) as u64))
+        let mut s = sh.with_machine(|m| super::metrics::render(m, now, (now * 1000.0) as u64));
+        super::metrics::render_traffic(&mut s, sh.traffic());
+        s
     }
 }
 
@@ -575,6 +593,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
         &self,
         req: Request<proto::WorkRequest>,
     ) -> Result<Response<proto::WorkReply>, Status> {
+        self.shared.count(false);
         let now = self.shared.now_ms();
         let (seq, w) = self.shared.lock().request_work(&req.into_inner(), now)?;
         self.shared.durable(seq).await?;
@@ -585,6 +604,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
         &self,
         req: Request<proto::AckRequest>,
     ) -> Result<Response<proto::AckReply>, Status> {
+        self.shared.count(false);
         let now = self.shared.now_ms();
         let (seq, epoch) = {
             let mut g = self.shared.lock();
@@ -641,6 +661,7 @@ impl proto::coordinator_server::Coordinator for CoordService {
         &self,
         req: Request<proto::HeartbeatRequest>,
     ) -> Result<Response<proto::HeartbeatReply>, Status> {
+        self.shared.count(false);
         let now = self.shared.now_ms();
         let alive = self.shared.lock().heartbeat(&req.into_inner(), now)?;
         Ok(Response::new(proto::HeartbeatReply { alive }))
@@ -697,9 +718,9 @@ impl proto::coordinator_server::Coordinator for CoordService {
         _req: Request<proto::MetricsRequest>,
     ) -> Result<Response<proto::MetricsReply>, Status> {
         let now = self.shared.now_ms();
-        Ok(Response::new(
-            self.shared.with_machine(|m| metrics_reply(m, now)),
-        ))
+        let mut r = self.shared.with_machine(|m| metrics_reply(m, now));
+        (r.session_messages, r.unary_calls) = self.shared.traffic();
+        Ok(Response::new(r))
     }
 }
 

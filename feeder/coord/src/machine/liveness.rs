@@ -116,6 +116,20 @@ impl Machine {
         Ok(true)
     }
 
+    /// A message of `rank`'s incarnation that reports nothing (a session's ack or work
+    /// request, whose heartbeat names only the sender): refreshes its liveness as any call
+    /// does and says whether it lives, keeping the stage and counters its last heartbeat
+    /// reported.
+    pub fn seen(&mut self, rank: u32, incarnation: u64, now_ms: u64) -> Result<bool> {
+        self.check_rank(rank)?;
+        let r = &self.ranks[rank as usize];
+        if !r.joined || !r.alive || r.incarnation != incarnation {
+            return Ok(false);
+        }
+        self.touch(rank, now_ms);
+        Ok(true)
+    }
+
     /// `rank`'s trainer is alive, says whoever supervises it (`hydrofeed launch`): the rank
     /// stays alive while its feeder is gone (killed, being restarted) and its trainer busy
     /// longer than `dead_after_ms` (an evaluation, a checkpoint) before it re-attaches. Death

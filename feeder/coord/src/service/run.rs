@@ -174,6 +174,11 @@ pub fn spawn_journaled(
                     t.abort();
                 }
                 sh.tick();
+                let (session, unary) = sh.traffic();
+                tracing::info!(
+                    "the feeders' traffic: {session} session messages, {unary} unary calls \
+                     (work requests, acks, heartbeats)"
+                );
                 r.map_err(|e| Error::Internal(format!("coordinator server: {e}")))
             })
         })

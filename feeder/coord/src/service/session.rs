@@ -75,6 +75,7 @@ impl Stream for Replies {
 
 /// Applies one message and waits until what it recorded is durable.
 async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
+    sh.count(true);
     let now = sh.now_ms();
     let mut reply = proto::SessionReply::default();
     let mut seq = 0;
@@ -110,9 +111,15 @@ fn apply(
         );
         return Err(error("heartbeat", 0, &s));
     };
-    reply.alive = g
-        .heartbeat(hb, now)
-        .map_err(|s| error("heartbeat", 0, &s))?;
+    // A heartbeat of no stage only names the sender (an ack or a request from a thread that
+    // does not report): liveness, keeping the stage and counters last reported.
+    let alive = if hb.stage == proto::Stage::Unspecified as i32 {
+        g.m.seen(hb.rank, hb.incarnation, now)
+            .map_err(super::status_of)
+    } else {
+        g.heartbeat(hb, now)
+    };
+    reply.alive = alive.map_err(|s| error("heartbeat", 0, &s))?;
     for (i, a) in msg.acks.iter().enumerate() {
         let s = g.ack(a, now).map_err(|s| error("ack", i as u32, &s))?;
         *seq = (*seq).max(s);
