@@ -1,0 +1,274 @@
+"""Writes the Iceberg tables of ``test_iceberg_deletes.py`` with Apache Iceberg's own Java
+library (``iceberg-spark-runtime`` from Maven, in the JVM of a local PySpark session) and
+records Iceberg's own read of every snapshot.
+
+Run as a separate process (``python spark_iceberg_writer.py OUT``). Each table ``OUT/<name>/``
+is a Hadoop table (``metadata/version-hint.text``); ``OUT/done.json`` holds, for every table and
+snapshot id, the rows Iceberg's generic reader (``IcebergGenerics``, which applies delete files)
+returns at it, as sorted ``[id, k, x]`` lists, and the snapshot ids in commit order.
+
+Why not Spark SQL: the newest runtime Maven serves is ``iceberg-spark-runtime-4.1_2.13:1.12.0``
+(there is none for Spark 4.2), and Spark 4.2 refuses its catalogs: ``SparkCatalog`` fails to
+load (``IncompatibleClassChangeError``: ``SparkView`` implements
+``org.apache.spark.sql.connector.catalog.View``, a class in Spark 4.2), and, with bytecode
+verification off, Spark refuses it as a catalog that "implements both TableCatalog and
+ViewCatalog directly" (Spark 4.2 asks for ``RelationCatalog``); ``SparkSessionCatalog`` the
+same. So the tables are written with the library Spark's writer itself calls: Parquet data files
+(``GenericFileWriterFactory``), position delete files (format v2), deletion vectors in Puffin
+files (format v3, ``BaseDVFileWriter``), equality delete files, each committed as Iceberg's
+``RowDelta`` does.
+
+Tables:
+
+- ``pos``: format v2, unpartitioned, 3 data files; a position delete file over two of them and
+  one over the third (``id % 10 = 3``); an append; a second delete (``id`` in 500..1499) whose
+  file covers files already holding deletes.
+- ``pos_part``: format v2, partitioned by ``k`` (identity), row groups of about 1,000 rows;
+  deletes within each partition across row groups.
+- ``dv``: format v3, 2 data files; deletion vectors (``id % 10 = 3``), then a second delete
+  whose vectors hold the first's rows too and replace them (at most one per data file).
+- ``eq``: format v2, an equality delete file on ``id``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
+DV_DELETE = ("java.lang.String", "long", "org.apache.iceberg.PartitionSpec", "org.apache.iceberg.StructLike")
+
+
+def invoke(gateway: Any, obj: Any, name: str, types: tuple[str, ...], *args: Any) -> Any:
+    """Calls `obj.name(*args)`, the method of parameter types `types`, through Java reflection,
+    which widens an ``Integer`` to a ``long`` parameter (py4j hands a small Python int over as an
+    ``Integer`` and finds no method taking a ``long``)."""
+    for m in obj.getClass().getMethods():
+        if m.getName() == name and tuple(t.getName() for t in m.getParameterTypes()) == types:
+            a = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+            for i, v in enumerate(args):
+                a[i] = v
+            return m.invoke(obj, a)
+    raise AttributeError(f"{obj.getClass().getName()} has no method {name}{types}")
+
+
+class Writer:
+    """One Iceberg table written through the Java library (``jvm``: the py4j view of it)."""
+
+    def __init__(self, jvm: Any, conf: Any, gateway: Any, location: str, version: int,
+                 partitioned: bool, props: dict[str, str] | None = None) -> None:
+        ice = jvm.org.apache.iceberg
+        self.jvm, self.ice, self.gateway = jvm, ice, gateway
+        T = ice.types.Types
+        fields = jvm.java.util.ArrayList()
+        # int, not long: py4j hands a small Python int to an Object parameter as an Integer
+        fields.add(T.NestedField.required(1, "id", T.IntegerType.get()))
+        fields.add(T.NestedField.required(2, "k", T.IntegerType.get()))
+        fields.add(T.NestedField.optional(3, "x", T.DoubleType.get()))
+        fields.add(T.NestedField.optional(4, "pad", T.StringType.get()))
+        schema = ice.Schema(fields)
+        spec = (ice.PartitionSpec.builderFor(schema).identity("k").build() if partitioned
+                else ice.PartitionSpec.unpartitioned())
+        p = jvm.java.util.HashMap()
+        p.put("format-version", str(version))
+        for key, value in (props or {}).items():
+            p.put(key, value)
+        self.table = ice.hadoop.HadoopTables(conf).create(schema, spec, p, location)
+        self.parquet = ice.FileFormat.PARQUET
+        self.schema, self.spec = schema, spec
+        self.writers = self._factory().build()
+        self.task = 0
+        # file path -> ids in row order: a row's position is its index
+        self.files: dict[str, list[int]] = {}
+        self.data_files: dict[str, Any] = {}
+
+    def _factory(self) -> Any:
+        b = getattr(self.ice.data, "GenericFileWriterFactory$Builder")(self.table)
+        return b.dataFileFormat(self.parquet).deleteFileFormat(self.parquet)
+
+    def _out(self, fmt: Any = None) -> Any:
+        self.task += 1
+        return self.ice.io.OutputFileFactory.builderFor(self.table, 1, self.task) \
+            .format(fmt or self.parquet).build()
+
+    def _partition(self, k: int | None) -> Any:
+        if k is None:
+            return None
+        key = self.ice.PartitionKey(self.spec, self.schema)
+        r = self.ice.data.GenericRecord.create(self.schema)
+        r.setField("k", k)
+        key.partition(r)
+        return key
+
+    def append(self, groups: list[list[int]], k: int | None = None) -> None:
+        """Commits one data file per list of ids (rows in that order)."""
+        app = self.table.newAppend()
+        for ids in groups:
+            part = self._partition(k)
+            out = self._out().newOutputFile(self.spec, part) if part is not None \
+                else self._out().newOutputFile()
+            w = self.writers.newDataWriter(out, self.spec, part)
+            for i in ids:
+                r = self.ice.data.GenericRecord.create(self.schema)
+                r.setField("id", i)
+                r.setField("k", i % 3)
+                r.setField("x", float(i) / 3)
+                r.setField("pad", "p" * 40)
+                w.write(r)
+            w.close()
+            df = w.toDataFile()
+            self.files[df.location()] = list(ids)
+            self.data_files[df.location()] = df
+            app.appendFile(df)
+        app.commit()
+
+    def positions(self, pred: Any) -> dict[str, list[int]]:
+        """The positions of the rows `pred` holds for, by data file."""
+        out = {}
+        for path, ids in self.files.items():
+            pos = [p for p, i in enumerate(ids) if pred(i)]
+            if pos:
+                out[path] = pos
+        return out
+
+    def position_deletes(self, groups: list[dict[str, list[int]]], k: int | None = None) -> None:
+        """Commits one position delete file per dict (data file -> positions)."""
+        delta = self.table.newRowDelta()
+        for g in groups:
+            part = self._partition(k)
+            out = self._out().newOutputFile(self.spec, part) if part is not None \
+                else self._out().newOutputFile()
+            w = self.writers.newPositionDeleteWriter(out, self.spec, part)
+            for path in sorted(g):
+                for pos in g[path]:
+                    d = self.ice.deletes.PositionDelete.create()
+                    invoke(self.gateway, d, "set", ("java.lang.CharSequence", "long"), path, pos)
+                    w.write(d)
+            w.close()
+            delta.addDeletes(w.toDeleteFile())
+        delta.commit()
+
+    def deletion_vectors(self, g: dict[str, list[int]], replaced: list[Any]) -> list[Any]:
+        """Commits deletion vectors (one per data file of `g`, in one Puffin file) that replace
+        the vectors `replaced`; returns the new ones."""
+        jvm = self.jvm
+
+        class NoPrevious:
+            """The vectors hold every row deleted so far: nothing to merge."""
+
+            def apply(self, path: Any) -> None:
+                return None
+
+            class Java:
+                implements = ["java.util.function.Function"]
+
+        w = self.ice.deletes.BaseDVFileWriter(self._out(self.ice.FileFormat.PUFFIN), NoPrevious())
+        for path in sorted(g):
+            df = self.data_files[path]
+            for pos in g[path]:
+                invoke(self.gateway, w, "delete", DV_DELETE, path, pos, self.spec, df.partition())
+        w.close()
+        new = list(w.result().deleteFiles())
+        delta = self.table.newRowDelta()
+        # the vectors replaced are this snapshot's: none was added concurrently
+        delta.validateFromSnapshot(self.table.currentSnapshot().snapshotId())
+        for d in new:
+            delta.addDeletes(d)
+        for d in replaced:
+            delta.removeDeletes(d)
+        delta.commit()
+        return new
+
+    def equality_deletes(self, ids: list[int]) -> None:
+        """Commits an equality delete file on `id`."""
+        eq = self.schema.select(self.jvm.java.util.Collections.singletonList("id"))
+        field_ids = self.gateway.new_array(self.jvm.int, 1)
+        field_ids[0] = 1
+        f = self._factory().equalityFieldIds(field_ids).equalityDeleteRowSchema(eq).build()
+        w = f.newEqualityDeleteWriter(self._out().newOutputFile(), self.spec, None)
+        for i in ids:
+            r = self.ice.data.GenericRecord.create(eq)
+            r.setField("id", i)
+            w.write(r)
+        w.close()
+        self.table.newRowDelta().addDeletes(w.toDeleteFile()).commit()
+
+    def reads(self) -> dict[str, Any]:
+        """Iceberg's generic read of every snapshot: sorted [id, k, x] rows, and the order."""
+        self.table.refresh()
+        snaps = [s.snapshotId() for s in self.table.snapshots()]
+        out: dict[str, Any] = {"order": [str(s) for s in snaps]}
+        for s in snaps:
+            it = self.ice.data.IcebergGenerics.read(self.table).useSnapshot(s).build().iterator()
+            rows = []
+            while it.hasNext():
+                r = it.next()
+                rows.append([r.getField("id"), r.getField("k"), r.getField("x")])
+            out[str(s)] = sorted(rows)
+        return out
+
+
+def main(out: str) -> None:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.java_gateway import ensure_callback_server_started
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.jars.packages", RUNTIME)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .appName("hydrofeed-iceberg-writer")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    gw = spark.sparkContext._gateway
+    ensure_callback_server_started(gw)
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    done: dict[str, Any] = {}
+
+    def table(name: str, version: int, partitioned: bool = False,
+              props: dict[str, str] | None = None) -> Writer:
+        return Writer(jvm, conf, gw, os.path.join(out, name), version, partitioned, props)
+
+    t = table("pos", 2)
+    t.append([list(range(0, 1000)), list(range(1000, 2000)), list(range(2000, 3000))])
+    p = t.positions(lambda i: i % 10 == 3)
+    first, second, third = sorted(p, key=lambda f: t.files[f][0])
+    t.position_deletes([{first: p[first], second: p[second]}, {third: p[third]}])
+    t.append([list(range(3000, 3500))])
+    p = t.positions(lambda i: 500 <= i < 1500 and i % 10 != 3)
+    t.position_deletes([p])
+    done["pos"] = t.reads()
+
+    t = table("pos_part", 2, partitioned=True,
+              props={"write.parquet.row-group-size-bytes": "16384"})
+    for k in range(3):
+        t.append([[i for i in range(0, 9000) if i % 3 == k]], k=k)
+    for k in range(3):
+        p = t.positions(lambda i, k=k: i % 3 == k and (i % 9 == 4 or 2000 < i < 5000))
+        t.position_deletes([p], k=k)
+    done["pos_part"] = t.reads()
+
+    t = table("dv", 3)
+    t.append([list(range(0, 1500)), list(range(1500, 3000))])
+    dvs = t.deletion_vectors(t.positions(lambda i: i % 10 == 3), [])
+    t.deletion_vectors(t.positions(lambda i: i % 10 == 3 or 1000 <= i < 2000), dvs)
+    done["dv"] = t.reads()
+
+    t = table("eq", 2)
+    t.append([list(range(0, 1000))])
+    t.equality_deletes([i for i in range(0, 1000) if i % 4 == 1])
+    done["eq"] = t.reads()
+
+    with open(os.path.join(out, "done.json"), "w") as f:
+        json.dump(done, f)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
