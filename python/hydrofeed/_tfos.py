@@ -2,13 +2,13 @@
 
 A trainer's feed receives batches (the feeder's ring batches under ``hydrofeed launch`` and
 Spark's file mode, a feeding task's batches under ``TFCluster.train(rdd|df)``) in the sizes
-they were sent, and TFoS's loop asks for ``n`` rows at a time. :class:`TFoSFeed` pushes every
-received batch into the extension's :class:`~hydrofeed._native.Rebatcher` (the one cutter of
-the project, the same type that cuts the feeder's batches) with what must happen as its rows
-are handed out (acked to the feeder, to a feeding task, or waiting for inference results),
-and cuts ``n`` rows at a time. :class:`hydrofeed.DataFeed` and
-:class:`hydrofeed.spark.SparkDataFeed` say only how batches are received and what rows look
-like.
+they were sent, and TFoS's loop asks for ``n`` rows at a time. :class:`hydrofeed.DataFeed`
+pushes every received batch into a :class:`Cutter` over the extension's
+:class:`~hydrofeed._native.Rebatcher` (the one cutter of the project, the same type that cuts
+the feeder's batches) with what must happen as its rows are handed out (acked to the feeder,
+to a feeding task, or waiting for inference results), and cuts ``n`` rows at a time; its
+Spark-fed kind (:class:`hydrofeed.spark.SparkDataFeed`) says only how batches are received
+and what rows look like.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from hydrofeed._native import Rebatcher
 
-#: What :meth:`TFoSFeed._receive` found.
+#: What :meth:`hydrofeed.DataFeed._receive` found.
 GOT, BOUNDARY, END = 0, 1, 2
 
 #: Called as rows of a pushed batch are handed out: (rows, whether they were its last).
@@ -127,48 +127,3 @@ class Cutter:
         """Drops every row not handed out (their ``handed`` is never called)."""
         self._r.clear()
         self._pushed.clear()
-
-
-class TFoSFeed:
-    """``next_batch(n)`` and ``should_stop()`` with TFoS's meaning over :meth:`_receive`.
-
-    Subclasses implement :meth:`_receive` (receive one batch into ``self._cut``, or say the
-    feed ended) and :meth:`_convert` (parts -> what ``next_batch`` returns)."""
-
-    _cut: Cutter
-    _stop: bool
-
-    def _receive(self) -> int:
-        """Receives one batch into ``self._cut``: :data:`GOT`; :data:`BOUNDARY` where rows
-        pending must go out before more are received (the end of an inference partition, so
-        its results can flow back); :data:`END` at the end of the feed (``self._stop`` set)."""
-        raise NotImplementedError
-
-    def _convert(self, parts: list[Part]) -> Any:
-        """The parts of one cut as ``next_batch`` returns them."""
-        raise NotImplementedError
-
-    def _parts(self, batch_size: int, glue: bool = True) -> list[Part]:
-        """Receives until ``batch_size`` rows are pending (or the feed or an inference
-        partition ended), then cuts them (``glue``: see :meth:`Cutter.take`)."""
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        while self._cut.rows < batch_size and not self._stop:
-            got = self._receive()
-            if got == END or (got == BOUNDARY and self._cut.rows):
-                break
-        return self._cut.take(batch_size, glue)
-
-    def next_batch(self, batch_size: int) -> Any:
-        """Up to ``batch_size`` rows (fewer only at the end of the feed, and, for inference, at
-        the end of a partition, so results can flow back while Spark schedules the next one).
-
-        Without ``input_mapping``: a list of rows. With ``input_mapping``: a dict ``{name:
-        numpy array}`` (dense columns stacked, e.g. ``(n, 784)``). Returns an empty batch once
-        the feed ended; :meth:`should_stop` then says so.
-        """
-        return self._convert(self._parts(batch_size))
-
-    def should_stop(self) -> bool:
-        """True once the feed ended (end-of-feed, ``terminate()``) and no rows are pending."""
-        return self._stop and self._cut.rows == 0

@@ -169,7 +169,7 @@ class TrainerFailedError(HydrofeedError, RuntimeError):
 class TransportError(PeerLostError, ConnectionError):
     """The peer on the other end of a feeding socket failed or went away.
 
-    Raised in Spark feeding tasks and trainers (``hydrofeed.spark.transport``) when the trainer's
+    Raised in Spark feeding tasks and trainers (``hydrofeed.spark.hub``) when the trainer's
     hub or the feeding task closes the connection, reports an error, or sends a malformed
     frame.
     """

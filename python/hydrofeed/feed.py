@@ -17,7 +17,7 @@ from typing import Any
 
 from hydrofeed import _tensorboard
 from hydrofeed._native import SOCKET_ENV, Batch, Feed
-from hydrofeed._tfos import END, GOT, Cutter, Part, TFoSFeed
+from hydrofeed._tfos import BOUNDARY, END, GOT, Cutter, Part
 
 __all__ = ["SOCKET_ENV", "REJOIN_ENV", "DataFeed"]
 
@@ -50,8 +50,13 @@ def summary_line(
         f"{min(100.0, 100 * waited / elapsed) if elapsed > 0 else 0:.0f}% of the time; {through}"
     )
 
-class DataFeed(TFoSFeed):
-    """Batches from this node's feeder.
+class DataFeed:
+    """Batches from this node's feeder: the trainer's one feed API.
+
+    Under Spark (``ctx.get_data_feed()``, ``TFNode.DataFeed(ctx.mgr)``) the feed is a
+    :class:`hydrofeed.spark.SparkDataFeed`, a ``DataFeed`` whose batches come from Spark's
+    feeding tasks (or, in file mode, from this node's feeder): the same ``next_batch``,
+    ``batches``, ``batch_results``, ``terminate``, ``state`` and ``metrics``.
 
     Args:
         address: the feeder's socket; default: the ``HYDROFEED_FEED_SOCKET`` environment
@@ -331,6 +336,31 @@ class DataFeed(TFoSFeed):
 
     # -- TensorFlowOnSpark-compatible API --------------------------------------------------
 
+    def _parts(self, batch_size: int, glue: bool = True) -> list[Part]:
+        """Receives until ``batch_size`` rows are pending (or the feed or an inference
+        partition ended), then cuts them (``glue``: see :meth:`hydrofeed._tfos.Cutter.take`)."""
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        while self._cut.rows < batch_size and not self._stop:
+            got = self._receive()
+            if got == END or (got == BOUNDARY and self._cut.rows):
+                break
+        return self._cut.take(batch_size, glue)
+
+    def next_batch(self, batch_size: int) -> Any:
+        """Up to ``batch_size`` rows (fewer only at the end of the feed, and, for inference, at
+        the end of a partition, so results can flow back while Spark schedules the next one).
+
+        Without ``input_mapping``: a list of rows. With ``input_mapping``: a dict ``{name:
+        numpy array}`` (dense columns stacked, e.g. ``(n, 784)``). Returns an empty batch once
+        the feed ended; :meth:`should_stop` then says so.
+        """
+        return self._convert(self._parts(batch_size))
+
+    def should_stop(self) -> bool:
+        """True once the feed ended (end-of-feed, ``terminate()``) and no rows are pending."""
+        return self._stop and self._cut.rows == 0
+
     def _receive(self) -> int:
         """One ring batch into the cutter; handed out (consumed) once every one of its rows
         was returned by ``next_batch`` (a partly returned one comes again whole in a resumed
@@ -383,7 +413,9 @@ class DataFeed(TFoSFeed):
             self._device.close()
         self._feed.close()
 
-    close = terminate
+    def close(self) -> None:
+        """:meth:`terminate`."""
+        self.terminate()
 
     def __enter__(self) -> DataFeed:
         return self

@@ -1,4 +1,4 @@
-//! The ring between a Spark feeding task and the trainer it feeds (`hydrofeed.spark.transport`):
+//! The ring between a Spark feeding task and the trainer it feeds (`hydrofeed.spark.hub`):
 //! the same `ipc` ring and `tfbridge` frames as a feeder's, dialled the other way.
 //!
 //! A feeding task is short-lived and dials the trainer's socket, so it is the side that makes

@@ -92,7 +92,7 @@ def test_native_exceptions_are_the_native_objects(name: str) -> None:
     ("module", "name"),
     [
         ("hydrofeed.spark.cluster", "TrainerFailedError"),
-        ("hydrofeed.spark.transport", "TransportError"),
+        ("hydrofeed.spark.hub", "TransportError"),
         ("hydrofeed.spark.files", "FeedFilesError"),
         ("hydrofeed.spark", "TrainerFailedError"),
         ("hydrofeed.spark", "FeedFilesError"),

@@ -1,4 +1,4 @@
-"""Transport and row conversion without Spark: hub <-> channel in one process."""
+"""The feeding hub and row conversion without Spark: hub <-> channel in one process."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from hydrofeed.spark import rows
 from hydrofeed.spark.feed import SparkDataFeed
-from hydrofeed.spark.transport import Hub, TransportError, open_channel, send_end_of_feed
+from hydrofeed.spark.hub import Hub, TransportError, open_channel, send_end_of_feed
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(60)]
 
@@ -202,7 +202,7 @@ class _ListHub:
     """Hands out prepared items, records acks (no sockets)."""
 
     def __init__(self, batches):
-        from hydrofeed.spark.transport import Item
+        from hydrofeed.spark.hub import Item
 
         self.items = [Item("batch", 0, rb) for rb in batches] + [Item("end_of_feed")]
         self.acked = 0
@@ -433,14 +433,14 @@ def test_a_batch_larger_than_the_ring_takes_is_split_by_rows(hub):
 def _raw_feeder(path):
     import socket as so
 
-    from hydrofeed.spark import transport
+    from hydrofeed.spark import hub as wire
 
     s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
     s.connect(path)
-    transport.send_frame(s, transport.HELLO, b'{"mode": "train", "partition": 0}')
-    kind, _ = transport.recv_frame(s)
-    assert kind == transport.WELCOME
-    return s, transport
+    wire.send_frame(s, wire.HELLO, b'{"mode": "train", "partition": 0}')
+    kind, _ = wire.recv_frame(s)
+    assert kind == wire.WELCOME
+    return s, wire
 
 
 def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
@@ -449,7 +449,7 @@ def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
     import socket as so
     import struct
 
-    from hydrofeed.spark import transport
+    from hydrofeed.spark import hub as wire
 
     def hello(size):  # the ring's offer as ipc writes it (docs/arch/ring.md)
         return b"HYDROHLO" + struct.pack("<IIQQ", 3, 0, size, size // 2)
@@ -479,9 +479,9 @@ def test_a_hostile_feeder_gets_errors_not_a_crashed_trainer(hub):
     # A mode that is none: an error frame naming it.
     s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
     s.connect(hub.path)
-    transport.send_frame(s, transport.HELLO, b'{"mode": "bogus"}')
-    kind, payload = transport.recv_frame(s)
-    assert kind == transport.ERROR and b"mode 'bogus'" in payload
+    wire.send_frame(s, wire.HELLO, b'{"mode": "bogus"}')
+    kind, payload = wire.recv_frame(s)
+    assert kind == wire.ERROR and b"mode 'bogus'" in payload
     s.close()
     assert hub.get(0.2) is None
     # The next feeding task is served as usual.
@@ -503,8 +503,8 @@ def test_a_batch_stays_readable_after_its_feeder_is_killed(hub, tmp_path):
     script = f"""
 import sys, time, numpy as np
 sys.path.insert(0, {os.path.dirname(__file__)!r})
-from test_transport import _image_batches
-from hydrofeed.spark.transport import open_channel
+from test_hub import _image_batches
+from hydrofeed.spark.hub import open_channel
 ch = open_channel({hub.path!r}, "train", 0)
 for rb in _image_batches(3):
     ch.send(rb)
@@ -550,7 +550,7 @@ def test_a_batch_across_partitions_typed_apart_keeps_each_partitions_types():
     """Spark infers each partition's types on its own (ints in one, floats in the next): a
     ``next_batch`` that spans them gives every row as it was fed, and each feeding connection
     is acked exactly the rows handed out of it."""
-    from hydrofeed.spark.transport import Item
+    from hydrofeed.spark.hub import Item
 
     class Hub(_ListHub):
         def __init__(self, items):
@@ -592,3 +592,29 @@ def test_feeding_tasks_are_told_whether_the_trainer_takes_objects_or_columns(hub
             assert ch.objects is False
         finally:
             ch.close()
+
+
+def test_a_spark_fed_feed_is_a_datafeed_and_names_what_needs_a_file_feed():
+    """The feed a Spark trainer gets is a ``hydrofeed.DataFeed``: the same TFoS loop and
+    ``metrics()`` (what Spark's tasks fed); what reads a feeder's ring says by name that it
+    needs a file feed, rather than failing on a missing attribute."""
+    import hydrofeed
+    from hydrofeed.exceptions import HydrofeedError
+
+    fed = [(i, float(i)) for i in range(250)]
+    hub = _ListHub([rows.rows_to_batch(fed[:100]), rows.rows_to_batch(fed[100:])])
+    feed = SparkDataFeed(hub)
+    assert isinstance(feed, hydrofeed.DataFeed)
+    got = []
+    while not feed.should_stop():
+        got.extend(feed.next_batch(64))
+    assert got == fed and hub.acked == 250
+    m = feed.metrics()
+    assert (m["rows"], m["steps"], m["rows_delivered"]) == (250, 4, 250) and m["bytes"] > 0
+    assert "files" not in m and feed.schema is None
+    for call in (feed.next, feed.steps_per_epoch, feed.initial_step, lambda: feed.feeder_pid, lambda: feed.results):
+        with pytest.raises(HydrofeedError, match=r"TFCluster\.(train_files|inference)"):
+            call()
+    with pytest.raises(ValueError, match="needs batch_size"):
+        next(iter(feed))
+    feed.flush_acks()  # nothing to flush without a file feed: no error

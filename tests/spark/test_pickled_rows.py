@@ -113,7 +113,7 @@ def _objects_hub(rows_per_item):
     """A hub handing out rows that came pickled (as the trainer's hub does after unpickling a
     forwarded frame), then the end of the feed; records acks."""
     from hydrofeed.spark import rows
-    from hydrofeed.spark.transport import Item
+    from hydrofeed.spark.hub import Item
 
     class Hub:
         wants_objects = True

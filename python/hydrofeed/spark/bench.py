@@ -329,7 +329,7 @@ def _transport_feeder(path: str, rows: int) -> None:
     import pyspark.sql  # noqa: F401 - loaded in every Spark worker already: not part of the figure
 
     from hydrofeed.spark import rows as _rows
-    from hydrofeed.spark.transport import open_channel, send_end_of_feed
+    from hydrofeed.spark.hub import open_channel, send_end_of_feed
 
     img = np.random.default_rng(0).random(784, dtype=np.float32)
     data = [(img, i % 10) for i in range(rows)]
@@ -347,7 +347,7 @@ def _transport_run(rows: int) -> dict[str, Any]:
     """One feeding process -> one hub here, the trainer taking ``input_mapping``-style numpy
     columns: rows/s and CPU seconds from the first batch on."""
     from hydrofeed.spark.feed import SparkDataFeed
-    from hydrofeed.spark.transport import Hub
+    from hydrofeed.spark.hub import Hub
 
     d = tempfile.mkdtemp(prefix="hf-transport-")
     hub = Hub(os.path.join(d, "rank0.sock"), 0)

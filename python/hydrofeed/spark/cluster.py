@@ -7,7 +7,7 @@ of ``BarrierTaskContext.allGather``, which costs a fixed second; a one-node clus
 to gather) and build the cluster spec and ``TF_CONFIG`` themselves. The barrier job runs in a
 background thread of the driver so ``run()`` returns once every node is ready, as TFoS's does.
 ``train()``/``inference()`` feed RDDs and DataFrames as Arrow record batches through
-:mod:`hydrofeed.spark.transport`; ``shutdown()`` ends the feed, waits for the nodes and raises
+:mod:`hydrofeed.spark.hub`; ``shutdown()`` ends the feed, waits for the nodes and raises
 :class:`TrainerFailedError` naming the failing rank.
 
 This module holds the TFoS-compatible front: ``run()``, :class:`TFCluster` and

@@ -1,8 +1,9 @@
-"""Trainer-side ``DataFeed`` for InputMode.SPARK, compatible with TFoS's ``TFNode.DataFeed``.
+"""The ``DataFeed`` of a Spark-fed trainer (InputMode.SPARK), TFoS's ``TFNode.DataFeed``.
 
-``next_batch`` is :class:`hydrofeed._tfos.TFoSFeed`'s, the same as :class:`hydrofeed.DataFeed`'s:
-this module says only how batches are received and what rows look like. It reads from a
-transport hub: anything with ``get(timeout) -> Item | None``,
+:class:`SparkDataFeed` is a :class:`hydrofeed.DataFeed`: the same ``next_batch`` (the one
+cutter), ``batches``, ``batch_results``, ``terminate``, ``state`` and ``metrics``; this module
+says only how its batches are received and what its rows look like. It reads from a hub
+(:mod:`hydrofeed.spark.hub`): anything with ``get(timeout) -> Item | None``,
 ``ack(conn_id, rows)``, ``send_results(conn_id, objs)`` and ``terminate()``. A ``files`` item
 (``TFCluster.train_files``) switches it to the shared-memory ring of this node's feeder until
 that feed's end; then it goes back to the hub (more ``train()``/``train_files()``, or the end
@@ -19,16 +20,15 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from hydrofeed._tfos import BOUNDARY, END, GOT, Cutter, Handed, Part, TFoSFeed
+from hydrofeed._tfos import BOUNDARY, END, GOT, Cutter, Handed, Part
+from hydrofeed.exceptions import HydrofeedError
+from hydrofeed.feed import DataFeed
 from hydrofeed.spark import rows as _rows
-
-if TYPE_CHECKING:
-    from hydrofeed.feed import DataFeed
 
 logger = logging.getLogger(__name__)
 
@@ -50,16 +50,23 @@ class _Fed:
     said: bool = False
 
 
-class SparkDataFeed(TFoSFeed):
+class SparkDataFeed(DataFeed):
     """``next_batch(n)`` -> list of rows (or dict of numpy columns with ``input_mapping``),
     ``should_stop()``, ``batch_results(results)``, ``terminate()`` -- TFoS's methods and meaning.
+
+    A :class:`hydrofeed.DataFeed` fed by Spark's tasks: what reads a feeder's ring (``next()``,
+    ``hand_out()``, ``device_feed()``, ``steps_per_epoch()``, ``feeder_pid``) works while a
+    file feed (``TFCluster.train_files``) is on and says so by name otherwise; ``metrics()``
+    counts what Spark's tasks fed.
 
     Blocking waits poll every 100 ms so Ctrl-C and the supervisor's SIGTERM are honoured; the
     wait for data ends with the end-of-feed marker that ``TFCluster.shutdown()`` sends (or the
     trainer is stopped when the driver goes away), so it never waits forever.
     """
 
-    def __init__(self, hub: Any, train_mode: bool = True, input_mapping: dict[str, str] | None = None) -> None:
+    def __init__(  # noqa: PLW0231 - no feeder to attach to: DataFeed.__init__ dials one
+        self, hub: Any, train_mode: bool = True, input_mapping: dict[str, str] | None = None
+    ) -> None:
         if hub is None:
             raise RuntimeError(
                 "this node has no data feed: get_data_feed() is only available on worker/chief nodes "
@@ -100,7 +107,7 @@ class SparkDataFeed(TFoSFeed):
         return self._convert(self._parts(batch_size, glue=False))
 
     def _parts(self, batch_size: int, glue: bool = True) -> list[Part]:
-        """:meth:`TFoSFeed._parts`, counted: rows delivered, and a step where Spark's tasks fed
+        """:meth:`DataFeed._parts`, counted: rows delivered, and a step where Spark's tasks fed
         any of them."""
         fed = self._fed.rows
         parts = super()._parts(batch_size, glue)
@@ -152,8 +159,15 @@ class SparkDataFeed(TFoSFeed):
         return ring.state(timeout)
 
     # -- fast path
-    def batches(self, batch_size: int) -> Iterator[dict[str, Any]]:
-        """Yields dicts of numpy columns (by column name) until end of feed."""
+    def batches(self, batch_size: int | None = None, device: Any = None) -> Iterator[Any]:
+        """Yields dicts of numpy columns (by column name) of ``batch_size`` rows until end of
+        feed (fewer at its end). ``device``: the file feed's batches staged on a GPU, as
+        :meth:`hydrofeed.DataFeed.batches` does (needs a file feed)."""
+        if device is not None:
+            yield from self._file_ring("batches(device=...)").batches(batch_size, device)
+            return
+        if batch_size is None:
+            raise ValueError("batches() of a Spark-fed DataFeed needs batch_size: Spark's tasks send the rows of their partitions")
         self._hub.wants_objects = False
         while not self._stop:
             for p in self._parts(batch_size):
@@ -162,6 +176,79 @@ class SparkDataFeed(TFoSFeed):
                     name: _rows.column_to_numpy(rb.column(i), rb.schema.field(i))
                     for i, name in enumerate(rb.schema.names)
                 }
+
+    # -- what reads a feeder's ring: the file feed's, while one is on
+    def _file_ring(self, what: str) -> DataFeed:
+        ring = self._ring or self._last_ring
+        if ring is None:
+            raise HydrofeedError(
+                f"{what} reads this node's feeder, which a Spark-fed DataFeed has only while a file feed "
+                "(TFCluster.train_files) is on, from its first batch: rows fed by Spark's tasks come "
+                "through next_batch() and batches()"
+            )
+        return ring
+
+    def next(self, timeout: float | None = None, hand_out: bool = True) -> Any:
+        """The file feed's next ring batch (:meth:`hydrofeed.DataFeed.next`)."""
+        return self._file_ring("next()").next(timeout, hand_out)
+
+    def hand_out(self, batch: Any) -> None:
+        """:meth:`hydrofeed.DataFeed.hand_out` on the file feed."""
+        self._file_ring("hand_out()").hand_out(batch)
+
+    def device_feed(self, device: Any = "cuda") -> Any:
+        """:meth:`hydrofeed.DataFeed.device_feed` of the file feed."""
+        return self._file_ring("device_feed()").device_feed(device)
+
+    def steps_per_epoch(self, timeout: float = 30.0) -> int | None:
+        """:meth:`hydrofeed.DataFeed.steps_per_epoch` of the file feed."""
+        return self._file_ring("steps_per_epoch()").steps_per_epoch(timeout)
+
+    def initial_epoch(self, timeout: float = 30.0) -> int:
+        """:meth:`hydrofeed.DataFeed.initial_epoch` of the file feed."""
+        return self._file_ring("initial_epoch()").initial_epoch(timeout)
+
+    def initial_step(self, timeout: float = 30.0) -> int | None:
+        """:meth:`hydrofeed.DataFeed.initial_step` of the file feed."""
+        return self._file_ring("initial_step()").initial_step(timeout)
+
+    def flush_acks(self) -> None:
+        """Acks the file feed's batches handed out so far (rows fed by Spark's tasks are
+        acked to them as they are handed out)."""
+        ring = self._ring or self._last_ring
+        if ring is not None:
+            ring.flush_acks()
+
+    @property
+    def schema(self) -> Any:
+        """The file feed's ``pyarrow.Schema`` (``None`` without one: Spark's partitions may
+        each have their own)."""
+        ring = self._ring or self._last_ring
+        return None if ring is None else ring.schema
+
+    @property
+    def results(self) -> list[Any]:
+        """Not kept: the results of ``batch_results`` go back to the feeding task of their
+        rows (``TFCluster.inference`` returns them)."""
+        raise HydrofeedError("a Spark-fed DataFeed sends its results back to Spark: TFCluster.inference() returns them")
+
+    @property
+    def feeder_pid(self) -> int:
+        """The file feed's feeder process id."""
+        return self._file_ring("feeder_pid").feeder_pid
+
+    def metrics(self) -> dict[str, Any]:
+        """What Spark's tasks fed: rows, steps (batches with any of them), bytes; ``files``:
+        the file feed's :meth:`hydrofeed.DataFeed.metrics`, while one is (or was) on."""
+        f = self._fed
+        m: dict[str, Any] = {"rows": f.rows, "steps": f.steps, "bytes": f.bytes, "rows_delivered": self.rows_delivered}
+        rank = getattr(self._hub, "rank", None)
+        if rank is not None:
+            m["rank"] = rank
+        ring = self._ring or self._last_ring
+        if ring is not None:
+            m["files"] = ring.metrics()
+        return m
 
     # -- internals
     def _convert(self, parts: list[Part]) -> Any:

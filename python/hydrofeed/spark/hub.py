@@ -1,4 +1,4 @@
-"""Feeding transport between Spark feeding tasks and the trainer on the same host.
+"""The hub: the trainer's end of the rings Spark's feeding tasks on its host write.
 
 One Unix stream socket per trainer (``<run_dir>/rank<k>.sock``), served by a :class:`Hub`
 thread inside the trainer process. A feeding task dials it, says what it feeds (``HELLO``:

@@ -233,7 +233,7 @@ def _supervise(spec: dict[str, Any], spec_path: str, drv: socket.socket, trainer
                 line, buf = buf.split(b"\n", 1)
                 msg = json.loads(line)
                 if msg["t"] == "eof" and sock:
-                    from hydrofeed.spark.transport import send_end_of_feed
+                    from hydrofeed.spark.hub import send_end_of_feed
 
                     try:
                         send_end_of_feed(sock)
@@ -282,7 +282,7 @@ def _start_files(msg: dict[str, Any], meta: dict[str, Any], hub_sock: str, spec_
     """File mode: starts this node's feeder, points the trainer's hub at its ring, and reports
     the feeder's exit (``feeder_exit``: code, output tail) to the driver from a thread."""
     from hydrofeed.spark.node import ERROR_PREFIX
-    from hydrofeed.spark.transport import send_files
+    from hydrofeed.spark.hub import send_files
 
     feeder = Feeder(msg, meta["host"], os.path.dirname(spec_path), lambda line: _log(prefix + line))
 

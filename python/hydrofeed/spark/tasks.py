@@ -1,6 +1,6 @@
 """The feeding tasks of ``TFCluster.train(rdd|df)`` and ``TFCluster.inference()``: what a Spark
 task runs on one partition (:func:`feed_fn`: send its rows to a trainer on this host through
-:mod:`hydrofeed.spark.transport`, return the count or the trainer's results), and a DataFrame
+:mod:`hydrofeed.spark.hub`, return the count or the trainer's results), and a DataFrame
 as the Arrow record batches Spark encodes itself (:func:`arrow_batches`, :func:`decode`).
 """
 
@@ -129,7 +129,7 @@ def feed_fn(cluster_id: str, gen: int, mode: str, feed_timeout: float, batch_siz
 
     def feed(index: int, it: Any, form: str) -> list[Any]:
         from hydrofeed.spark import rows as _rows
-        from hydrofeed.spark.transport import open_channel
+        from hydrofeed.spark.hub import open_channel
 
         rdir = _node.run_dir(cluster_id, gen)
         socks = sorted(glob.glob(os.path.join(rdir, "rank*.sock")), key=lambda p: int(os.path.basename(p)[4:-5]))

@@ -85,7 +85,7 @@ def main(spec_path: str) -> int:
 
     hub = None
     if meta["sock"]:
-        from hydrofeed.spark.transport import Hub
+        from hydrofeed.spark.hub import Hub
 
         hub = Hub(meta["sock"], meta["executor_id"])
         hub.start()
