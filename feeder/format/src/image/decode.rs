@@ -3,7 +3,7 @@
 
 use fast_image_resize as fr;
 
-use super::{row_random, Filter, ImageSpec, Resize};
+use super::{exif, row_random, Filter, ImageSpec, Resize};
 
 /// Decoded RGB pixels, row-major, 3 bytes a pixel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +230,17 @@ pub(crate) fn process(
     row: u64,
     out: &mut [u8],
 ) -> Result<(), String> {
-    let img = decode_image(data, spec.max_pixels, spec.resize)?;
+    let img = if spec.exif {
+        // A quarter turn swaps the sides the DCT scale must cover.
+        let o = exif::orientation(data);
+        let target = match spec.resize {
+            Some(Resize::Exact(h, w)) if exif::swaps_sides(o) => Some(Resize::Exact(w, h)),
+            t => t,
+        };
+        exif::apply(decode_image(data, spec.max_pixels, target)?, o)
+    } else {
+        decode_image(data, spec.max_pixels, spec.resize)?
+    };
     let (rh, rw) = resized(img.width, img.height, spec.resize);
     let (oh, ow) = spec.out_size();
     if rh < oh || rw < ow {

@@ -8,16 +8,20 @@
 //! - `crop:S` or `crop:HxW`: the center `H` x `W`; `randcrop:...`: a random one;
 //! - `flip`: a random horizontal flip, one row in two;
 //! - `seed:N`: the seed of the random choices (default: the job's seed, see [`for_epoch`]);
-//! - `maxpixels:N`: the most pixels an image may declare (default 89478485, Pillow's).
+//! - `maxpixels:N`: the most pixels an image may declare (default 89478485, Pillow's);
+//! - `exif`: the image turned upright by its EXIF orientation first, as Pillow's
+//!   `ImageOps.exif_transpose` does (without it the orientation is ignored, as TensorFlow's
+//!   `decode_jpeg` ignores it).
 //!
 //! `FILTER` is `nearest`, `bilinear` (default), `bicubic` or `lanczos`, each as Pillow defines
 //! it. The output size must be fixed: a `crop` or a `size`. Random choices are a function of
 //! (seed, epoch, split, row), so a run and its exact resume produce the same pixels. JPEGs are
 //! decoded by libjpeg-turbo, at the smallest DCT scale (1/8, 1/4, 1/2) that still covers the
-//! resize target; EXIF orientation is ignored, as TensorFlow's `decode_jpeg` does.
+//! resize target.
 
 mod column;
 mod decode;
+mod exif;
 #[cfg(test)]
 mod reader_tests;
 #[cfg(test)]
@@ -101,6 +105,8 @@ pub struct ImageSpec {
     pub epoch: u64,
     /// The most pixels (width x height) an image may declare.
     pub max_pixels: u64,
+    /// Whether the EXIF orientation is applied (`exif`); else ignored.
+    pub exif: bool,
 }
 
 impl ImageSpec {
@@ -134,6 +140,7 @@ impl ImageSpec {
             seed_given: false,
             epoch: 0,
             max_pixels: DEFAULT_MAX_PIXELS,
+            exif: false,
         };
         for op in ops.split(',').map(str::trim).filter(|o| !o.is_empty()) {
             let mut parts = op.split(':');
@@ -180,15 +187,11 @@ impl ImageSpec {
                         .parse()
                         .map_err(|_| bad(format!("maxpixels {:?} is not a number", args[0])))?
                 }
-                "exif" => {
-                    return Err(bad(
-                        "EXIF orientation is not applied by this version; leave out `exif`".into(),
-                    ))
-                }
+                "exif" => spec.exif = true,
                 _ => {
                     return Err(bad(format!(
                         "unknown operation {name:?} (resize, size, crop, randcrop, flip, seed, \
-                         maxpixels)"
+                         maxpixels, exif)"
                     )))
                 }
             }
@@ -267,6 +270,9 @@ impl fmt::Display for ImageSpec {
         }
         if self.max_pixels != DEFAULT_MAX_PIXELS {
             ops.push(format!("maxpixels:{}", self.max_pixels));
+        }
+        if self.exif {
+            ops.push("exif".into());
         }
         f.write_str(&ops.join(","))
     }

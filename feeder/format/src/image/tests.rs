@@ -48,6 +48,9 @@ fn spec_parses_and_prints_back() {
     let e = ImageSpec::parse("image=size:100x50:bicubic").unwrap();
     assert_eq!(e.out_size(), (100, 50));
     assert_eq!(ImageSpec::parse(&e.to_string()).unwrap(), e);
+    let x = ImageSpec::parse("image=exif,crop:4").unwrap();
+    assert!(x.exif);
+    assert_eq!(ImageSpec::parse(&x.to_string()).unwrap(), x);
     assert_eq!(
         ImageSpec::parse_all("a=crop:3;b=size:2x2").unwrap().len(),
         2
@@ -63,7 +66,6 @@ fn bad_specs_are_refused_by_name() {
         ("image=zoom:2,crop:2", "unknown operation \"zoom\""),
         ("image=resize:9:cubic,crop:2", "unknown filter"),
         ("image=size:4x4,crop:5", "larger than size"),
-        ("image=crop:2,exif", "EXIF"),
     ] {
         let e = ImageSpec::parse(text).unwrap_err();
         assert!(e.contains(says), "{text}: {e}");
@@ -230,4 +232,108 @@ fn the_crop_alone_resized_is_the_whole_resized_and_cropped() {
             assert!(best <= 1, "{filter}, row {row}: differs by {best}");
         }
     }
+}
+
+/// `jpeg` with an `Exif` APP1 segment holding orientation `o`, in either TIFF byte order.
+fn with_orientation(jpeg: &[u8], o: u16, little: bool) -> Vec<u8> {
+    let (u16b, u32b): (fn(u16) -> [u8; 2], fn(u32) -> [u8; 4]) = if little {
+        (u16::to_le_bytes, u32::to_le_bytes)
+    } else {
+        (u16::to_be_bytes, u32::to_be_bytes)
+    };
+    let mut tiff: Vec<u8> = if little {
+        b"II*\0".to_vec()
+    } else {
+        b"MM\0*".to_vec()
+    };
+    tiff.extend(u32b(8));
+    tiff.extend(u16b(2)); // two entries: another tag first, then Orientation
+    for (tag, value) in [(0x010F_u16, 0_u16), (0x0112, o)] {
+        tiff.extend(u16b(tag));
+        tiff.extend(u16b(3));
+        tiff.extend(u32b(1));
+        tiff.extend(u16b(value));
+        tiff.extend([0, 0]);
+    }
+    tiff.extend(u32b(0));
+    let mut app1 = b"Exif\0\0".to_vec();
+    app1.extend(tiff);
+    let mut out = jpeg[..2].to_vec();
+    out.extend([0xFF, 0xE1]);
+    out.extend(((app1.len() + 2) as u16).to_be_bytes());
+    out.extend(app1);
+    out.extend(&jpeg[2..]);
+    out
+}
+
+#[test]
+fn exif_orientation_is_read_from_jpeg_app1() {
+    let plain = jpeg(16, 8);
+    assert_eq!(super::exif::orientation(&plain), 1);
+    for o in 1..=8 {
+        for little in [true, false] {
+            let data = with_orientation(&plain, o, little);
+            assert_eq!(super::exif::orientation(&data), o as u8, "{o} {little}");
+        }
+    }
+    // A value out of range, or a truncated block, is upright.
+    assert_eq!(
+        super::exif::orientation(&with_orientation(&plain, 9, true)),
+        1
+    );
+    let cut = with_orientation(&plain, 6, true);
+    assert_eq!(super::exif::orientation(&cut[..30]), 1);
+}
+
+#[test]
+fn exif_turns_the_image_upright() {
+    // 3 wide, 2 high, pixel (x, y) = (x, y, 0).
+    let img = super::Decoded {
+        height: 2,
+        width: 3,
+        pixels: (0..2u8)
+            .flat_map(|y| (0..3u8).flat_map(move |x| [x, y, 0]))
+            .collect(),
+    };
+    let at = |d: &super::Decoded, x: usize, y: usize| -> (u8, u8) {
+        let p = &d.pixels[(y * d.width as usize + x) * 3..];
+        (p[0], p[1])
+    };
+    // (orientation, output width, the source pixel now at the top left, at the top right)
+    for (o, w, tl, tr) in [
+        (1, 3, (0, 0), (2, 0)),
+        (2, 3, (2, 0), (0, 0)),
+        (3, 3, (2, 1), (0, 1)),
+        (4, 3, (0, 1), (2, 1)),
+        (5, 2, (0, 0), (0, 1)),
+        (6, 2, (0, 1), (0, 0)),
+        (7, 2, (2, 1), (2, 0)),
+        (8, 2, (2, 0), (2, 1)),
+    ] {
+        let d = super::exif::apply(img.clone(), o);
+        assert_eq!(d.width, w, "{o}");
+        assert_eq!(d.pixels.len(), 18);
+        assert_eq!(at(&d, 0, 0), tl, "{o}");
+        assert_eq!(at(&d, w as usize - 1, 0), tr, "{o}");
+    }
+}
+
+#[test]
+fn exif_in_a_spec_rotates_before_the_crop() {
+    let data = with_orientation(&jpeg(32, 16), 6, true);
+    let spec = ImageSpec::parse("image=exif,crop:32x16").unwrap();
+    let mut out = vec![0u8; 32 * 16 * 3];
+    process(&spec, &data, 0, 0, &mut out).unwrap();
+    let plain = ImageSpec::parse("image=crop:16x32").unwrap();
+    let mut flat = vec![0u8; 32 * 16 * 3];
+    process(&plain, &data, 0, 0, &mut flat).unwrap();
+    let rotated = super::exif::apply(
+        super::Decoded {
+            height: 16,
+            width: 32,
+            pixels: flat,
+        },
+        6,
+    );
+    assert_eq!(out, rotated.pixels);
 }
