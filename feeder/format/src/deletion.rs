@@ -46,6 +46,21 @@ fn z85(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Z85-encodes `b` (a multiple of 4 bytes): the inverse of [`z85`].
+fn z85_encode(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() / 4 * 5);
+    for w in b.chunks(4) {
+        let mut v = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize;
+        let mut c = [0u8; 5];
+        for k in (0..5).rev() {
+            c[k] = Z85[v % 85];
+            v /= 85;
+        }
+        s.extend(c.iter().map(|&b| b as char));
+    }
+    s
+}
+
 /// A deletion vector as an `add` action describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,13 +106,40 @@ impl Deleted {
         self.0.is_empty()
     }
 
-    /// The deleted rows of `rows` (tests).
+    /// The deleted rows of `rows`.
     pub fn from_rows(rows: impl IntoIterator<Item = u64>) -> Self {
         Self(rows.into_iter().collect())
+    }
+
+    /// Adds the rows `other` deletes (a file several delete files name).
+    pub fn union_with(&mut self, other: &Deleted) {
+        self.0 |= &other.0;
     }
 }
 
 impl DeletionVector {
+    /// An inline vector (`i`) holding the rows of `deleted`: how rows deleted otherwise than by
+    /// a Delta vector (Iceberg's delete files) reach the plan, which reads every vector alike.
+    pub fn inline(deleted: &Deleted) -> Self {
+        let mut data = MAGIC.to_le_bytes().to_vec();
+        deleted
+            .0
+            .serialize_into(&mut data)
+            .expect("serializing into a Vec cannot fail");
+        let size_in_bytes = data.len() as u64;
+        // Z85 takes whole 4-byte words; the bitmap's reader stops at its own end.
+        while data.len() % 4 != 0 {
+            data.push(0);
+        }
+        DeletionVector {
+            storage_type: "i".into(),
+            path_or_inline_dv: z85_encode(&data),
+            offset: None,
+            size_in_bytes,
+            cardinality: deleted.len(),
+        }
+    }
+
     /// The vector's file, for `u` and `p` vectors of a table at `root`.
     fn file(&self, root: &str) -> Option<String> {
         match self.storage_type.as_str() {
@@ -267,32 +309,16 @@ mod tests {
 
     #[test]
     fn an_inline_vector_decodes_and_its_cardinality_is_checked() {
-        let set: RoaringTreemap = [3u64, 7, 1 << 33].into_iter().collect();
-        let mut data = MAGIC.to_le_bytes().to_vec();
-        set.serialize_into(&mut data).unwrap();
-        while data.len() % 4 != 0 {
-            data.push(0);
-        }
-        // Z85-encode it (the inverse of `z85`).
-        let mut s = String::new();
-        for w in data.chunks(4) {
-            let mut v = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64;
-            let mut c = [0u8; 5];
-            for k in (0..5).rev() {
-                c[k] = Z85[(v % 85) as usize];
-                v /= 85;
-            }
-            s.push_str(std::str::from_utf8(&c).unwrap());
-        }
+        assert_eq!(
+            z85_encode(&[0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B]),
+            "HelloWorld"
+        );
+        let set = Deleted::from_rows([3u64, 7, 1 << 33]);
         let storage: Arc<dyn Storage> = Arc::new(hydrofeed_storage::local::LocalStorage);
-        let mut dv = DeletionVector {
-            storage_type: "i".into(),
-            path_or_inline_dv: s,
-            offset: None,
-            size_in_bytes: data.len() as u64,
-            cardinality: 3,
-        };
+        let mut dv = DeletionVector::inline(&set);
+        assert_eq!(dv.cardinality, 3);
         let d = dv.load(&storage, "/t", "/t/f.parquet").unwrap();
+        assert_eq!(d, set);
         assert_eq!(d.count_in(0, 8), 2);
         assert!(d.contains(1 << 33) && !d.contains(4));
         dv.cardinality = 4;

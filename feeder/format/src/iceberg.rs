@@ -15,8 +15,10 @@
 //! without field ids are read through the table's name mapping (`schema.name-mapping.default`)
 //! where it has one, else by name only while the table's schema never changed.
 //!
-//! Refused by name, never read wrong: delete files (position and equality deletes), data files
-//! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
+//! Position delete files (format v2) and deletion vectors (v3) are honoured: the rows they
+//! delete are left out before the plan counts rows ([`deletes`]).
+//!
+//! Refused by name, never read wrong: equality delete files, data files not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
 //! type change that is no widening the spec allows (naming the column and the file).
 
 use std::io::Cursor;
@@ -30,6 +32,8 @@ use serde::Deserialize;
 
 use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnapshot};
 
+#[path = "iceberg_deletes.rs"]
+mod deletes;
 #[path = "iceberg_stats.rs"]
 mod stats;
 use crate::{Error, Result};
@@ -38,17 +42,22 @@ use hydrofeed_storage::{FileStatus, Storage};
 /// The manifest list's fields this reader uses (Avro reader schema).
 const MANIFEST_LIST: &str = r#"{"type":"record","name":"manifest_file","fields":[
  {"name":"manifest_path","type":"string"},
- {"name":"content","type":"int","default":0}]}"#;
+ {"name":"content","type":"int","default":0},
+ {"name":"sequence_number","type":"long","default":0}]}"#;
 
 /// A manifest entry's fields this reader uses (Avro reader schema).
 const MANIFEST: &str = r#"{"type":"record","name":"manifest_entry","fields":[
  {"name":"status","type":"int"},
+ {"name":"sequence_number","type":["null","long"],"default":null},
  {"name":"data_file","type":{"type":"record","name":"r2","fields":[
   {"name":"content","type":"int","default":0},
   {"name":"file_path","type":"string"},
   {"name":"file_format","type":"string"},
   {"name":"record_count","type":"long"},
   {"name":"file_size_in_bytes","type":"long"},
+  {"name":"referenced_data_file","type":["null","string"],"default":null},
+  {"name":"content_offset","type":["null","long"],"default":null},
+  {"name":"content_size_in_bytes","type":["null","long"],"default":null},
   {"name":"null_value_counts","type":["null",{"type":"array","items":{"type":"record",
    "name":"k121_v122","fields":[{"name":"key","type":"int"},{"name":"value","type":"long"}]}}],
    "default":null},
@@ -216,20 +225,20 @@ pub fn snapshot(
     let columns = snapshot_columns(&meta_path, &meta, snap)?;
     let by_id = stats::top_level(&columns);
     let list_path = storage_path(&snap.manifest_list);
-    let mut files = Vec::new();
+    let mut live = Live::default();
     for b in avro_batches(storage, &list_path, MANIFEST_LIST)? {
         let paths = col(&b, "manifest_path", &list_path)?
             .as_string::<i32>()
             .clone();
-        let content = col(&b, "content", &list_path)?
-            .as_primitive::<arrow_array::types::Int32Type>()
+        let seqs = col(&b, "sequence_number", &list_path)?
+            .as_primitive::<arrow_array::types::Int64Type>()
             .clone();
         for i in 0..b.num_rows() {
             let manifest = storage_path(paths.value(i));
-            let deletes = content.value(i) != 0;
-            manifest_files(storage, &manifest, deletes, &by_id, &mut files)?;
+            manifest_files(storage, &manifest, seqs.value(i), &by_id, &mut live)?;
         }
     }
+    let mut files = deletes::apply(storage, live.data, &live.deletes)?;
     files.sort_by(|a: &TableFile, b| a.status.path.cmp(&b.status.path));
     Ok(TableFiles {
         snapshot: TableSnapshot {
@@ -419,17 +428,27 @@ fn iceberg_type(
     }
 }
 
-/// The live entries of one manifest into `out`; a live delete file is refused.
+/// A snapshot's live data files and delete files, from its manifests.
+#[derive(Default)]
+struct Live {
+    data: Vec<deletes::DataEntry>,
+    deletes: Vec<deletes::DeleteEntry>,
+}
+
+/// The live entries of one manifest (of sequence number `manifest_seq`) into `out`; a live
+/// equality delete file is refused.
 fn manifest_files(
     storage: &Arc<dyn Storage>,
     path: &str,
-    deletes: bool,
+    manifest_seq: i64,
     by_id: &stats::ById,
-    out: &mut Vec<TableFile>,
+    out: &mut Live,
 ) -> Result<()> {
+    use arrow_array::types::{Int32Type, Int64Type};
     for b in avro_batches(storage, path, MANIFEST)? {
-        let status = col(&b, "status", path)?
-            .as_primitive::<arrow_array::types::Int32Type>()
+        let status = col(&b, "status", path)?.as_primitive::<Int32Type>().clone();
+        let seq = col(&b, "sequence_number", path)?
+            .as_primitive::<Int64Type>()
             .clone();
         let df = col(&b, "data_file", path)?.as_struct().clone();
         let field = |n: &str| {
@@ -447,38 +466,91 @@ fn manifest_files(
         let records = records.as_primitive::<arrow_array::types::Int64Type>();
         let size = field("file_size_in_bytes")?;
         let size = size.as_primitive::<arrow_array::types::Int64Type>();
+        let referenced = field("referenced_data_file")?;
+        let referenced = referenced.as_string::<i32>();
+        let offset = field("content_offset")?;
+        let offset = offset.as_primitive::<Int64Type>();
+        let blob = field("content_size_in_bytes")?;
+        let blob = blob.as_primitive::<Int64Type>();
         let bounds = stats::Bounds::of(&df);
         for i in 0..b.num_rows() {
             if status.value(i) == 2 {
                 continue; // DELETED: not live in this snapshot
             }
-            if deletes || content.value(i) != 0 {
+            // Inherited from the manifest where the entry was added in its snapshot.
+            let seq = if seq.is_valid(i) {
+                seq.value(i)
+            } else {
+                manifest_seq
+            };
+            let fmt = format.value(i);
+            match content.value(i) {
+                0 => {}
+                1 => {
+                    let kind = if fmt.eq_ignore_ascii_case("puffin") {
+                        if !offset.is_valid(i) || !blob.is_valid(i) {
+                            return Err(bad(
+                                file_path.value(i),
+                                "a deletion vector whose manifest entry gives no \
+                                 content_offset and content_size_in_bytes",
+                            ));
+                        }
+                        deletes::DeleteKind::Vector {
+                            offset: offset.value(i).max(0) as u64,
+                            size: blob.value(i).max(0) as u64,
+                        }
+                    } else if fmt.eq_ignore_ascii_case("parquet") {
+                        deletes::DeleteKind::Positions
+                    } else {
+                        return Err(bad(
+                            file_path.value(i),
+                            format!(
+                                "an Iceberg position delete file in {fmt}: only Parquet and \
+                                 Puffin deletion vectors are read"
+                            ),
+                        ));
+                    };
+                    out.deletes.push(deletes::DeleteEntry {
+                        path: storage_path(file_path.value(i)),
+                        kind,
+                        seq,
+                        records: records.value(i).max(0) as u64,
+                        referenced: referenced
+                            .is_valid(i)
+                            .then(|| referenced.value(i).to_string()),
+                    });
+                    continue;
+                }
+                _ => {
+                    return Err(bad(
+                        file_path.value(i),
+                        "an equality delete file is live in this snapshot: equality deletes \
+                         are not read yet; rewrite the table's data files first (Iceberg's \
+                         rewrite_data_files)",
+                    ))
+                }
+            }
+            if !fmt.eq_ignore_ascii_case("parquet") {
                 return Err(bad(
                     file_path.value(i),
-                    "a delete file (position or equality deletes) is live in this snapshot: \
-                     not read yet; rewrite the table's data files first",
+                    format!("an Iceberg data file in {fmt}: only Parquet is read"),
                 ));
             }
-            if !format.value(i).eq_ignore_ascii_case("parquet") {
-                return Err(bad(
-                    file_path.value(i),
-                    format!(
-                        "an Iceberg data file in {}: only Parquet is read",
-                        format.value(i)
-                    ),
-                ));
-            }
-            out.push(TableFile {
-                status: FileStatus {
-                    path: storage_path(file_path.value(i)),
-                    len: size.value(i).max(0) as u64,
-                    is_dir: false,
-                    modified_ms: None,
+            out.data.push(deletes::DataEntry {
+                file: TableFile {
+                    status: FileStatus {
+                        path: storage_path(file_path.value(i)),
+                        len: size.value(i).max(0) as u64,
+                        is_dir: false,
+                        modified_ms: None,
+                    },
+                    partition: Vec::new(),
+                    records: u64::try_from(records.value(i)).ok(),
+                    deletion: None,
+                    stats: bounds.stats(i, records.value(i), by_id),
                 },
-                partition: Vec::new(),
-                records: u64::try_from(records.value(i)).ok(),
-                deletion: None,
-                stats: bounds.stats(i, records.value(i), by_id),
+                raw_path: file_path.value(i).to_string(),
+                seq,
             });
         }
     }

@@ -1,0 +1,107 @@
+"""Iceberg tables with row-level deletes, written by Iceberg's own Java library
+(``spark_iceberg_writer.py``: ``iceberg-spark-runtime`` from Maven in a PySpark JVM), read as
+Iceberg's generic reader reads them, value by value, at every snapshot (before and after each
+delete): position delete files (format v2, partitioned and not, a data file named by two delete
+files, a delete file naming several data files, row groups of about 1,000 rows), deletion
+vectors in Puffin files (format v3, a second vector replacing the first), a filter over deleted
+rows, ``launch`` feeding each row left once; an equality delete file refused by name.
+
+Before: a live delete file was refused (``a delete file ... is live in this snapshot``).
+
+Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hydrofeed
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+HERE = Path(__file__).resolve().parent
+WRITER = HERE / "spark_iceberg_writer.py"
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("spark_iceberg")
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"the Iceberg writer cannot run on CI: {e}")
+        pytest.skip(str(e))
+    r = subprocess.run([sys.executable, str(WRITER), str(out)], capture_output=True, text=True,
+                       timeout=800)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return out, json.loads((out / "done.json").read_text())
+
+
+def rows(path: Path, **kw: object) -> list[list]:
+    r = hydrofeed.read(str(path), columns=["id", "k", "x"], **kw)
+    t = pa.Table.from_batches(list(r))
+    got = sorted([list(v) for v in zip(*(t.column(c).to_pylist() for c in ("id", "k", "x")))])
+    assert r.num_rows == len(got), "the plan counts the rows left"
+    return got
+
+
+@pytest.mark.parametrize("name", ["pos", "pos_part", "dv"])
+def test_every_snapshot_reads_the_rows_iceberg_reads(tables: tuple[Path, dict], name: str) -> None:
+    out, done = tables
+    snaps = done[name]["order"]
+    assert len(set(len(done[name][s]) for s in snaps)) == len(snaps), "every commit changed the rows"
+    for s in snaps:
+        assert rows(out / name, snapshot=int(s)) == done[name][s], f"snapshot {s}"
+    # The current snapshot (version-hint.text) is the last one.
+    assert rows(out / name) == done[name][snaps[-1]]
+
+
+def test_the_writer_made_delete_files(tables: tuple[Path, dict]) -> None:
+    out, _ = tables
+    assert list((out / "dv" / "data").glob("*.puffin")), "deletion vectors (Puffin files)"
+    # Data files and position delete files are both Parquet: the deletes are the files beyond
+    # the data files the appends wrote (4 appended files; 3 delete files).
+    assert len(list((out / "pos" / "data").glob("*.parquet"))) == 4 + 3
+
+
+def test_a_filter_over_deleted_rows(tables: tuple[Path, dict]) -> None:
+    out, done = tables
+    newest = done["pos_part"][done["pos_part"]["order"][-1]]
+    got = rows(out / "pos_part", filter="k = 1 AND id < 6000")
+    assert got == [r for r in newest if r[1] == 1 and r[0] < 6000]
+
+
+def test_equality_deletes_are_refused_by_name(tables: tuple[Path, dict]) -> None:
+    out, done = tables
+    before, after = done["eq"]["order"]
+    assert len(done["eq"][after]) < len(done["eq"][before]), "Iceberg applies them"
+    assert rows(out / "eq", snapshot=int(before)) == done["eq"][before]
+    with pytest.raises(hydrofeed.SchemaError, match="an equality delete file is live in this snapshot"):
+        rows(out / "eq")
+
+
+def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict], tmp_path: Path) -> None:
+    out, done = tables
+    newest = {r[0] for r in done["pos"][done["pos"]["order"][-1]]}
+    e = dict(os.environ, OUT=str(tmp_path))
+    r = subprocess.run(
+        [hf_bin, "launch", "--workers", "2", "--input", str(out / "pos"), "--batch-size", "50",
+         "--remainder", "pad", "--", sys.executable, str(HERE / "launch_trainer.py")],
+        env=e, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = []
+    for k in range(2):
+        for line in (tmp_path / f"rank-{k}.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            seen.extend(rec.get("ids", []))
+    assert set(seen) == newest
+    assert len(seen) - len(newest) < 100, "only the last step of each rank is padded"
