@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, FixedSizeListArray, RecordBatch, UInt8Array};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, FixedSizeListArray, LargeBinaryArray, RecordBatch, StringArray,
+    StructArray, UInt8Array,
+};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
@@ -11,9 +14,27 @@ use rayon::prelude::*;
 use super::{decode::process, ImageSpec};
 use crate::{Error, Location, OnError, Result, SkipStats, SkippedRows, SplitReader};
 
-/// Field metadata on an image column: the source's type (`binary` or `large_binary`), so a
-/// split is read as the file holds it.
+/// Field metadata on an image column: the source's Arrow type as text (`Binary`,
+/// `LargeBinary`, or the `Struct(...)` holding a `bytes` field), so a split is read as the file
+/// holds it.
 const SOURCE_KEY: &str = "hydrofeed.image.source";
+
+/// The field of an image struct column that holds the encoded bytes (Hugging Face `datasets`'
+/// `Image` feature writes `struct<bytes: binary, path: string>`).
+const BYTES_FIELD: &str = "bytes";
+
+/// Whether `t` holds encoded images: binary, large binary, or a struct with a binary `bytes`
+/// field.
+fn is_image_source(t: &DataType) -> bool {
+    match t {
+        DataType::Binary | DataType::LargeBinary => true,
+        DataType::Struct(fs) => fs.iter().any(|f| {
+            f.name() == BYTES_FIELD
+                && matches!(f.data_type(), DataType::Binary | DataType::LargeBinary)
+        }),
+        _ => false,
+    }
+}
 
 /// The tensor type of a spec's output: `FixedSizeList` of rows of pixels of 3 bytes, which the
 /// trainer sees as `(N, H, W, 3) uint8`.
@@ -23,8 +44,9 @@ pub fn tensor_type(h: u32, w: u32) -> DataType {
     DataType::FixedSizeList(Arc::new(Field::new("item", row, false)), h as i32)
 }
 
-/// `schema` with each spec's column as its tensor column. A column that is missing, or not
-/// `binary`/`large_binary`, is a schema error naming it.
+/// `schema` with each spec's column as its tensor column (a struct column's name kept). A
+/// column that is missing, or neither binary nor a struct with a binary `bytes` field, is a
+/// schema error naming it.
 pub fn image_schema(schema: &SchemaRef, specs: &[ImageSpec], path: &str) -> Result<SchemaRef> {
     if specs.is_empty() {
         return Ok(schema.clone());
@@ -37,22 +59,20 @@ pub fn image_schema(schema: &SchemaRef, specs: &[ImageSpec], path: &str) -> Resu
                 detail: format!("image column {:?} is not in the schema", spec.column),
             });
         };
-        let source = match f.data_type() {
-            DataType::Binary => "binary",
-            DataType::LargeBinary => "large_binary",
-            t => {
-                return Err(Error::Schema {
-                    path: path.to_string(),
-                    detail: format!(
-                        "image column {:?} is {t}, not binary (encoded JPEG or PNG bytes)",
-                        spec.column
-                    ),
-                })
-            }
-        };
+        if !is_image_source(f.data_type()) {
+            return Err(Error::Schema {
+                path: path.to_string(),
+                detail: format!(
+                    "image column {:?} is {}, not binary (encoded JPEG or PNG bytes) nor a \
+                     struct with a binary {BYTES_FIELD:?} field",
+                    spec.column,
+                    f.data_type()
+                ),
+            });
+        }
         let (h, w) = spec.out_size();
         let mut md = f.metadata().clone();
-        md.insert(SOURCE_KEY.into(), source.into());
+        md.insert(SOURCE_KEY.into(), f.data_type().to_string());
         *f = Field::new(f.name(), tensor_type(h, w), f.is_nullable()).with_metadata(md);
     }
     Ok(Arc::new(Schema::new_with_metadata(
@@ -68,14 +88,10 @@ pub fn source_schema(schema: &SchemaRef) -> SchemaRef {
         .iter()
         .map(|f| {
             let mut md = f.metadata().clone();
-            match md.remove(SOURCE_KEY).as_deref() {
-                Some("binary") => Field::new(f.name(), DataType::Binary, f.is_nullable()),
-                Some("large_binary") => {
-                    Field::new(f.name(), DataType::LargeBinary, f.is_nullable())
-                }
-                _ => return f.as_ref().clone(),
+            match md.remove(SOURCE_KEY).map(|t| t.parse::<DataType>()) {
+                Some(Ok(t)) => Field::new(f.name(), t, f.is_nullable()).with_metadata(md),
+                _ => f.as_ref().clone(),
             }
-            .with_metadata(md)
         })
         .collect();
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
@@ -151,29 +167,19 @@ impl ImageReader {
             let (h, w) = spec.out_size();
             let size = h as usize * w as usize * 3;
             let mut out = vec![0u8; rows * size];
-            let value = |i: usize| -> Option<&[u8]> {
-                if src.is_null(i) {
-                    return None;
-                }
-                Some(match src.data_type() {
-                    DataType::LargeBinary => src
-                        .as_any()
-                        .downcast_ref::<arrow_array::LargeBinaryArray>()
-                        .map(|a| a.value(i))
-                        .unwrap_or_default(),
-                    _ => src
-                        .as_any()
-                        .downcast_ref::<arrow_array::BinaryArray>()
-                        .map(|a| a.value(i))
-                        .unwrap_or_default(),
-                })
-            };
+            let bytes = Bytes::of(src).map_err(|detail| Error::Schema {
+                path: self.path.clone(),
+                detail: format!("image column {:?}: {detail}", spec.column),
+            })?;
             let split = self.split;
             let errors: Vec<(usize, String)> = out
                 .par_chunks_mut(size)
                 .enumerate()
                 .filter_map(|(i, px)| {
-                    let data = value(i)?;
+                    let data = match bytes.value(i)? {
+                        Ok(data) => data,
+                        Err(e) => return Some((i, e)),
+                    };
                     process(spec, data, split, first + i as u64, px)
                         .err()
                         .map(|e| (i, e))
@@ -226,6 +232,62 @@ impl ImageReader {
             "image",
             why,
         )
+    }
+}
+
+/// The encoded bytes of an image column's rows: a binary column, or a struct's `bytes` field
+/// (a row's path, where the struct has one, named when its bytes are missing).
+struct Bytes<'a> {
+    /// The row is null where this is (the column's, or the struct's, nulls).
+    outer: &'a dyn Array,
+    bytes: &'a dyn Array,
+    path: Option<&'a dyn Array>,
+}
+
+impl<'a> Bytes<'a> {
+    fn of(src: &'a ArrayRef) -> std::result::Result<Self, String> {
+        let Some(st) = src.as_any().downcast_ref::<StructArray>() else {
+            return Ok(Self {
+                outer: src.as_ref(),
+                bytes: src.as_ref(),
+                path: None,
+            });
+        };
+        let bytes = st
+            .column_by_name(BYTES_FIELD)
+            .ok_or_else(|| format!("the struct has no {BYTES_FIELD:?} field"))?;
+        Ok(Self {
+            outer: src.as_ref(),
+            bytes: bytes.as_ref(),
+            path: st.column_by_name("path").map(|p| p.as_ref()),
+        })
+    }
+
+    /// Row `i`'s bytes; `None` for a null row, an error for a struct whose bytes are null.
+    fn value(&self, i: usize) -> Option<std::result::Result<&'a [u8], String>> {
+        if self.outer.is_null(i) {
+            return None;
+        }
+        if self.bytes.is_null(i) {
+            let at = self
+                .path
+                .and_then(|p| p.as_any().downcast_ref::<StringArray>())
+                .filter(|p| p.is_valid(i))
+                .map(|p| format!(" (the image is at {:?}, which is not read)", p.value(i)))
+                .unwrap_or_default();
+            return Some(Err(format!("{BYTES_FIELD:?} is null{at}")));
+        }
+        let any = self.bytes.as_any();
+        Some(Ok(match self.bytes.data_type() {
+            DataType::LargeBinary => any
+                .downcast_ref::<LargeBinaryArray>()
+                .map(|a| a.value(i))
+                .unwrap_or_default(),
+            _ => any
+                .downcast_ref::<BinaryArray>()
+                .map(|a| a.value(i))
+                .unwrap_or_default(),
+        }))
     }
 }
 

@@ -84,8 +84,8 @@ pub enum Resize {
 /// How a column of encoded images is decoded: one column's spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageSpec {
-    /// The column holding the encoded bytes (binary, large binary, or a struct with a `bytes`
-    /// field as Spark's image source writes).
+    /// The column holding the encoded bytes (binary, large binary, or a struct with a binary
+    /// `bytes` field, as Hugging Face `datasets` writes its `Image` feature).
     pub column: String,
     /// The resize, if any.
     pub resize: Option<Resize>,

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, BinaryArray, FixedSizeListArray, Int64Array, RecordBatch, UInt8Array};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, FixedSizeListArray, Int64Array, RecordBatch, StringArray,
+    StructArray, UInt8Array,
+};
 use arrow_schema::{DataType, Field, Schema};
 use hydrofeed_storage::{local::LocalStorage, Storage};
 
@@ -21,17 +24,19 @@ fn png_gray(w: u32, h: u32, v: u8) -> Vec<u8> {
 }
 
 fn write(dir: &std::path::Path, images: Vec<Vec<u8>>) -> String {
+    write_column(dir, Arc::new(BinaryArray::from_iter_values(images)))
+}
+
+/// A Parquet file of `id` (0, 1, ...) and `image` (`images`).
+fn write_column(dir: &std::path::Path, images: ArrayRef) -> String {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
-        Field::new("image", DataType::Binary, false),
+        Field::new("image", images.data_type().clone(), true),
     ]));
     let n = images.len() as i64;
     let batch = RecordBatch::try_new(
         schema.clone(),
-        vec![
-            Arc::new(Int64Array::from_iter_values(0..n)),
-            Arc::new(BinaryArray::from_iter_values(images)),
-        ],
+        vec![Arc::new(Int64Array::from_iter_values(0..n)), images],
     )
     .unwrap();
     let path = dir.join("part-0.parquet");
@@ -135,7 +140,41 @@ fn a_column_that_is_not_binary_is_a_schema_error() {
     };
     let e = plan(&storage, &path, &opts).unwrap_err().to_string();
     assert!(
-        e.contains("image column \"id\" is Int64, not binary"),
+        e.contains("image column \"id\" is Int64, not binary") && e.contains("\"bytes\" field"),
         "{e}"
     );
+}
+
+#[test]
+fn a_struct_of_bytes_and_path_is_decoded_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let images: Vec<Vec<u8>> = (0..4).map(|i| png_gray(10, 7, i * 10)).collect();
+    let mut bytes: Vec<Option<&[u8]>> = images.iter().map(|b| Some(b.as_slice())).collect();
+    bytes[2] = None; // kept by path only
+    let st = StructArray::from(vec![
+        (
+            Arc::new(Field::new("bytes", DataType::Binary, true)),
+            Arc::new(BinaryArray::from(bytes)) as ArrayRef,
+        ),
+        (
+            Arc::new(Field::new("path", DataType::Utf8, true)),
+            Arc::new(StringArray::from(vec!["a.png", "b.png", "c.png", "d.png"])) as ArrayRef,
+        ),
+    ]);
+    let path = write_column(dir.path(), Arc::new(st));
+    let e = read(&path, OnError::Raise).unwrap_err().to_string();
+    assert!(
+        e.contains("row 2") && e.contains("\"bytes\" is null") && e.contains("c.png"),
+        "{e}"
+    );
+    let (batches, skipped) = read(&path, OnError::Skip).unwrap();
+    assert_eq!(skipped.len(), 1);
+    let b = &batches[0];
+    assert_eq!(b.schema().field(1).name(), "image");
+    assert_eq!(b.schema().field(1).data_type(), &super::tensor_type(4, 4));
+    assert_eq!(b.num_rows(), 3);
+    let flat = b.column(1).to_data().child_data()[0].child_data()[0].child_data()[0].clone();
+    let px = UInt8Array::from(flat);
+    // Row 3 (the third kept): gray 30 everywhere.
+    assert!(px.values()[2 * 48..].iter().all(|&v| v == 30));
 }
