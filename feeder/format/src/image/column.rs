@@ -63,7 +63,7 @@ pub fn image_schema(schema: &SchemaRef, specs: &[ImageSpec], path: &str) -> Resu
             return Err(Error::Schema {
                 path: path.to_string(),
                 detail: format!(
-                    "image column {:?} is {}, not binary (encoded JPEG or PNG bytes) nor a \
+                    "image column {:?} is {}, not binary (encoded JPEG, PNG or WebP bytes) nor a \
                      struct with a binary {BYTES_FIELD:?} field",
                     spec.column,
                     f.data_type()

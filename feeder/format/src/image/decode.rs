@@ -1,5 +1,5 @@
-//! One image: bytes to RGB pixels (libjpeg-turbo for JPEG, the `png` crate for PNG), then
-//! resize (`fast_image_resize`), crop and flip into the output row.
+//! One image: bytes to RGB pixels (libjpeg-turbo for JPEG, the `png` crate for PNG, `image-webp`
+//! for WebP), then resize (`fast_image_resize`), crop and flip into the output row.
 
 use fast_image_resize as fr;
 
@@ -16,10 +16,10 @@ pub struct Decoded {
     pub pixels: Vec<u8>,
 }
 
-/// Decodes `data` (JPEG or PNG, told by its first bytes) to RGB. `target`, when given, lets a
-/// JPEG be decoded at the smallest DCT scale (1/2, 1/4 or 1/8, rounded up as libjpeg does, as
-/// Pillow's `draft()` chooses it) whose size still covers it. An image declaring more than
-/// `max_pixels` pixels is refused before anything is allocated for it.
+/// Decodes `data` (JPEG, PNG or WebP, told by its first bytes) to RGB. `target`, when given,
+/// lets a JPEG be decoded at the smallest DCT scale (1/2, 1/4 or 1/8, rounded up as libjpeg
+/// does, as Pillow's `draft()` chooses it) whose size still covers it. An image declaring more
+/// than `max_pixels` pixels is refused before anything is allocated for it.
 pub fn decode_image(
     data: &[u8],
     max_pixels: u64,
@@ -29,10 +29,12 @@ pub fn decode_image(
         decode_jpeg(data, max_pixels, target)
     } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
         decode_png(data, max_pixels)
+    } else if data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP" {
+        decode_webp(data, max_pixels)
     } else {
         let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
         Err(format!(
-            "not a JPEG or PNG image ({} bytes, starting {})",
+            "not a JPEG, PNG or WebP image ({} bytes, starting {})",
             data.len(),
             if head.is_empty() {
                 "empty".to_string()
@@ -155,6 +157,39 @@ fn decode_png(data: &[u8], max_pixels: u64) -> Result<Decoded, String> {
             px
         }
     };
+    Ok(Decoded {
+        height: h,
+        width: w,
+        pixels,
+    })
+}
+
+/// WebP by `image-webp` (lossy with libwebp's default "fancy" chroma upsampling); alpha
+/// dropped as Pillow's `convert("RGB")` drops it. Animated WebP is refused.
+fn decode_webp(data: &[u8], max_pixels: u64) -> Result<Decoded, String> {
+    let mut dec = image_webp::WebPDecoder::new(std::io::Cursor::new(data))
+        .map_err(|e| format!("bad WebP: {e}"))?;
+    let (w, h) = dec.dimensions();
+    check_pixels("WebP", u64::from(w), u64::from(h), max_pixels)?;
+    if dec.is_animated() {
+        return Err("animated WebP is not supported".into());
+    }
+    let n = (w as usize) * (h as usize);
+    let channels = if dec.has_alpha() { 4 } else { 3 };
+    let mut buf = vec![0u8; n * channels];
+    dec.read_image(&mut buf)
+        .map_err(|e| format!("corrupt WebP: {e}"))?;
+    if channels == 3 {
+        return Ok(Decoded {
+            height: h,
+            width: w,
+            pixels: buf,
+        });
+    }
+    let mut pixels = Vec::with_capacity(n * 3);
+    for p in buf.chunks_exact(4) {
+        pixels.extend_from_slice(&p[..3]);
+    }
     Ok(Decoded {
         height: h,
         width: w,

@@ -163,7 +163,7 @@ fn bad_images_are_refused_by_name() {
     assert!(e.contains("PNG"), "{e}");
     let e = decode_image(b"GIF89a....", u64::MAX, None).unwrap_err();
     assert!(
-        e.contains("not a JPEG or PNG") && e.contains("47 49 46"),
+        e.contains("not a JPEG, PNG or WebP") && e.contains("47 49 46"),
         "{e}"
     );
     let e = decode_image(&p, 1000, None).unwrap_err();
@@ -236,10 +236,19 @@ fn the_crop_alone_resized_is_the_whole_resized_and_cropped() {
 
 /// `jpeg` with an `Exif` APP1 segment holding orientation `o`, in either TIFF byte order.
 fn with_orientation(jpeg: &[u8], o: u16, little: bool) -> Vec<u8> {
-    let (u16b, u32b): (fn(u16) -> [u8; 2], fn(u32) -> [u8; 4]) = if little {
-        (u16::to_le_bytes, u32::to_le_bytes)
-    } else {
-        (u16::to_be_bytes, u32::to_be_bytes)
+    let u16b = |v: u16| {
+        if little {
+            v.to_le_bytes()
+        } else {
+            v.to_be_bytes()
+        }
+    };
+    let u32b = |v: u32| {
+        if little {
+            v.to_le_bytes()
+        } else {
+            v.to_be_bytes()
+        }
     };
     let mut tiff: Vec<u8> = if little {
         b"II*\0".to_vec()
@@ -336,4 +345,30 @@ fn exif_in_a_spec_rotates_before_the_crop() {
         6,
     );
     assert_eq!(out, rotated.pixels);
+}
+
+#[test]
+fn lossless_webp_decodes_exactly_and_its_exif_is_read() {
+    let (w, h) = (23u32, 17u32);
+    let px: Vec<u8> = (0..h)
+        .flat_map(|y| (0..w).flat_map(move |x| [x as u8 * 9, y as u8 * 13, (x ^ y) as u8]))
+        .collect();
+    let encode = |exif: Option<Vec<u8>>| {
+        let mut out = Vec::new();
+        let mut enc = image_webp::WebPEncoder::new(&mut out);
+        if let Some(e) = exif {
+            enc.set_exif_metadata(e);
+        }
+        enc.encode(&px, w, h, image_webp::ColorType::Rgb8).unwrap();
+        out
+    };
+    let d = decode_image(&encode(None), u64::MAX, None).unwrap();
+    assert_eq!((d.width, d.height), (w, h));
+    assert_eq!(d.pixels, px);
+    // The TIFF block of `with_orientation`'s APP1 segment, as a WebP EXIF chunk.
+    let app1 = with_orientation(&jpeg(8, 8), 8, false);
+    let tiff = app1[12..].to_vec();
+    assert_eq!(super::exif::orientation(&encode(Some(tiff))), 8);
+    let e = decode_image(&encode(None), 100, None).unwrap_err();
+    assert!(e.contains("WebP declares 23x17"), "{e}");
 }
