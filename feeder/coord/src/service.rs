@@ -80,6 +80,9 @@ struct Inner {
     /// The cluster spec's JSON, made once for every `WaitClusterSpec` (at 10,000 workers it
     /// is ~300 KB: making it per call was quadratic); cleared by each registration.
     cluster_json: Option<Arc<str>>,
+    /// Bumped when work may have come free for a rank told to wait (an epoch opened, the
+    /// feed ended, a rank died and its rows went back): a session's held request asks again.
+    freed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Inner {
@@ -145,9 +148,13 @@ impl Inner {
         } else {
             r.ranges.iter().map(|x| (x.offset, x.rows)).collect()
         };
+        let before = (self.m.epoch(), self.m.finished());
         self.m
             .ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
             .map_err(status_of)?;
+        if (self.m.epoch(), self.m.finished()) != before {
+            self.freed.send_modify(|n| *n += 1);
+        }
         let seq = self
             .record(&Entry::Ack {
                 rank: r.rank,
@@ -192,10 +199,12 @@ fn compact(g: &mut Inner, now: u64) {
         m, roster, journal, ..
     } = g;
     if let Some(j) = journal.as_mut() {
+        let t0 = Instant::now();
         match j.maybe_compact(m, roster, now, COMPACT_AFTER) {
             Ok(true) => tracing::info!(
                 generation = j.generation(),
                 epoch = m.epoch(),
+                took_ms = t0.elapsed().as_millis() as u64,
                 "journal compacted"
             ),
             Ok(false) => {}
@@ -288,6 +297,7 @@ impl Shared {
                 seq: 0,
                 commit_gen: 0,
                 cluster_json: None,
+                freed: tokio::sync::watch::channel(0).0,
             }),
             start: Instant::now(),
             clock_base_ms,
@@ -350,6 +360,7 @@ impl Shared {
         let mut g = self.lock();
         for ev in g.m.tick(now) {
             if let LivenessEvent::Dead { rank, .. } = &ev {
+                g.freed.send_modify(|n| *n += 1);
                 if let Err(e) = g.record(&Entry::Dead {
                     rank: *rank,
                     now_ms: now,

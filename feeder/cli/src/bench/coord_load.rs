@@ -337,6 +337,7 @@ async fn session_feeder(
     } = s;
     let mut held: Option<(u64, u32, u64)> = None;
     let mut extra: Option<Instant> = None;
+    let mut free = t0;
     let mut k: u32 = 0;
     loop {
         let main = t0 + period * k;
@@ -353,6 +354,9 @@ async fn session_feeder(
         let is_extra = at != main;
         t.extra += u64::from(is_extra);
         tokio::time::sleep_until(at).await;
+        // A message due while the last one was held at a barrier goes when that one was
+        // answered: the feeder could not send it sooner, and the hold is not latency.
+        let at = at.max(free);
         let acks: Vec<proto::AckRequest> = held
             .take()
             .map(|(lease, split, rows)| proto::AckRequest {
@@ -396,7 +400,11 @@ async fn session_feeder(
             None => Ok(reply),
         });
         let res = reply.map(|reply| {
-            let d = at.elapsed();
+            let hold = Duration::from_millis(u64::from(reply.held_ms));
+            if !hold.is_zero() {
+                free = Instant::now();
+            }
+            let d = at.elapsed().saturating_sub(hold);
             t.heartbeat.add(d);
             t.lease.add(d);
             if acked {

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tonic::codegen::tokio_stream::Stream;
 use tonic::{Status, Streaming};
@@ -73,18 +74,46 @@ impl Stream for Replies {
     }
 }
 
-/// Applies one message and waits until what it recorded is durable.
+/// The longest a request told to wait is held (at most half the stall timeout, so a held
+/// rank is never reported silent).
+const HOLD: Duration = Duration::from_secs(1);
+
+/// Applies one message and waits until what it recorded is durable. A request that would be
+/// told to wait is held until work may have come free (`Inner::freed`) or [`HOLD`] passed,
+/// and asked once more: a feeder at an epoch barrier sends one message, not one a retry.
 async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
     sh.count(true);
     let now = sh.now_ms();
     let mut reply = proto::SessionReply::default();
     let mut seq = 0;
-    {
+    let held = {
         let mut g = sh.lock();
+        let freed = g.freed.subscribe();
         if let Err(e) = apply(&mut g, msg, now, &mut reply, &mut seq) {
             reply.error = Some(e);
         }
         reply.epoch = g.m.epoch();
+        let hold = HOLD.min(Duration::from_millis(g.m.config().stall_after_ms / 2));
+        told_to_wait(&reply).then_some((freed, hold))
+    };
+    if let (Some((mut freed, hold)), Some(w)) = (held, &msg.work) {
+        let t0 = std::time::Instant::now();
+        if let Ok(Ok(())) = tokio::time::timeout(hold, freed.changed()).await {
+            let now = sh.now_ms();
+            let mut g = sh.lock();
+            match g.request_work(w, now) {
+                Ok((s, work)) => {
+                    seq = seq.max(s);
+                    reply.work = Some(work_reply(work));
+                }
+                Err(s) => {
+                    reply.work = None;
+                    reply.error = Some(error("request_work", msg.acks.len() as u32, &s));
+                }
+            }
+            reply.epoch = g.m.epoch();
+        }
+        reply.held_ms = t0.elapsed().as_millis() as u32;
     }
     if let Err(s) = sh.durable(seq).await {
         // Nothing the message changed can be promised: no lease goes out.
@@ -93,6 +122,15 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
         reply.error = Some(error("journal", acks_applied, &s));
     }
     reply
+}
+
+fn told_to_wait(r: &proto::SessionReply) -> bool {
+    use proto::work_reply::Kind;
+    r.error.is_none()
+        && matches!(
+            r.work.as_ref().and_then(|w| w.kind.as_ref()),
+            Some(Kind::WaitMs(_))
+        )
 }
 
 /// The heartbeat, the acks in order, then the request; stops at the first error. `seq` is

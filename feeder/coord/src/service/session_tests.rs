@@ -341,3 +341,51 @@ fn a_dropped_stream_is_reclaimed_after_dead_after() {
     assert_exactly_once(&acked, 1);
     assert!(svc.shared.with_machine(|m| m.finished()));
 }
+
+/// The lease a reply carries.
+fn lease_of(r: &proto::SessionReply) -> proto::Lease {
+    match r.work.as_ref().and_then(|w| w.kind.clone()) {
+        Some(proto::work_reply::Kind::Lease(l)) => l,
+        other => panic!("no lease: {other:?} ({r:?})"),
+    }
+}
+
+/// Takes `s`'s quota of epoch 0 (3 leases of 10 rows), acking each with the next request;
+/// returns the last lease, not acked.
+async fn take_quota(s: &mut Session) -> proto::Lease {
+    let mut held: Option<proto::Lease> = None;
+    for _ in 0..3 {
+        let acks = held.iter().map(|l| s.ack_of(l)).collect();
+        held = Some(lease_of(&s.send(acks, true).await));
+    }
+    held.unwrap()
+}
+
+/// A request at the epoch barrier is held, not answered "wait": the last rank's ack opens
+/// the next epoch and the held request gets its lease, saying how long it was held.
+#[test]
+fn a_request_at_the_barrier_is_answered_when_the_epoch_opens() {
+    let (svc, token) = coordinator(2, 2, 30_000);
+    rt().block_on(async {
+        let mut open = Vec::new();
+        for rank in 0..2 {
+            let mut c = client(svc.addr, &token).await;
+            let inc = register(&mut c, rank).await;
+            open.push(Session::open(&mut c, rank, inc).await.unwrap());
+        }
+        let (mut s1, mut s0) = (open.pop().unwrap(), open.pop().unwrap());
+        let last = take_quota(&mut s0).await;
+        let waiting = tokio::spawn(async move {
+            let acks = vec![s0.ack_of(&last)];
+            s0.send(acks, true).await
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished(), "answered at the barrier, not held");
+        let last = take_quota(&mut s1).await;
+        let acks = vec![s1.ack_of(&last)];
+        assert_eq!(s1.send(acks, false).await.epoch, 1);
+        let r = waiting.await.unwrap();
+        assert_eq!(lease_of(&r).epoch, 1, "{r:?}");
+        assert!(r.held_ms >= 200, "{r:?}");
+    });
+}
