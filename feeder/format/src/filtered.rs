@@ -161,7 +161,7 @@ fn partition_stats(partition: &[(String, String)], f: &Field, rows: u64) -> Opti
 pub(crate) fn count(
     storage: &Arc<dyn Storage>,
     plan: &Plan,
-    bound: &Bound,
+    bound: &Arc<Bound>,
     full: &SchemaRef,
     opts: &ReadOptions,
 ) -> Result<(Vec<Vec<u64>>, FilterCost)> {
@@ -307,11 +307,20 @@ fn count_unit(
     plan: &Plan,
     schema: &SchemaRef,
     unit: &Split,
-    bound: &Bound,
+    bound: &Arc<Bound>,
     deleted: Option<(&Deleted, u64)>,
     opts: &ReadOptions,
 ) -> Result<u64> {
-    let r = crate::open_projected(storage, schema, plan.read_schema.as_ref(), unit, opts)?;
+    // Pruned as the reader prunes (not where rows are deleted by position): the same rows.
+    let prune = Some(bound).filter(|_| deleted.is_none());
+    let r = crate::open_projected(
+        storage,
+        schema,
+        plan.read_schema.as_ref(),
+        unit,
+        opts,
+        prune,
+    )?;
     let mut n = 0u64;
     let mut row = deleted.map_or(0, |(_, at)| at);
     for b in r {

@@ -30,6 +30,7 @@ pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
 mod parquet_pages;
+mod parquet_prune;
 mod parquet_spark;
 pub mod rebatch;
 pub mod split;
@@ -506,7 +507,14 @@ fn open_split_as(
 ) -> Result<Box<dyn SplitReader>> {
     let deleted = plan.deleted.get(&split.path).cloned();
     if plan.filter.is_none() && deleted.is_none() {
-        return open_projected(storage, schema, plan.read_schema.as_ref(), split, opts);
+        return open_projected(
+            storage,
+            schema,
+            plan.read_schema.as_ref(),
+            split,
+            opts,
+            None,
+        );
     }
     let mut fields: Vec<arrow_schema::FieldRef> = schema.fields().iter().cloned().collect();
     if let Some(f) = &plan.filter {
@@ -516,7 +524,18 @@ fn open_split_as(
         fields,
         schema.metadata().clone(),
     ));
-    let inner = open_projected(storage, &read, plan.read_schema.as_ref(), split, opts)?;
+    // Pages no row of which passes are left unread, except where rows are deleted by their
+    // position in the file (the filter then counts the file's rows as they come).
+    let bound = plan.filter.as_ref().map(|f| &f.bound);
+    let prune = bound.filter(|_| deleted.is_none());
+    let inner = open_projected(
+        storage,
+        &read,
+        plan.read_schema.as_ref(),
+        split,
+        opts,
+        prune,
+    )?;
     Ok(Box::new(filtered::Filtered::new(
         inner,
         plan.filter.as_ref().map(|f| f.bound.clone()),
@@ -527,13 +546,16 @@ fn open_split_as(
 }
 
 /// Opens `split` for batches of `schema` (columns of the file and partition keys; the files
-/// decoded with `read_schema` where it is given).
+/// decoded with `read_schema` where it is given). `prune`: a filter whose page statistics may
+/// leave pages of a Parquet file unread (see `parquet_prune`): only rows that do not pass are
+/// left out, so the caller still applies it to every row.
 pub(crate) fn open_projected(
     storage: &Arc<dyn Storage>,
     schema: &SchemaRef,
     read_schema: Option<&SchemaRef>,
     split: &Split,
     opts: &ReadOptions,
+    prune: Option<&Arc<filter::Bound>>,
 ) -> Result<Box<dyn SplitReader>> {
     let is_part = |name: &str| split.partition.iter().any(|(k, _)| k == name);
     let file_fields: Vec<_> = schema
@@ -554,7 +576,11 @@ pub(crate) fn open_projected(
     };
     file_opts.columns = Some(read.fields().iter().map(|f| f.name().clone()).collect());
     let inner = match split.format {
-        Format::Parquet => parquet::open(storage, split, &read, &file_opts)?,
+        // (A table file read by other names than the filter's is not pruned.)
+        Format::Parquet => match prune.filter(|_| split.columns.is_none()) {
+            Some(b) => parquet::open_pruned(storage, split, &read, &file_opts, b.clone())?,
+            None => parquet::open(storage, split, &read, &file_opts)?,
+        },
         Format::Orc => orc::open(storage, split, &read, &file_opts)?,
         Format::Avro => avro::open(storage, split, &read, &file_opts)?,
         Format::Tfrecord => tfrecord::open(storage, split, &read, &file_opts)?,

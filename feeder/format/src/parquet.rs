@@ -234,7 +234,25 @@ pub fn open(
     schema: &SchemaRef,
     opts: &ReadOptions,
 ) -> Result<Box<dyn SplitReader>> {
-    Ok(Box::new(open_reader(storage, split, schema, opts)?))
+    Ok(Box::new(open_reader(storage, split, schema, opts, None)?))
+}
+
+/// [`open`], the pages of each row group that `prune`'s predicate cannot pass on passed over
+/// unread ([`super::parquet_prune`]): the rows left out are only rows that do not pass.
+pub(crate) fn open_pruned(
+    storage: &Arc<dyn Storage>,
+    split: &Split,
+    schema: &SchemaRef,
+    opts: &ReadOptions,
+    prune: Arc<crate::filter::Bound>,
+) -> Result<Box<dyn SplitReader>> {
+    Ok(Box::new(open_reader(
+        storage,
+        split,
+        schema,
+        opts,
+        Some(prune),
+    )?))
 }
 
 /// The row groups of one Parquet file, for the reader loop ([`UnitReader`]).
@@ -247,9 +265,12 @@ pub(crate) struct RowGroups {
     batch_rows: usize,
     /// Spark's hybrid-calendar values to rebase, if any.
     spark: Option<Arc<SparkLegacy>>,
-    /// `meta` with the file's offset index, loaded when a row group is first opened inside
-    /// (`None`: the file has none): see [`super::parquet_pages`].
+    /// `meta` with the file's offset index (and its column index under `prune`), loaded when a
+    /// row group is first opened inside or pruned (`None`: the file has none): see
+    /// [`super::parquet_pages`].
     paged: std::sync::OnceLock<Option<ArrowReaderMetadata>>,
+    /// The filter whose page statistics leave pages unread.
+    prune: Option<super::parquet_prune::PagePrune>,
 }
 
 /// Opens a Parquet split: the row groups it names, projected to `opts.columns`.
@@ -258,6 +279,7 @@ fn open_reader(
     split: &Split,
     schema: &SchemaRef,
     opts: &ReadOptions,
+    prune: Option<Arc<crate::filter::Bound>>,
 ) -> Result<UnitReader<RowGroups>> {
     let SplitUnit::RowGroups { first, count } = split.unit else {
         return Err(Error::InvalidArgument(format!(
@@ -291,6 +313,10 @@ fn open_reader(
         .map(|(_, p)| p)
         .unwrap_or_default();
     let spark = legacy(meta.metadata(), paths).map(Arc::new);
+    let prune = prune.map(|bound| super::parquet_prune::PagePrune {
+        bound,
+        spark_legacy: spark.is_some(),
+    });
     let units = RowGroups {
         path: split.path.clone(),
         split: split.id,
@@ -300,6 +326,7 @@ fn open_reader(
         batch_rows: opts.batch_rows.max(1),
         spark,
         paged: std::sync::OnceLock::new(),
+        prune,
     };
     Ok(UnitReader::new(
         units,
@@ -365,13 +392,34 @@ impl RowGroups {
     /// selection (the column readers skip their records without building arrays).
     fn rg_reader(&self, rg: usize, skip: u64) -> Result<RgReader> {
         let mut ranges = self.chunk_ranges(rg);
-        // Opened inside, with page locations: fetch the pages from row `skip` on only.
         let mut meta = &self.meta;
-        if skip > 0 && !ranges.is_empty() {
-            let paged = self
-                .paged
-                .get_or_init(|| super::parquet_pages::with_offset_index(&self.meta, &self.chunks));
-            if let Some(paged) = paged {
+        let paged = || {
+            self.paged.get_or_init(|| {
+                super::parquet_pages::with_offset_index(
+                    &self.meta,
+                    &self.chunks,
+                    self.prune.is_some(),
+                )
+            })
+        };
+        // Under a filter, the rows the page statistics leave: only their pages are fetched.
+        let keep = match (
+            &self.prune,
+            self.prune.as_ref().and_then(|_| paged().as_ref()),
+        ) {
+            (Some(prune), Some(paged)) => prune.keep(paged, rg).and_then(|keep| {
+                // (A row group too large to read ahead stays fetched page by page.)
+                if !ranges.is_empty() {
+                    ranges = super::parquet_prune::ranges_for(paged, rg, &keep, &self.mask)?;
+                }
+                meta = paged;
+                Some(keep)
+            }),
+            _ => None,
+        };
+        // Opened inside, with page locations: fetch the pages from row `skip` on only.
+        if keep.is_none() && skip > 0 && !ranges.is_empty() {
+            if let Some(paged) = paged() {
                 if let Some(r) = super::parquet_pages::ranges_from(paged, rg, skip, &self.mask) {
                     (ranges, meta) = (r, paged);
                 }
@@ -391,9 +439,11 @@ impl RowGroups {
                     .any(|l| pq_schema.get_column_root_idx(l) == r && self.mask.leaf_included(l))
             })
             .collect();
+        // (The fixed-size-list path reads a row group from one row to its end: not pruned ones.)
         let fast: Vec<(usize, usize)> = roots
             .iter()
             .enumerate()
+            .filter(|_| keep.is_none())
             .filter_map(|(pos, &r)| {
                 super::parquet_fixed::eligible(
                     pq_schema,
@@ -409,12 +459,19 @@ impl RowGroups {
             .collect();
         let rows = md.row_group(rg).num_rows().max(0) as usize;
         let skip = (skip as usize).min(rows);
-        let selection = (skip > 0).then(|| {
-            RowSelection::from(vec![
-                RowSelector::skip(skip),
-                RowSelector::select(rows - skip),
-            ])
-        });
+        let selection = match &keep {
+            Some(keep) => Some(super::parquet_prune::selection(
+                keep,
+                skip as u64,
+                rows as u64,
+            )),
+            None => (skip > 0).then(|| {
+                RowSelection::from(vec![
+                    RowSelector::skip(skip),
+                    RowSelector::select(rows - skip),
+                ])
+            }),
+        };
         let arrow_reader = |chunks: StorageChunks, mask: ProjectionMask| {
             let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, meta.clone())
                 .with_row_groups(vec![rg])

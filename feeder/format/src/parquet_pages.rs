@@ -23,11 +23,12 @@ use parquet::file::metadata::{
 use super::io::StorageChunks;
 use super::parquet::chunk_start;
 
-/// `meta` with the file's offset index loaded (its column index left out), or `None` when the
-/// file has none or it does not fit the footer.
+/// `meta` with the file's offset index loaded (its column index too where `column_index`, if
+/// the file has one), or `None` when the file has no offset index or it does not fit the footer.
 pub(crate) fn with_offset_index(
     meta: &ArrowReaderMetadata,
     chunks: &StorageChunks,
+    column_index: bool,
 ) -> Option<ArrowReaderMetadata> {
     let md = meta.metadata();
     let any = md.row_groups().iter().any(|rg| {
@@ -40,7 +41,11 @@ pub(crate) fn with_offset_index(
     }
     let mut reader = ParquetMetaDataReader::new_with_metadata(md.as_ref().clone())
         .with_offset_index_policy(PageIndexPolicy::Required)
-        .with_column_index_policy(PageIndexPolicy::Skip);
+        .with_column_index_policy(if column_index {
+            PageIndexPolicy::Optional
+        } else {
+            PageIndexPolicy::Skip
+        });
     reader.read_page_indexes(chunks).ok()?;
     let loaded = reader.finish().ok()?;
     if !fits(&loaded) {
