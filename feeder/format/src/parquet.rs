@@ -651,6 +651,29 @@ pub(crate) fn chunk_start(c: &parquet::file::metadata::ColumnChunkMetaData) -> O
     u64::try_from(start).ok()
 }
 
+/// The statistics converter of column `f` where a filter may trust the statistics: `None` for a
+/// column read as INT96, and for dates and timestamps of a file Spark wrote in its hybrid
+/// calendar (`spark_legacy`: their statistics are the unrebased values).
+pub(crate) fn trusted_stats<'a>(
+    meta: &'a ArrowReaderMetadata,
+    f: &'a arrow_schema::Field,
+    spark_legacy: bool,
+) -> Option<parquet::arrow::arrow_reader::statistics::StatisticsConverter<'a>> {
+    use arrow_schema::DataType as D;
+    if spark_legacy && matches!(f.data_type(), D::Date32 | D::Date64 | D::Timestamp(..)) {
+        return None;
+    }
+    let c = parquet::arrow::arrow_reader::statistics::StatisticsConverter::try_new(
+        f.name(),
+        meta.schema(),
+        meta.parquet_schema(),
+    )
+    .ok()?
+    .with_missing_null_counts_as_zero(false);
+    let leaf = c.parquet_column_index()?;
+    (meta.parquet_schema().column(leaf).physical_type() != parquet::basic::Type::INT96).then_some(c)
+}
+
 /// The statistics of `columns` (those of the file) in each row group of the file at `path`,
 /// as the filter takes them: per row group, per column, in `columns`' order (`None`: none the
 /// filter can trust). Columns read as INT96, and dates and timestamps of a file Spark wrote in
@@ -661,7 +684,6 @@ pub(crate) fn row_group_stats(
     columns: &[arrow_schema::Field],
 ) -> Result<Vec<Vec<Option<crate::filter::ColumnStats>>>> {
     use arrow_array::Array;
-    use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
     let chunks = StorageChunks::new(storage.open(path)?);
     let meta = load(&chunks, path)?;
     let md = meta.metadata();
@@ -679,23 +701,7 @@ pub(crate) fn row_group_stats(
     let per_column: Vec<Option<Columns>> = columns
         .iter()
         .map(|f| {
-            if spark_legacy
-                && matches!(
-                    f.data_type(),
-                    arrow_schema::DataType::Date32
-                        | arrow_schema::DataType::Date64
-                        | arrow_schema::DataType::Timestamp(..)
-                )
-            {
-                return None;
-            }
-            let c = StatisticsConverter::try_new(f.name(), meta.schema(), meta.parquet_schema())
-                .ok()?
-                .with_missing_null_counts_as_zero(false);
-            let leaf = c.parquet_column_index()?;
-            if meta.parquet_schema().column(leaf).physical_type() == parquet::basic::Type::INT96 {
-                return None;
-            }
+            let c = trusted_stats(&meta, f, spark_legacy)?;
             let mins = c.row_group_mins(md.row_groups()).ok()?;
             let maxes = c.row_group_maxes(md.row_groups()).ok()?;
             let nulls = c.row_group_null_counts(md.row_groups()).ok()?;

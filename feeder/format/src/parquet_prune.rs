@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use arrow_array::Array;
 use arrow_schema::Field;
-use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelector};
 use parquet::arrow::ProjectionMask;
 
@@ -96,17 +95,8 @@ impl PagePrune {
         rg: usize,
         f: &Field,
     ) -> Option<ColumnPages> {
-        use arrow_schema::DataType as D;
-        if self.spark_legacy && matches!(f.data_type(), D::Date32 | D::Date64 | D::Timestamp(..)) {
-            return None;
-        }
-        let c = StatisticsConverter::try_new(f.name(), meta.schema(), meta.parquet_schema())
-            .ok()?
-            .with_missing_null_counts_as_zero(false);
+        let c = super::parquet::trusted_stats(meta, f, self.spark_legacy)?;
         let leaf = c.parquet_column_index()?;
-        if meta.parquet_schema().column(leaf).physical_type() == parquet::basic::Type::INT96 {
-            return None;
-        }
         let locations = oi.get(rg)?.get(leaf)?.page_locations();
         let first_rows = locations
             .iter()
