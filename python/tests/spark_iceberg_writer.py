@@ -27,7 +27,9 @@ Tables:
   deletes within each partition across row groups.
 - ``dv``: format v3, 2 data files; deletion vectors (``id % 10 = 3``), then a second delete
   whose vectors hold the first's rows too and replace them (at most one per data file).
-- ``eq``: format v2, an equality delete file on ``id``.
+- ``eq``: format v2, unpartitioned, 2 data files; an equality delete file on ``id``; an append
+  of ids it deleted (not deleted: the file is newer); an equality delete file on ``(id, k)``.
+- ``eq_part``: format v2, partitioned by ``k``; an equality delete file in one partition.
 """
 
 from __future__ import annotations
@@ -181,16 +183,26 @@ class Writer:
         delta.commit()
         return new
 
-    def equality_deletes(self, ids: list[int]) -> None:
-        """Commits an equality delete file on `id`."""
-        eq = self.schema.select(self.jvm.java.util.Collections.singletonList("id"))
-        field_ids = self.gateway.new_array(self.jvm.int, 1)
-        field_ids[0] = 1
+    def equality_deletes(self, keys: list[dict[str, int]], k: int | None = None) -> None:
+        """Commits an equality delete file of the rows `keys` (the columns of the first key,
+        in the partition of ``k = k`` where given)."""
+        names = list(keys[0])
+        cols = self.jvm.java.util.ArrayList()
+        for n in names:
+            cols.add(n)
+        eq = self.schema.select(cols)
+        field_ids = self.gateway.new_array(self.jvm.int, len(names))
+        for j, n in enumerate(names):
+            field_ids[j] = self.schema.findField(n).fieldId()
         f = self._factory().equalityFieldIds(field_ids).equalityDeleteRowSchema(eq).build()
-        w = f.newEqualityDeleteWriter(self._out().newOutputFile(), self.spec, None)
-        for i in ids:
+        part = self._partition(k)
+        out = self._out().newOutputFile(self.spec, part) if part is not None \
+            else self._out().newOutputFile()
+        w = f.newEqualityDeleteWriter(out, self.spec, part)
+        for key in keys:
             r = self.ice.data.GenericRecord.create(eq)
-            r.setField("id", i)
+            for n, v in key.items():
+                r.setField(n, v)
             w.write(r)
         w.close()
         self.table.newRowDelta().addDeletes(w.toDeleteFile()).commit()
@@ -261,9 +273,20 @@ def main(out: str) -> None:
     done["dv"] = t.reads()
 
     t = table("eq", 2)
-    t.append([list(range(0, 1000))])
-    t.equality_deletes([i for i in range(0, 1000) if i % 4 == 1])
+    t.append([list(range(0, 1000)), list(range(1000, 2000))])
+    t.equality_deletes([{"id": i} for i in range(0, 2000) if i % 4 == 1])
+    # Rows of ids deleted before, appended after: the delete is older than their file.
+    t.append([list(range(0, 100))])
+    # On (id, k): half the keys name another k, and delete nothing.
+    t.equality_deletes([{"id": i, "k": i % 3 if i % 8 == 2 else (i + 1) % 3}
+                        for i in range(0, 2000) if i % 4 == 2])
     done["eq"] = t.reads()
+
+    t = table("eq_part", 2, partitioned=True)
+    for k in range(3):
+        t.append([[i for i in range(0, 300) if i % 3 == k]], k=k)
+    t.equality_deletes([{"id": i} for i in range(0, 300, 2)], k=1)
+    done["eq_part"] = t.reads()
 
     with open(os.path.join(out, "done.json"), "w") as f:
         json.dump(done, f)

@@ -15,10 +15,12 @@
 //! without field ids are read through the table's name mapping (`schema.name-mapping.default`)
 //! where it has one, else by name only while the table's schema never changed.
 //!
-//! Position delete files (format v2) and deletion vectors (v3) are honoured: the rows they
-//! delete are left out before the plan counts rows ([`deletes`]).
+//! Position delete files (format v2), deletion vectors (v3) and equality delete files of
+//! unpartitioned specs are honoured: the rows they delete are left out before the plan counts
+//! rows ([`deletes`], [`equality`]).
 //!
-//! Refused by name, never read wrong: equality delete files, data files not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
+//! Refused by name, never read wrong: equality delete files of a partitioned spec, data files
+//! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
 //! type change that is no widening the spec allows (naming the column and the file).
 
 use std::io::Cursor;
@@ -34,6 +36,8 @@ use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnap
 
 #[path = "iceberg_deletes.rs"]
 mod deletes;
+#[path = "iceberg_equality.rs"]
+mod equality;
 #[path = "iceberg_stats.rs"]
 mod stats;
 use crate::{Error, Result};
@@ -42,6 +46,7 @@ use hydrofeed_storage::{FileStatus, Storage};
 /// The manifest list's fields this reader uses (Avro reader schema).
 const MANIFEST_LIST: &str = r#"{"type":"record","name":"manifest_file","fields":[
  {"name":"manifest_path","type":"string"},
+ {"name":"partition_spec_id","type":"int","default":0},
  {"name":"content","type":"int","default":0},
  {"name":"sequence_number","type":"long","default":0}]}"#;
 
@@ -55,6 +60,7 @@ const MANIFEST: &str = r#"{"type":"record","name":"manifest_entry","fields":[
   {"name":"file_format","type":"string"},
   {"name":"record_count","type":"long"},
   {"name":"file_size_in_bytes","type":"long"},
+  {"name":"equality_ids","type":["null",{"type":"array","items":"int"}],"default":null},
   {"name":"referenced_data_file","type":["null","string"],"default":null},
   {"name":"content_offset","type":["null","long"],"default":null},
   {"name":"content_size_in_bytes","type":["null","long"],"default":null},
@@ -85,6 +91,26 @@ struct Metadata {
     schema: Option<serde_json::Value>,
     #[serde(default)]
     properties: std::collections::HashMap<String, String>,
+    #[serde(rename = "partition-specs", default)]
+    partition_specs: Vec<serde_json::Value>,
+    /// Format v1's single partition spec (its fields), where `partition-specs` is absent.
+    #[serde(rename = "partition-spec", default)]
+    partition_spec: Option<serde_json::Value>,
+}
+
+impl Metadata {
+    /// Whether the partition spec `id` partitions the table (`None`: the metadata lacks it).
+    fn partitioned(&self, id: i32) -> Option<bool> {
+        let fields = match self
+            .partition_specs
+            .iter()
+            .find(|s| s["spec-id"].as_i64() == Some(i64::from(id)))
+        {
+            Some(s) => s["fields"].as_array()?,
+            None => self.partition_spec.as_ref()?.as_array()?,
+        };
+        Some(!fields.is_empty())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -233,12 +259,19 @@ pub fn snapshot(
         let seqs = col(&b, "sequence_number", &list_path)?
             .as_primitive::<arrow_array::types::Int64Type>()
             .clone();
+        let specs = col(&b, "partition_spec_id", &list_path)?
+            .as_primitive::<arrow_array::types::Int32Type>()
+            .clone();
         for i in 0..b.num_rows() {
-            let manifest = storage_path(paths.value(i));
-            manifest_files(storage, &manifest, seqs.value(i), &by_id, &mut live)?;
+            let manifest = Manifest {
+                path: storage_path(paths.value(i)),
+                seq: seqs.value(i),
+                partitioned: meta.partitioned(specs.value(i)),
+            };
+            manifest_files(storage, &manifest, &by_id, &mut live)?;
         }
     }
-    let mut files = deletes::apply(storage, live.data, &live.deletes)?;
+    let mut files = deletes::apply(storage, live.data, &live.deletes, &live.equality, &by_id)?;
     files.sort_by(|a: &TableFile, b| a.status.path.cmp(&b.status.path));
     Ok(TableFiles {
         snapshot: TableSnapshot {
@@ -433,18 +466,28 @@ fn iceberg_type(
 struct Live {
     data: Vec<deletes::DataEntry>,
     deletes: Vec<deletes::DeleteEntry>,
+    equality: Vec<equality::EqualityDelete>,
 }
 
-/// The live entries of one manifest (of sequence number `manifest_seq`) into `out`; a live
-/// equality delete file is refused.
+/// A manifest as the manifest list names it.
+struct Manifest {
+    /// As storage opens it.
+    path: String,
+    /// Its sequence number (the one its entries added in its snapshot inherit).
+    seq: i64,
+    /// Whether its partition spec partitions the table (`None`: unknown).
+    partitioned: Option<bool>,
+}
+
+/// The live entries of `manifest` into `out`.
 fn manifest_files(
     storage: &Arc<dyn Storage>,
-    path: &str,
-    manifest_seq: i64,
+    manifest: &Manifest,
     by_id: &stats::ById,
     out: &mut Live,
 ) -> Result<()> {
     use arrow_array::types::{Int32Type, Int64Type};
+    let path = manifest.path.as_str();
     for b in avro_batches(storage, path, MANIFEST)? {
         let status = col(&b, "status", path)?.as_primitive::<Int32Type>().clone();
         let seq = col(&b, "sequence_number", path)?
@@ -472,6 +515,8 @@ fn manifest_files(
         let offset = offset.as_primitive::<Int64Type>();
         let blob = field("content_size_in_bytes")?;
         let blob = blob.as_primitive::<Int64Type>();
+        let eq_ids = field("equality_ids")?;
+        let eq_ids = eq_ids.as_list::<i32>();
         let bounds = stats::Bounds::of(&df);
         for i in 0..b.num_rows() {
             if status.value(i) == 2 {
@@ -481,7 +526,7 @@ fn manifest_files(
             let seq = if seq.is_valid(i) {
                 seq.value(i)
             } else {
-                manifest_seq
+                manifest.seq
             };
             let fmt = format.value(i);
             match content.value(i) {
@@ -521,12 +566,47 @@ fn manifest_files(
                     });
                     continue;
                 }
-                _ => {
+                2 => {
+                    if manifest.partitioned != Some(false) {
+                        return Err(bad(
+                            file_path.value(i),
+                            "an equality delete file of a partitioned spec is live in this \
+                             snapshot: it applies within its partition, which this reader \
+                             does not read from the manifest yet; rewrite the table's data \
+                             files first (Iceberg's rewrite_data_files)",
+                        ));
+                    }
+                    if !fmt.eq_ignore_ascii_case("parquet") {
+                        return Err(bad(
+                            file_path.value(i),
+                            format!(
+                                "an Iceberg equality delete file in {fmt}: only Parquet is read"
+                            ),
+                        ));
+                    }
+                    let ids = if eq_ids.is_valid(i) {
+                        let l = eq_ids.value(i);
+                        l.as_primitive::<Int32Type>().values().to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    if ids.is_empty() {
+                        return Err(bad(
+                            file_path.value(i),
+                            "an equality delete file whose manifest entry names no equality_ids",
+                        ));
+                    }
+                    out.equality.push(equality::EqualityDelete {
+                        path: storage_path(file_path.value(i)),
+                        ids,
+                        seq,
+                    });
+                    continue;
+                }
+                c => {
                     return Err(bad(
                         file_path.value(i),
-                        "an equality delete file is live in this snapshot: equality deletes \
-                         are not read yet; rewrite the table's data files first (Iceberg's \
-                         rewrite_data_files)",
+                        format!("a manifest entry of content {c}, which Iceberg does not define"),
                     ))
                 }
             }

@@ -17,7 +17,7 @@
 //! manifest's snapshot (left null), the manifest's. A data file's deletes from several delete
 //! files are merged into one set.
 //!
-//! Equality delete files are refused by name, in [`super::manifest_files`].
+//! Equality delete files are read by [`super::equality`]: their rows join the same sets.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,12 +74,15 @@ pub(super) struct DeleteEntry {
 const FILE_PATH_ID: i32 = 2_147_483_546;
 const POS_ID: i32 = 2_147_483_545;
 
-/// Applies `deletes` to `data`: each data file some delete applies to is given the merged set
-/// of its deleted rows (as an inline vector the plan reads); the files are returned in order.
+/// Applies `deletes` and the equality deletes `equality` to `data` (`by_id`: the snapshot's
+/// top-level columns): each data file some delete applies to is given the merged set of its
+/// deleted rows (as an inline vector the plan reads); the files are returned in order.
 pub(super) fn apply(
     storage: &Arc<dyn Storage>,
     data: Vec<DataEntry>,
     deletes: &[DeleteEntry],
+    equality: &[super::equality::EqualityDelete],
+    by_id: &super::stats::ById,
 ) -> Result<Vec<TableFile>> {
     let by_path: HashMap<&str, usize> = data
         .iter()
@@ -131,6 +134,11 @@ pub(super) fn apply(
                     }
                 }
             }
+        }
+    }
+    if !equality.is_empty() {
+        for (i, set) in super::equality::deleted(storage, &data, equality, by_id)? {
+            sets.entry(i).or_default().union_with(&set);
         }
     }
     Ok(data
@@ -279,6 +287,8 @@ mod tests {
             &storage,
             vec![data("file:/a", 1), data("file:/b", 3), data("file:/c", 2)],
             &[del(&one, 2), del(&two, 4)],
+            &[],
+            &Default::default(),
         )
         .unwrap();
         let rows = |f: &TableFile| {
@@ -295,7 +305,14 @@ mod tests {
             referenced: Some("file:/b".into()),
             ..del("/nonexistent.parquet", 2)
         };
-        let files = apply(&storage, vec![data("file:/b", 3)], &[scoped]).unwrap();
+        let files = apply(
+            &storage,
+            vec![data("file:/b", 3)],
+            &[scoped],
+            &[],
+            &Default::default(),
+        )
+        .unwrap();
         assert!(files[0].deletion.is_none());
     }
 }
