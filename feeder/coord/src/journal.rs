@@ -216,6 +216,8 @@ pub struct Journal {
     records: u64,
     /// Epoch at the last compaction.
     compacted_epoch: u32,
+    /// Records kept to be written at once ([`Journal::hold`]).
+    held: Option<Vec<u8>>,
 }
 
 fn io(path: &Path, e: std::io::Error) -> Error {
@@ -280,6 +282,7 @@ impl Journal {
             file,
             records: 0,
             compacted_epoch: m.epoch(),
+            held: None,
         };
         j.publish(m)?;
         Ok(j)
@@ -327,11 +330,42 @@ impl Journal {
         }
     }
 
-    /// Appends `e` (not yet durable: [`Journal::sync`] before answering the call).
+    /// Appends `e` (not yet durable: [`Journal::sync`] before answering the call); between
+    /// [`Journal::hold`] and [`Journal::release`] it is kept and written with the others.
     pub fn append(&mut self, e: &Entry) -> Result<()> {
         self.records += 1;
-        let p = log_path(&self.dir, self.generation);
-        self.file.write_all(&encode(e)).map_err(|e| io(&p, e))
+        match &mut self.held {
+            Some(buf) => {
+                buf.extend_from_slice(&encode(e));
+                Ok(())
+            }
+            None => {
+                let p = log_path(&self.dir, self.generation);
+                self.file.write_all(&encode(e)).map_err(|e| io(&p, e))
+            }
+        }
+    }
+
+    /// Keeps the records appended from now on until [`Journal::release`], which writes them
+    /// at once (a session message's acks and grant: one write, not one each).
+    pub fn hold(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes the records kept since [`Journal::hold`] and appends one by one again.
+    pub fn release(&mut self) -> Result<()> {
+        match self.held.take() {
+            Some(buf) if !buf.is_empty() => {
+                let p = log_path(&self.dir, self.generation);
+                self.file.write_all(&buf).map_err(|e| io(&p, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether records are being kept ([`Journal::hold`]).
+    pub fn holding(&self) -> bool {
+        self.held.is_some()
     }
 
     /// Makes what was appended durable (fsync).
@@ -382,6 +416,10 @@ impl Journal {
         let file = Self::start_generation(&self.dir, g, m, roster, now_ms)?;
         self.generation = g;
         self.file = file;
+        // Records kept for the old generation: the new one's state holds what they said.
+        if let Some(buf) = &mut self.held {
+            buf.clear();
+        }
         self.records = 0;
         self.compacted_epoch = m.epoch();
         self.publish(m)
@@ -567,6 +605,7 @@ pub fn recover(
         file: f,
         records: d.entries.len() as u64,
         compacted_epoch: st.epoch,
+        held: None,
     };
     journal.remove_others();
     Ok(Recovered {

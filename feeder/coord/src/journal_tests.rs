@@ -342,3 +342,30 @@ fn recovery_cuts_a_torn_tail() {
     assert!(rec.dropped.is_none());
     assert!(!rec.machine.ranks()[0].alive);
 }
+
+/// Records kept between `hold` and `release` reach the file only at `release`, all of them,
+/// in order, readable as if appended one by one.
+#[test]
+fn held_records_are_written_together_at_release() {
+    let d = tempfile::tempdir().unwrap();
+    let m = Machine::new(splits(), cfg(false)).unwrap();
+    let roster = Roster::new(3, 0, 0);
+    let mut j = Journal::create(d.path(), &m, &roster, 0).unwrap();
+    let log = d.path().join(format!("journal-{}.log", j.generation()));
+    let before = std::fs::metadata(&log).unwrap().len();
+    j.hold();
+    assert!(j.holding());
+    for e in sample() {
+        j.append(&e).unwrap();
+    }
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len(),
+        before,
+        "written before release"
+    );
+    j.release().unwrap();
+    assert!(!j.holding());
+    let bytes = std::fs::read(&log).unwrap();
+    let d = decode_all(&bytes);
+    assert_eq!(d.entries[1..], sample()[..], "after the base record");
+}

@@ -89,19 +89,52 @@ impl Inner {
     /// Appends `e` to the journal, if there is one; returns its sequence number, to wait for
     /// with [`Shared::durable`] before the call is answered (0 without a journal).
     fn record(&mut self, e: &Entry) -> Result<u64> {
-        let (Some(j), Some(c)) = (self.journal.as_mut(), self.commit.as_ref()) else {
+        let (Some(j), Some(_)) = (self.journal.as_mut(), self.commit.as_ref()) else {
             return Ok(0);
         };
+        let holding = j.holding();
         j.append(e)?;
+        self.seq += 1;
+        if !holding {
+            self.announce()?;
+        }
+        Ok(self.seq)
+    }
+
+    /// Tells the group commit the last record written (with the journal's file when its
+    /// generation changed).
+    fn announce(&mut self) -> Result<()> {
+        let (Some(j), Some(c)) = (self.journal.as_mut(), self.commit.as_ref()) else {
+            return Ok(());
+        };
         let file = if j.generation() != self.commit_gen {
             self.commit_gen = j.generation();
             Some(j.sync_handle()?)
         } else {
             None
         };
-        self.seq += 1;
         c.written(self.seq, file);
-        Ok(self.seq)
+        Ok(())
+    }
+
+    /// Keeps the journal's records until [`Inner::release`] (one write and one wakeup of
+    /// the group commit for all of a session message's records).
+    fn hold(&mut self) {
+        if let Some(j) = self.journal.as_mut() {
+            j.hold();
+        }
+    }
+
+    /// Writes the records kept since [`Inner::hold`] and hands them to the group commit.
+    fn release(&mut self, first_seq: u64) -> Result<()> {
+        let Some(j) = self.journal.as_mut() else {
+            return Ok(());
+        };
+        j.release()?;
+        if self.seq > first_seq {
+            self.announce()?;
+        }
+        Ok(())
     }
 
     /// A heartbeat (`Heartbeat`, and every session message): whether the incarnation lives.
@@ -165,7 +198,7 @@ impl Inner {
                 now_ms: now,
             })
             .map_err(status_of)?;
-        compact(self, now);
+        commit::compact(self, now);
         flush_log(self, false);
         Ok(seq)
     }
@@ -193,30 +226,6 @@ fn work_reply(w: Work) -> proto::WorkReply {
     proto::WorkReply { kind: Some(kind) }
 }
 
-/// Records a compaction when the journal is due one (no lease outstanding, an epoch closed).
-fn compact(g: &mut Inner, now: u64) {
-    let Inner {
-        m, roster, journal, ..
-    } = g;
-    if let Some(j) = journal.as_mut() {
-        let t0 = Instant::now();
-        match j.maybe_compact(m, roster, now, COMPACT_AFTER) {
-            Ok(true) => tracing::info!(
-                generation = j.generation(),
-                epoch = m.epoch(),
-                took_ms = t0.elapsed().as_millis() as u64,
-                "journal compacted"
-            ),
-            Ok(false) => {}
-            Err(e) => tracing::error!("journal compaction: {e}"),
-        }
-    }
-}
-
-/// Records after which the journal is compacted at the next moment no lease is outstanding,
-/// even within an epoch.
-const COMPACT_AFTER: u64 = 100_000;
-
 /// State shared by the handlers, the ticker and the metrics endpoint.
 pub struct Shared {
     inner: Mutex<Inner>,
@@ -231,6 +240,8 @@ pub struct Shared {
     opts: ServiceOptions,
     /// `Session` messages answered, and unary `RequestWork`, `Ack` and `Heartbeat` calls.
     traffic: [AtomicU64; 2],
+    /// The longest a session's request told to wait is held (`session::HOLD_ENV`).
+    hold: Duration,
 }
 
 impl Drop for Shared {
@@ -277,6 +288,7 @@ impl Shared {
             )),
             None => None,
         };
+        let hold = session::hold_for(u64::MAX).map_err(Error::InvalidArgument)?;
         let (tx, _) = tokio::sync::watch::channel(false);
         let (journal, roster, clock_base_ms) = match journal {
             Some(j) => (Some(j.journal), j.roster, j.now_ms),
@@ -305,6 +317,7 @@ impl Shared {
             commit,
             opts,
             traffic: Default::default(),
+            hold,
         }))
     }
 

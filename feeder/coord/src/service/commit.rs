@@ -8,9 +8,11 @@
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tonic::Status;
 
+use super::Inner;
 use crate::{Error, Result};
 
 /// What the sync thread has made durable: every record up to `seq`, or the error that stopped
@@ -31,8 +33,30 @@ struct Pending {
     stop: bool,
 }
 
+/// Names the microseconds the journal's sync thread waits, after the first record it finds
+/// unsynced, for more to share its `fdatasync` (default [`GATHER_US`]: none; at most 0.1 s).
+/// Fewer syncs and wakeups for that much more latency; at 10,000 session feeders 1 ms
+/// measured the same CPU per lease as none, within the shared machine's noise.
+pub const GATHER_ENV: &str = "HYDROFEED_JOURNAL_GATHER_US";
+
+/// The default of [`GATHER_ENV`].
+const GATHER_US: u64 = 0;
+
+/// [`GATHER_ENV`], or its default.
+fn gather() -> Result<Duration> {
+    let us = match std::env::var(GATHER_ENV) {
+        Ok(v) => v.trim().parse::<u64>().map_err(|_| {
+            Error::InvalidArgument(format!("{GATHER_ENV}={v:?}: not a number of microseconds"))
+        })?,
+        Err(_) => GATHER_US,
+    };
+    Ok(Duration::from_micros(us.min(100_000)))
+}
+
 /// The group commit of one journal.
 pub(super) struct GroupCommit {
+    /// How long the sync thread gathers records before a sync ([`gather`]).
+    gather: Duration,
     pending: Mutex<Pending>,
     wake: Condvar,
     durable: tokio::sync::watch::Sender<Durable>,
@@ -50,6 +74,7 @@ impl GroupCommit {
     pub(super) fn start() -> Result<Arc<Self>> {
         let (durable, _) = tokio::sync::watch::channel(Durable::default());
         let gc = Arc::new(Self {
+            gather: gather()?,
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
             durable,
@@ -112,7 +137,16 @@ impl GroupCommit {
                 if p.written == synced {
                     return;
                 }
-                (p.written, p.file.clone())
+                if self.gather.is_zero() {
+                    (p.written, p.file.clone())
+                } else {
+                    // Records written within `gather` of the first one waiting share its
+                    // sync: fewer fdatasyncs, and fewer wakeups of the calls waiting.
+                    drop(p);
+                    std::thread::sleep(self.gather);
+                    let p = self.lock();
+                    (p.written, p.file.clone())
+                }
             };
             // Records of an earlier generation than `file`'s were made durable by the
             // compaction that started it (its state and base record are fsynced in place).
@@ -138,3 +172,27 @@ impl GroupCommit {
         }
     }
 }
+
+/// Records a compaction when the journal is due one (no lease outstanding, an epoch closed).
+pub(super) fn compact(g: &mut Inner, now: u64) {
+    let Inner {
+        m, roster, journal, ..
+    } = g;
+    if let Some(j) = journal.as_mut() {
+        let t0 = Instant::now();
+        match j.maybe_compact(m, roster, now, COMPACT_AFTER) {
+            Ok(true) => tracing::info!(
+                generation = j.generation(),
+                epoch = m.epoch(),
+                took_ms = t0.elapsed().as_millis() as u64,
+                "journal compacted"
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::error!("journal compaction: {e}"),
+        }
+    }
+}
+
+/// Records after which the journal is compacted at the next moment no lease is outstanding,
+/// even within an epoch.
+const COMPACT_AFTER: u64 = 100_000;

@@ -101,12 +101,18 @@ pub fn spawn_journaled(
         None => tonic::transport::Server::builder(),
     };
     let shared = Shared::with_journal(m, journal, opts)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("hydrofeed-coord")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
+    let rt = match threads()? {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    }
+    .thread_name("hydrofeed-coord")
+    .enable_all()
+    .build()
+    .map_err(|e| Error::Internal(format!("tokio runtime: {e}")))?;
     let (listener, metrics_listener) = rt.block_on(async {
         let l = bind(listen);
         let ml = match metrics {
@@ -190,6 +196,28 @@ pub fn spawn_journaled(
         shutdown: Some(tx),
         thread: Some(thread),
     })
+}
+
+/// Names the threads of the coordinator's runtime (default [`THREADS`]; 1: the thread that
+/// runs the service, no worker pool). One thread saves cross-thread wakeups; at 10,000
+/// session feeders it measured the same CPU per lease as two, within the shared machine's
+/// noise (docs/arch/coord.md).
+pub const THREADS_ENV: &str = "HYDROFEED_COORD_THREADS";
+
+/// The default of [`THREADS_ENV`].
+const THREADS: usize = 2;
+
+/// [`THREADS_ENV`], or its default.
+fn threads() -> Result<usize> {
+    match std::env::var(THREADS_ENV) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=64).contains(&n) => Ok(n),
+            _ => Err(Error::InvalidArgument(format!(
+                "{THREADS_ENV}={v:?}: not a thread count from 1 to 64"
+            ))),
+        },
+        Err(_) => Ok(THREADS),
+    }
 }
 
 /// The accept queue asked for: 10,000 feeders starting at once connect faster than a busy

@@ -74,12 +74,30 @@ impl Stream for Replies {
     }
 }
 
-/// The longest a request told to wait is held (at most half the stall timeout, so a held
-/// rank is never reported silent).
-const HOLD: Duration = Duration::from_secs(1);
+/// Names the milliseconds a request told to wait is held at most (default [`HOLD_MS`]; 0:
+/// answered at once, the feeder asks again). Held requests are answered together when the
+/// epoch opens: one message per feeder at a barrier instead of one per retry, for a burst of
+/// grants then.
+pub const HOLD_ENV: &str = "HYDROFEED_COORD_HOLD_MS";
+
+/// The default of [`HOLD_ENV`].
+const HOLD_MS: u64 = 1000;
+
+/// [`HOLD_ENV`], or its default; never more than half the stall timeout, so that a held rank
+/// is never reported silent.
+pub(super) fn hold_for(stall_after_ms: u64) -> Result<Duration, String> {
+    let ms = match std::env::var(HOLD_ENV) {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{HOLD_ENV}={v:?}: not a number of milliseconds"))?,
+        Err(_) => HOLD_MS,
+    };
+    Ok(Duration::from_millis(ms.min(stall_after_ms / 2)))
+}
 
 /// Applies one message and waits until what it recorded is durable. A request that would be
-/// told to wait is held until work may have come free (`Inner::freed`) or [`HOLD`] passed,
+/// told to wait is held until work may have come free (`Inner::freed`) or [`HOLD_ENV`]'s time passed,
 /// and asked once more: a feeder at an epoch barrier sends one message, not one a retry.
 async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
     sh.count(true);
@@ -89,12 +107,24 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
     let held = {
         let mut g = sh.lock();
         let freed = g.freed.subscribe();
+        // The message's records in one write.
+        let first = g.seq;
+        g.hold();
         if let Err(e) = apply(&mut g, msg, now, &mut reply, &mut seq) {
             reply.error = Some(e);
         }
+        if let Err(e) = g.release(first) {
+            let acks_applied = reply.error.as_ref().map_or(0, |e| e.acks_applied);
+            reply.work = None;
+            reply.error = Some(error("journal", acks_applied, &super::status_of(e)));
+            // Nothing of the message was written: nothing to wait for.
+            seq = 0;
+        }
         reply.epoch = g.m.epoch();
-        let hold = HOLD.min(Duration::from_millis(g.m.config().stall_after_ms / 2));
-        told_to_wait(&reply).then_some((freed, hold))
+        let hold = sh
+            .hold
+            .min(Duration::from_millis(g.m.config().stall_after_ms / 2));
+        (told_to_wait(&reply) && !hold.is_zero()).then_some((freed, hold))
     };
     if let (Some((mut freed, hold)), Some(w)) = (held, &msg.work) {
         let t0 = std::time::Instant::now();

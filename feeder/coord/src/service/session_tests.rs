@@ -344,7 +344,7 @@ fn a_dropped_stream_is_reclaimed_after_dead_after() {
 
 /// The lease a reply carries.
 fn lease_of(r: &proto::SessionReply) -> proto::Lease {
-    match r.work.as_ref().and_then(|w| w.kind.clone()) {
+    match r.work.and_then(|w| w.kind) {
         Some(proto::work_reply::Kind::Lease(l)) => l,
         other => panic!("no lease: {other:?} ({r:?})"),
     }
