@@ -213,3 +213,15 @@ def test_a_spec_that_does_not_parse_is_a_value_error(tmp_path: Path) -> None:
         hydrofeed.read(path, images="image=resize:256")
     with pytest.raises(hydrofeed.HydrofeedError, match="not in the schema"):
         hydrofeed.read(path, images="picture=crop:4")
+
+
+@pytest.mark.parametrize("name,pil", [("bilinear", Image.BILINEAR), ("lanczos", Image.LANCZOS)])
+def test_jpeg_crop_decoded_from_its_region_is_pillows_resize_and_crop(tmp_path: Path, name: str, pil: int) -> None:
+    # A center crop well inside the image: the JPEG is decoded only within the crop's region
+    # (docs/formats.md, Images, "Speed"); the pixels are Pillow's whole decode, resized, cropped.
+    data = _encode(Image.fromarray(_picture(301, 199, seed=11)), "JPEG", quality=90)
+    got = _one(tmp_path, data, f"image=resize:120:{name},crop:64x80")
+    resized = np.asarray(Image.open(io.BytesIO(data)).convert("RGB").resize((182, 120), pil))
+    top, left = (120 - 64) // 2, (182 - 80) // 2
+    want = resized[top : top + 64, left : left + 80]
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1

@@ -3,7 +3,7 @@
 
 use fast_image_resize as fr;
 
-use super::{exif, row_random, Filter, ImageSpec, Resize};
+use super::{exif, region, row_random, Filter, ImageSpec, Resize};
 
 /// Decoded RGB pixels, row-major, 3 bytes a pixel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,20 +210,25 @@ pub(crate) fn resized(w: u32, h: u32, resize: Option<Resize>) -> (u32, u32) {
     }
 }
 
-/// The `oh` x `ow` crop at (`top`, `left`) of `img` resized to `rh` x `rw`: only the crop's
-/// part is resized (a crop box in source pixels, the filter windows reaching past it into the
-/// image as they would in the whole resize), so a 256 -> 224 crop resizes a third fewer pixels
-/// than resizing the whole image and cropping it.
+/// The `oh` x `ow` crop at (`top`, `left`) of an image resized to `rh` x `rw`, from `img`: the
+/// window of that image's decoded `full` (width, height) pixels whose top left is `origin`
+/// (all of it at (0, 0), or the region a region decode read). Only the crop's part is resized
+/// (a crop box in source pixels, the filter windows reaching past it into the image as they
+/// would in the whole resize), so a 256 -> 224 crop resizes a third fewer pixels than resizing
+/// the whole image and cropping it.
 fn resize_crop(
     img: &Decoded,
+    (ox, oy): (u32, u32),
+    (fw, fh): (u32, u32),
     (rh, rw): (u32, u32),
     (top, left, oh, ow): (u32, u32, u32, u32),
     filter: Filter,
 ) -> Result<Vec<u8>, String> {
-    if (img.height, img.width) == (rh, rw) {
-        let (iw, ow, left) = (img.width as usize, ow as usize, left as usize);
+    if (fh, fw) == (rh, rw) {
+        let (iw, ow) = (img.width as usize, ow as usize);
+        let left = (left - ox) as usize;
         let mut px = Vec::with_capacity(ow * oh as usize * 3);
-        for y in top as usize..(top + oh) as usize {
+        for y in (top - oy) as usize..(top - oy + oh) as usize {
             px.extend_from_slice(&img.pixels[(y * iw + left) * 3..][..ow * 3]);
         }
         return Ok(px);
@@ -237,12 +242,12 @@ fn resize_crop(
         Filter::Bicubic => fr::ResizeAlg::Convolution(fr::FilterType::CatmullRom),
         Filter::Lanczos => fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3),
     };
-    let (sx, sy) = (
-        f64::from(img.width) / f64::from(rw),
-        f64::from(img.height) / f64::from(rh),
-    );
+    let (sx, sy) = (f64::from(fw) / f64::from(rw), f64::from(fh) / f64::from(rh));
     // The box ends inside the image: rounding may put `(left + ow) * sx` past its edge.
-    let (x, y) = (f64::from(left) * sx, f64::from(top) * sy);
+    let (x, y) = (
+        f64::from(left) * sx - f64::from(ox),
+        f64::from(top) * sy - f64::from(oy),
+    );
     let opts = fr::ResizeOptions::new().resize_alg(alg).crop(
         x,
         y,
@@ -255,16 +260,95 @@ fn resize_crop(
     Ok(dst.into_vec())
 }
 
-/// One row's image under `spec`: decoded, resized, cropped and flipped into `out` (exactly
-/// `H * W * 3` bytes of the spec's output size). `(split, row)` place the row for the random
-/// choices.
-pub(crate) fn process(
+/// The crop's (top, left) in an image resized to `rh` x `rw`: centered, or placed by `r`.
+fn crop_place(spec: &ImageSpec, (rh, rw): (u32, u32), r: u64) -> Result<(u32, u32), String> {
+    let (oh, ow) = spec.out_size();
+    if rh < oh || rw < ow {
+        return Err(format!(
+            "image is {rh}x{rw} after the resize, smaller than the crop {oh}x{ow}"
+        ));
+    }
+    Ok(if spec.random_crop {
+        (
+            (r % u64::from(rh - oh + 1)) as u32,
+            ((r >> 32) % u64::from(rw - ow + 1)) as u32,
+        )
+    } else {
+        ((rh - oh) / 2, (rw - ow) / 2)
+    })
+}
+
+/// The crop of a JPEG decoded from only the region it needs (see [`region`]), or `None` where
+/// a whole decode serves: not a JPEG, no crop, an EXIF turn to apply, a kind the whole decode
+/// refuses or names (CMYK, lossless, a bad header), a region hardly smaller than the image, or
+/// the `nearest` filter (`fast_image_resize` picks its pixels from the crop box's fractional
+/// offset, which moving the box by the region's origin rounds otherwise: not the same pixels).
+pub(crate) fn region_crop(
     spec: &ImageSpec,
     data: &[u8],
-    split: u32,
-    row: u64,
-    out: &mut [u8],
-) -> Result<(), String> {
+    r: u64,
+) -> Result<Option<Vec<u8>>, String> {
+    if spec.crop.is_none()
+        || spec.filter == Filter::Nearest
+        || !data.starts_with(&[0xFF, 0xD8, 0xFF])
+        || (spec.exif && exif::orientation(data) != 1)
+    {
+        return Ok(None);
+    }
+    let mut dec = region::Decoder::new()?;
+    let Some(head) = dec.header(data) else {
+        return Ok(None);
+    };
+    check_pixels(
+        "JPEG",
+        u64::from(head.width),
+        u64::from(head.height),
+        spec.max_pixels,
+    )?;
+    let d = jpeg_scale(head.width, head.height, spec.resize);
+    let (fw, fh) = (head.width.div_ceil(d), head.height.div_ceil(d));
+    let (rh, rw) = resized(fw, fh, spec.resize);
+    let (top, left) = crop_place(spec, (rh, rw), r)?;
+    let (oh, ow) = spec.out_size();
+    // The filter's reach past the crop box, in source pixels, and two more for rounding.
+    let support = match spec.filter {
+        Filter::Nearest | Filter::Bilinear => 1.0,
+        Filter::Bicubic => 2.0,
+        Filter::Lanczos => 3.0,
+    };
+    let span = |start: u32, len: u32, scale: f64, full: u32| {
+        let margin = support * scale.max(1.0) + 2.0;
+        let lo = (f64::from(start) * scale - margin).floor().max(0.0) as u32;
+        let hi = (f64::from(start + len) * scale + margin).ceil() as u32;
+        (lo, hi.min(full))
+    };
+    let (sx, sy) = (f64::from(fw) / f64::from(rw), f64::from(fh) / f64::from(rh));
+    let (x0, x1) = span(left, ow, sx, fw);
+    let (y0, y1) = span(top, oh, sy, fh);
+    // The left edge on a scaled iMCU boundary, as libjpeg-turbo requires.
+    let mcu = head.mcu_width.div_ceil(d);
+    let x0 = x0 / mcu * mcu;
+    if u64::from(x1 - x0) * u64::from(y1 - y0) * 10 > u64::from(fw) * u64::from(fh) * 9 {
+        return Ok(None);
+    }
+    let img = Decoded {
+        height: y1 - y0,
+        width: x1 - x0,
+        pixels: dec.decode(data, d, (x0, y0, x1 - x0, y1 - y0))?,
+    };
+    resize_crop(
+        &img,
+        (x0, y0),
+        (fw, fh),
+        (rh, rw),
+        (top, left, oh, ow),
+        spec.filter,
+    )
+    .map(Some)
+}
+
+/// The crop of the whole decoded image (turned upright first under `exif`), resized.
+pub(crate) fn whole_crop(spec: &ImageSpec, data: &[u8], r: u64) -> Result<Vec<u8>, String> {
     let img = if spec.exif {
         // A quarter turn swaps the sides the DCT scale must cover.
         let o = exif::orientation(data);
@@ -277,22 +361,35 @@ pub(crate) fn process(
         decode_image(data, spec.max_pixels, spec.resize)?
     };
     let (rh, rw) = resized(img.width, img.height, spec.resize);
+    let (top, left) = crop_place(spec, (rh, rw), r)?;
     let (oh, ow) = spec.out_size();
-    if rh < oh || rw < ow {
-        return Err(format!(
-            "image is {rh}x{rw} after the resize, smaller than the crop {oh}x{ow}"
-        ));
-    }
+    resize_crop(
+        &img,
+        (0, 0),
+        (img.width, img.height),
+        (rh, rw),
+        (top, left, oh, ow),
+        spec.filter,
+    )
+}
+
+/// One row's image under `spec`: decoded (a JPEG's crop only from the region it needs,
+/// [`region_crop`]), resized, cropped and flipped into `out` (exactly
+/// `H * W * 3` bytes of the spec's output size). `(split, row)` place the row for the random
+/// choices.
+pub(crate) fn process(
+    spec: &ImageSpec,
+    data: &[u8],
+    split: u32,
+    row: u64,
+    out: &mut [u8],
+) -> Result<(), String> {
     let r = row_random(spec.seed, spec.epoch, split, row);
-    let (top, left) = if spec.random_crop {
-        (
-            (r % u64::from(rh - oh + 1)) as u32,
-            ((r >> 32) % u64::from(rw - ow + 1)) as u32,
-        )
-    } else {
-        ((rh - oh) / 2, (rw - ow) / 2)
+    let px = match region_crop(spec, data, r)? {
+        Some(px) => px,
+        None => whole_crop(spec, data, r)?,
     };
-    let px = resize_crop(&img, (rh, rw), (top, left, oh, ow), spec.filter)?;
+    let (oh, ow) = spec.out_size();
     let flip = spec.flip && (super::mix(r) >> 63) == 1;
     let (ow, oh) = (ow as usize, oh as usize);
     for y in 0..oh {

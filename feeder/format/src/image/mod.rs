@@ -17,13 +17,15 @@
 //! it. The output size must be fixed: a `crop` or a `size`. Random choices are a function of
 //! (seed, epoch, split, row), so a run and its exact resume produce the same pixels. JPEGs are
 //! decoded by libjpeg-turbo, at the smallest DCT scale (1/8, 1/4, 1/2) that still covers the
-//! resize target.
+//! resize target, and under a crop only within the region the crop needs. JPEG, PNG and WebP
+//! columns; binary, or a struct with a binary `bytes` field (Hugging Face `datasets`' layout).
 
 mod column;
 mod decode;
 mod exif;
 #[cfg(test)]
 mod reader_tests;
+mod region;
 #[cfg(test)]
 mod tests;
 

@@ -372,3 +372,35 @@ fn lossless_webp_decodes_exactly_and_its_exif_is_read() {
     let e = decode_image(&encode(None), 100, None).unwrap_err();
     assert!(e.contains("WebP declares 23x17"), "{e}");
 }
+
+/// A JPEG's crop decoded from only its region is the crop of the whole decode, pixel for pixel
+/// (the resize's filter windows lie inside the region; its crop box only moves by the region's
+/// origin).
+#[test]
+fn the_region_decode_is_the_whole_decode() {
+    let rows = crate::gen_images::image_rows(7, 0, 40).unwrap();
+    for text in [
+        "x=randcrop:200x150",
+        "x=resize:256,randcrop:224",
+        "x=resize:256:lanczos,crop:224",
+        "x=resize:100,randcrop:80",
+        "x=resize:40:bicubic,randcrop:32x24",
+        "x=size:300x200,randcrop:100",
+    ] {
+        let spec = ImageSpec::parse(text).unwrap();
+        let mut used = 0;
+        for (row, r) in rows.iter().enumerate() {
+            let rnd = super::row_random(9, 0, 0, row as u64);
+            let whole = super::decode::whole_crop(&spec, &r.jpeg, rnd).unwrap();
+            if let Some(part) = super::decode::region_crop(&spec, &r.jpeg, rnd).unwrap() {
+                used += 1;
+                assert!(whole == part, "{text}, row {row}");
+            }
+        }
+        assert!(used > 0, "{text}: no row took the region decode");
+    }
+    let nearest = ImageSpec::parse("x=size:300x200:nearest,randcrop:100").unwrap();
+    assert!(super::decode::region_crop(&nearest, &rows[0].jpeg, 1)
+        .unwrap()
+        .is_none());
+}
