@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 import hydrofeed
+from hydrofeed._proc import ServeProcess
 
 from test_images import _encode, _picture
 
@@ -81,3 +82,20 @@ def test_a_struct_without_a_bytes_field_is_refused_by_name(tmp_path: Path) -> No
     pq.write_table(t, path)
     with pytest.raises(hydrofeed.HydrofeedError, match='"bytes" field'):
         hydrofeed.read(str(path), images="image=crop:4")
+
+
+def test_a_struct_column_through_serve_to_a_data_feed(tmp_path: Path) -> None:
+    # The feeder's plan carries the struct's type in the tensor field's metadata to its reader.
+    datas = [_encode(Image.fromarray(_picture(40, 30, seed=s)), "JPEG", quality=90) for s in range(6)]
+    (tmp_path / "data").mkdir()
+    table = _struct_table(list(datas), [f"{i}.jpg" for i in range(6)], pa.binary())
+    pq.write_table(table, tmp_path / "data" / "part-0.parquet")
+    got: dict[int, np.ndarray] = {}
+    with ServeProcess(str(tmp_path / "data"), "--columns", "image,label", "--images", "image=crop:30x40") as s:
+        feed = hydrofeed.DataFeed(s.socket, batch_size=4, connect_timeout=120)
+        for b in feed.batches():
+            for label, img in zip(b["label"], b["image"]):
+                got[int(label)] = np.asarray(img)
+    assert sorted(got) == list(range(6))
+    for i, d in enumerate(datas):
+        np.testing.assert_array_equal(got[i], np.asarray(Image.open(io.BytesIO(d)).convert("RGB")))
