@@ -54,8 +54,9 @@ def read(
     and partitions that statistics rule out are not read; ``num_rows`` counts the rows that
     pass. A predicate that does not parse, or names no column, is a ``ValueError``.
 
-    ``images`` decodes columns of JPEG or PNG bytes into ``uint8`` tensor columns of one fixed
-    shape ``(H, W, 3)`` (``(N, H, W, 3)`` arrays to the trainer), e.g.
+    ``images`` decodes columns of JPEG, PNG or WebP bytes (binary, or ``struct<bytes, path>`` as
+    Hugging Face ``datasets`` writes) into ``uint8`` tensor columns of one fixed shape
+    ``(H, W, 3)`` (``(N, H, W, 3)`` arrays to the trainer), e.g.
     ``"image=resize:256,randcrop:224,flip"``; ``;`` between columns (docs/formats.md,
     "Images"). A spec that does not parse is a ``ValueError``; a bad image is a
     :class:`hydrofeed.DataError` naming file, row and column (``on_error="skip"`` skips the

@@ -60,7 +60,7 @@ const MANIFEST: &str = r#"{"type":"record","name":"manifest_entry","fields":[
   {"name":"file_format","type":"string"},
   {"name":"record_count","type":"long"},
   {"name":"file_size_in_bytes","type":"long"},
-  {"name":"equality_ids","type":["null",{"type":"array","items":"int"}],"default":null},
+  {"name":"equality_ids","type":["null",{"type":"array","items":"long"}],"default":null},
   {"name":"referenced_data_file","type":["null","string"],"default":null},
   {"name":"content_offset","type":["null","long"],"default":null},
   {"name":"content_size_in_bytes","type":["null","long"],"default":null},
@@ -584,9 +584,15 @@ fn manifest_files(
                             ),
                         ));
                     }
+                    // Read as longs: the spec's ints, and the longs pyiceberg writes.
                     let ids = if eq_ids.is_valid(i) {
                         let l = eq_ids.value(i);
-                        l.as_primitive::<Int32Type>().values().to_vec()
+                        let ids = l.as_primitive::<Int64Type>().values().iter();
+                        ids.map(|&v| i32::try_from(v).ok())
+                            .collect::<Option<Vec<i32>>>()
+                            .ok_or_else(|| {
+                                bad(file_path.value(i), "an equality_ids field id out of range")
+                            })?
                     } else {
                         Vec::new()
                     };
