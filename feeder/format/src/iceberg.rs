@@ -17,7 +17,7 @@
 //!
 //! Position delete files (format v2), deletion vectors (v3) and equality delete files of
 //! unpartitioned specs are honoured: the rows they delete are left out before the plan counts
-//! rows ([`deletes`], [`equality`]).
+//! rows (`iceberg_deletes.rs`, `iceberg_equality.rs`).
 //!
 //! Refused by name, never read wrong: equality delete files of a partitioned spec, data files
 //! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
