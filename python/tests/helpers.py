@@ -111,3 +111,20 @@ def orc_via_pyorc(path: Path, schema: str, rows: list[tuple[object, ...]]) -> No
         for r in rows:
             w.write(r)
         w.close()
+
+
+def spark_written(writer: Path, out: Path, what: str) -> tuple[Path, dict[str, Any]]:
+    """Runs a writer script that drives Spark's JVM (``python WRITER OUT``, its own process) and
+    returns ``OUT`` and the ``done.json`` it leaves there (what the writer's own reader read).
+    Without PySpark the caller's tests skip, except on CI (``CI=true``), where they fail."""
+    import json
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{what} cannot run on CI: {e}")
+        pytest.skip(str(e))
+    r = subprocess.run([sys.executable, str(writer), str(out)], capture_output=True, text=True, timeout=800)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return out, json.loads((out / "done.json").read_text())

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import hydrofeed
+from helpers import spark_written
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -27,17 +28,7 @@ WRITER = HERE / "spark_delta_writer.py"
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("spark_delta")
-    try:
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the Spark writer cannot run on CI: {e}")
-        pytest.skip(str(e))
-    r = subprocess.run([sys.executable, str(WRITER), str(out)], capture_output=True, text=True,
-                       timeout=800)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return out, json.loads((out / "done.json").read_text())
+    return spark_written(WRITER, tmp_path_factory.mktemp("spark_delta"), "the Spark writer")
 
 
 def ids(path: Path, **kw) -> list[int]:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 
 import hydrofeed
+from helpers import spark_written
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -34,17 +35,7 @@ WRITER = HERE / "spark_iceberg_writer.py"
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("spark_iceberg")
-    try:
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the Iceberg writer cannot run on CI: {e}")
-        pytest.skip(str(e))
-    r = subprocess.run([sys.executable, str(WRITER), str(out)], capture_output=True, text=True,
-                       timeout=800)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return out, json.loads((out / "done.json").read_text())
+    return spark_written(WRITER, tmp_path_factory.mktemp("spark_iceberg"), "the Iceberg writer")
 
 
 def rows(path: Path, **kw: object) -> list[list]:
