@@ -215,7 +215,7 @@ fn positions(storage: &Arc<dyn Storage>, path: &str) -> Result<HashMap<String, V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use hydrofeed_storage::FileStatus;
 
@@ -252,10 +252,19 @@ mod tests {
             ),
         ])
         .unwrap();
+        parquet_file(dir, name, &b)
+    }
+
+    /// `b` written as the Parquet file `dir/name` (arrow-rs's writer); its path.
+    pub(crate) fn parquet_file(
+        dir: &std::path::Path,
+        name: &str,
+        b: &arrow_array::RecordBatch,
+    ) -> String {
         let path = dir.join(name);
         let f = std::fs::File::create(&path).unwrap();
         let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), None).unwrap();
-        w.write(&b).unwrap();
+        w.write(b).unwrap();
         w.close().unwrap();
         path.to_string_lossy().into_owned()
     }

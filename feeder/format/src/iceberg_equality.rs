@@ -182,12 +182,7 @@ mod tests {
             cols.push(Arc::new(Int32Array::from(ks.to_vec())));
         }
         let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
-        let path = dir.join(name);
-        let f = std::fs::File::create(&path).unwrap();
-        let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), None).unwrap();
-        w.write(&b).unwrap();
-        w.close().unwrap();
-        path.to_string_lossy().into_owned()
+        super::super::deletes::tests::parquet_file(dir, name, &b)
     }
 
     #[test]
