@@ -26,7 +26,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
-    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+    ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -402,27 +402,28 @@ impl RowGroups {
                 )
             })
         };
-        // Under a filter, the rows the page statistics leave: only their pages are fetched.
-        let keep = match (
-            &self.prune,
-            self.prune.as_ref().and_then(|_| paged().as_ref()),
-        ) {
-            (Some(prune), Some(paged)) => prune.keep(paged, rg).and_then(|keep| {
-                // (A row group too large to read ahead stays fetched page by page.)
-                if !ranges.is_empty() {
-                    ranges = super::parquet_prune::ranges_for(paged, rg, &keep, &self.mask)?;
-                }
-                meta = paged;
-                Some(keep)
-            }),
-            _ => None,
+        // Under a filter, the rows the page statistics leave.
+        let keep = self
+            .prune
+            .as_ref()
+            .and_then(|p| p.keep(paged().as_ref()?, rg));
+        let rows = self.meta.metadata().row_group(rg).num_rows().max(0) as u64;
+        let skip = skip.min(rows);
+        // The rows to read, where not all: those left, from row `skip` on.
+        let want = match &keep {
+            Some(keep) => Some(super::parquet_pages::from_row(keep, skip)),
+            None => (skip > 0).then(|| vec![(skip, rows)]),
         };
-        // Opened inside, with page locations: fetch the pages from row `skip` on only.
-        if keep.is_none() && skip > 0 && !ranges.is_empty() {
-            if let Some(paged) = paged() {
-                if let Some(r) = super::parquet_pages::ranges_from(paged, rg, skip, &self.mask) {
-                    (ranges, meta) = (r, paged);
-                }
+        // With page locations, only the pages holding them are fetched; a row group too large
+        // to read ahead stays fetched page by page, its pruned pages passed over by location.
+        let located = want
+            .as_ref()
+            .filter(|_| keep.is_some() || !ranges.is_empty());
+        if let Some((want, paged)) = located.and_then(|w| Some((w, paged().as_ref()?))) {
+            if ranges.is_empty() {
+                meta = paged;
+            } else if let Some(r) = super::parquet_pages::ranges_of(paged, rg, want, &self.mask) {
+                (ranges, meta) = (r, paged);
             }
         }
         let chunks = self
@@ -457,21 +458,9 @@ impl RowGroups {
         let rest: Vec<usize> = (0..pq_schema.num_columns())
             .filter(|&l| self.mask.leaf_included(l) && !fast.iter().any(|&(_, f)| f == l))
             .collect();
-        let rows = md.row_group(rg).num_rows().max(0) as usize;
-        let skip = (skip as usize).min(rows);
-        let selection = match &keep {
-            Some(keep) => Some(super::parquet_prune::selection(
-                keep,
-                skip as u64,
-                rows as u64,
-            )),
-            None => (skip > 0).then(|| {
-                RowSelection::from(vec![
-                    RowSelector::skip(skip),
-                    RowSelector::select(rows - skip),
-                ])
-            }),
-        };
+        let selection = want
+            .as_ref()
+            .map(|w| super::parquet_pages::selection(w, rows));
         let arrow_reader = |chunks: StorageChunks, mask: ProjectionMask| {
             let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, meta.clone())
                 .with_row_groups(vec![rg])
@@ -497,7 +486,7 @@ impl RowGroups {
                 Arc::new(field),
             )
             .map_err(|e| self.rg_error(rg, e))?;
-            c.skip(skip).map_err(|e| self.rg_error(rg, e))?;
+            c.skip(skip as usize).map_err(|e| self.rg_error(rg, e))?;
             cols.push((pos, c));
         }
         let arrow = if rest.is_empty() {
@@ -514,7 +503,7 @@ impl RowGroups {
         Ok(RgReader::Fixed(FixedRg {
             arrow,
             cols,
-            rows_left: rows - skip,
+            rows_left: (rows - skip) as usize,
             batch_rows: self.batch_rows,
             schema,
         }))

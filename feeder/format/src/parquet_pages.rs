@@ -14,7 +14,9 @@
 
 use std::sync::Arc;
 
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{
     ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader,
@@ -101,35 +103,98 @@ fn chunk_span(c: &ColumnChunkMetaData) -> Option<(u64, u64)> {
     ))
 }
 
-/// The byte ranges, `(start, len)`, that reading row group `rg` from its row `skip` on needs
-/// for the leaves of `mask`: per column chunk its dictionary page (the bytes before its first
-/// data page) and its data pages from the one holding row `skip` to the chunk's end. `None`
+/// The byte ranges, `(start, len)`, that reading the rows `want` of row group `rg` (sorted,
+/// disjoint `[from, to)` ranges: from a row on, or the rows a filter's page statistics leave)
+/// needs for the leaves of `mask`: per column chunk its dictionary page (the bytes before its
+/// first data page) and the data pages holding any of those rows, neighbours merged. `None`
 /// when `meta` has no offset index.
-pub(crate) fn ranges_from(
+pub(crate) fn ranges_of(
     meta: &ArrowReaderMetadata,
     rg: usize,
-    skip: u64,
+    want: &[(u64, u64)],
     mask: &ProjectionMask,
 ) -> Option<Vec<(u64, u64)>> {
     let md = meta.metadata();
     let cols = md.offset_index()?.get(rg)?;
-    let skip = i64::try_from(skip).ok()?;
+    let rows = u64::try_from(md.row_group(rg).num_rows()).ok()?;
     let mut out = Vec::new();
     for (leaf, (c, o)) in md.row_group(rg).columns().iter().zip(cols).enumerate() {
         if !mask.leaf_included(leaf) {
             continue;
         }
         let pages = o.page_locations();
-        let (start, end) = chunk_span(c)?;
+        let (start, _) = chunk_span(c)?;
         let first = u64::try_from(pages.first()?.offset).ok()?;
-        let k = pages
-            .partition_point(|p| p.first_row_index <= skip)
-            .checked_sub(1)?;
-        let from = u64::try_from(pages[k].offset).ok()?;
         if first > start {
             out.push((start, first - start));
         }
-        out.push((from, end - from));
+        for (i, p) in pages.iter().enumerate() {
+            let from = u64::try_from(p.first_row_index).ok()?;
+            let to = match pages.get(i + 1) {
+                Some(n) => u64::try_from(n.first_row_index).ok()?,
+                None => rows,
+            };
+            if !want.iter().any(|&(a, b)| a < to && from < b) {
+                continue;
+            }
+            let at = u64::try_from(p.offset).ok()?;
+            let len = u64::try_from(p.compressed_page_size).ok()?;
+            match out.last_mut() {
+                Some(last) if last.0 + last.1 == at => last.1 += len,
+                _ => out.push((at, len)),
+            }
+        }
     }
     Some(out)
+}
+
+/// The rows of `keep` (sorted, disjoint `[from, to)` ranges) from row `skip` on.
+pub(crate) fn from_row(keep: &[(u64, u64)], skip: u64) -> Vec<(u64, u64)> {
+    keep.iter()
+        .map(|&(from, to)| (from.max(skip), to))
+        .filter(|(from, to)| from < to)
+        .collect()
+}
+
+/// The row selection reading the rows `want` (sorted, disjoint `[from, to)` ranges) of a row
+/// group of `rows` rows.
+pub(crate) fn selection(want: &[(u64, u64)], rows: u64) -> RowSelection {
+    let mut out: Vec<RowSelector> = Vec::new();
+    let mut at = 0u64;
+    for &(from, to) in want {
+        let to = to.min(rows);
+        if from >= to {
+            continue;
+        }
+        if from > at {
+            out.push(RowSelector::skip((from - at) as usize));
+        }
+        out.push(RowSelector::select((to - from) as usize));
+        at = to;
+    }
+    if rows > at {
+        out.push(RowSelector::skip((rows - at) as usize));
+    }
+    RowSelection::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_selection_reads_the_rows_wanted() {
+        let sel = selection(&from_row(&[(10, 20), (30, 40)], 15), 50);
+        let got: Vec<(bool, usize)> = sel.iter().map(|s| (s.skip, s.row_count)).collect();
+        assert_eq!(
+            got,
+            vec![(true, 15), (false, 5), (true, 10), (false, 10), (true, 10)]
+        );
+        let none = selection(&[], 8);
+        assert_eq!(none.row_count(), 0);
+        assert_eq!(none.skipped_row_count(), 8);
+        let from = selection(&[(3, 8)], 8);
+        let got: Vec<(bool, usize)> = from.iter().map(|s| (s.skip, s.row_count)).collect();
+        assert_eq!(got, vec![(true, 3), (false, 5)]);
+    }
 }

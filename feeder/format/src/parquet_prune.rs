@@ -22,8 +22,7 @@ use std::sync::Arc;
 
 use arrow_array::Array;
 use arrow_schema::Field;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelector};
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 use crate::filter::{Bound, ColumnStats};
 
@@ -141,87 +140,5 @@ impl ColumnPages {
             max: self.maxes.is_valid(i).then(|| self.maxes.slice(i, 1)),
             nulls: self.all_null[i].map(|all| if all { to - from } else { 0 }),
         })
-    }
-}
-
-/// The row selection reading `keep` from row `skip` on, of a row group of `rows` rows.
-pub(crate) fn selection(keep: &[(u64, u64)], skip: u64, rows: u64) -> RowSelection {
-    let mut out: Vec<RowSelector> = Vec::new();
-    let mut at = 0u64;
-    for &(from, to) in keep {
-        let (from, to) = (from.max(skip), to.min(rows));
-        if from >= to {
-            continue;
-        }
-        if from > at {
-            out.push(RowSelector::skip((from - at) as usize));
-        }
-        out.push(RowSelector::select((to - from) as usize));
-        at = to;
-    }
-    if rows > at {
-        out.push(RowSelector::skip((rows - at) as usize));
-    }
-    RowSelection::from(out)
-}
-
-/// The byte ranges, `(start, len)`, that reading the rows `keep` of row group `rg` needs for the
-/// leaves of `mask`: per column chunk its dictionary page and the data pages holding any of
-/// those rows (neighbours merged). `None` when `meta` has no offset index.
-pub(crate) fn ranges_for(
-    meta: &ArrowReaderMetadata,
-    rg: usize,
-    keep: &[(u64, u64)],
-    mask: &ProjectionMask,
-) -> Option<Vec<(u64, u64)>> {
-    let md = meta.metadata();
-    let cols = md.offset_index()?.get(rg)?;
-    let rows = u64::try_from(md.row_group(rg).num_rows()).ok()?;
-    let mut out = Vec::new();
-    for (leaf, (c, o)) in md.row_group(rg).columns().iter().zip(cols).enumerate() {
-        if !mask.leaf_included(leaf) {
-            continue;
-        }
-        let pages = o.page_locations();
-        let start = super::parquet::chunk_start(c)?;
-        let first = u64::try_from(pages.first()?.offset).ok()?;
-        if first > start {
-            out.push((start, first - start));
-        }
-        for (i, p) in pages.iter().enumerate() {
-            let from = u64::try_from(p.first_row_index).ok()?;
-            let to = match pages.get(i + 1) {
-                Some(n) => u64::try_from(n.first_row_index).ok()?,
-                None => rows,
-            };
-            if !keep.iter().any(|&(a, b)| a < to && from < b) {
-                continue;
-            }
-            let at = u64::try_from(p.offset).ok()?;
-            let len = u64::try_from(p.compressed_page_size).ok()?;
-            match out.last_mut() {
-                Some(last) if last.0 + last.1 == at => last.1 += len,
-                _ => out.push((at, len)),
-            }
-        }
-    }
-    Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_selection_reads_the_kept_rows_from_skip_on() {
-        let sel = selection(&[(10, 20), (30, 40)], 15, 50);
-        let got: Vec<(bool, usize)> = sel.iter().map(|s| (s.skip, s.row_count)).collect();
-        assert_eq!(
-            got,
-            vec![(true, 15), (false, 5), (true, 10), (false, 10), (true, 10)]
-        );
-        let none = selection(&[], 0, 8);
-        assert_eq!(none.row_count(), 0);
-        assert_eq!(none.skipped_row_count(), 8);
     }
 }
