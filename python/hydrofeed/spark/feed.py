@@ -153,7 +153,7 @@ class SparkDataFeed(DataFeed):
     def state(self, timeout: float = 30.0) -> dict[str, Any]:
         """File mode: the coordinator's resumable state (see :meth:`hydrofeed.DataFeed.state`);
         pass it to ``TFCluster.train_files(resume=...)``."""
-        ring = self._ring or self._last_ring
+        ring = self._files
         if ring is None:
             raise RuntimeError("state() needs a file feed (TFCluster.train_files); Spark-fed RDDs have no resumable position")
         return ring.state(timeout)
@@ -178,8 +178,13 @@ class SparkDataFeed(DataFeed):
                 }
 
     # -- what reads a feeder's ring: the file feed's, while one is on
+    @property
+    def _files(self) -> DataFeed | None:
+        """The file feed on now, else the last one (its state and metrics stay readable)."""
+        return self._ring or self._last_ring
+
     def _file_ring(self, what: str) -> DataFeed:
-        ring = self._ring or self._last_ring
+        ring = self._files
         if ring is None:
             raise HydrofeedError(
                 f"{what} reads this node's feeder, which a Spark-fed DataFeed has only while a file feed "
@@ -215,7 +220,7 @@ class SparkDataFeed(DataFeed):
     def flush_acks(self) -> None:
         """Acks the file feed's batches handed out so far (rows fed by Spark's tasks are
         acked to them as they are handed out)."""
-        ring = self._ring or self._last_ring
+        ring = self._files
         if ring is not None:
             ring.flush_acks()
 
@@ -223,7 +228,7 @@ class SparkDataFeed(DataFeed):
     def schema(self) -> Any:
         """The file feed's ``pyarrow.Schema`` (``None`` without one: Spark's partitions may
         each have their own)."""
-        ring = self._ring or self._last_ring
+        ring = self._files
         return None if ring is None else ring.schema
 
     @property
@@ -245,7 +250,7 @@ class SparkDataFeed(DataFeed):
         rank = getattr(self._hub, "rank", None)
         if rank is not None:
             m["rank"] = rank
-        ring = self._ring or self._last_ring
+        ring = self._files
         if ring is not None:
             m["files"] = ring.metrics()
         return m
