@@ -15,10 +15,6 @@ Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), whe
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,6 +22,7 @@ import pytest
 
 import hydrofeed
 from helpers import spark_written
+from test_launch import all_ids, launch
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -84,17 +81,8 @@ def test_equality_deletes_of_a_partitioned_spec_are_refused_by_name(tables: tupl
 def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict], tmp_path: Path) -> None:
     out, done = tables
     newest = {r[0] for r in done["pos"][done["pos"]["order"][-1]]}
-    e = dict(os.environ, OUT=str(tmp_path))
-    r = subprocess.run(
-        [hf_bin, "launch", "--workers", "2", "--input", str(out / "pos"), "--batch-size", "50",
-         "--remainder", "pad", "--", sys.executable, str(HERE / "launch_trainer.py")],
-        env=e, capture_output=True, text=True, timeout=300,
-    )
+    r = launch(hf_bin, out / "pos", tmp_path, 2, "--remainder", "pad", batch=50, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    seen = []
-    for k in range(2):
-        for line in (tmp_path / f"rank-{k}.jsonl").read_text().splitlines():
-            rec = json.loads(line)
-            seen.extend(rec.get("ids", []))
+    seen = all_ids(tmp_path, 2)
     assert set(seen) == newest
     assert len(seen) - len(newest) < 100, "only the last step of each rank is padded"
