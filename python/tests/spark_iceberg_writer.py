@@ -29,7 +29,10 @@ Tables:
   whose vectors hold the first's rows too and replace them (at most one per data file).
 - ``eq``: format v2, unpartitioned, 2 data files; an equality delete file on ``id``; an append
   of ids it deleted (not deleted: the file is newer); an equality delete file on ``(id, k)``.
-- ``eq_part``: format v2, partitioned by ``k``; an equality delete file in one partition.
+- ``eq_part``: format v2, partitioned by ``pad`` (identity, null in some rows), ``bucket(2, id)``
+  and ``truncate(100, id)``; equality delete files in one partition (on ``k``, on ``id``), then
+  the spec loses its fields: an append and an equality delete file of the unpartitioned spec
+  (global), and one more of the first spec's partition.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ class Writer:
     """One Iceberg table written through the Java library (``jvm``: the py4j view of it)."""
 
     def __init__(self, jvm: Any, conf: Any, gateway: Any, location: str, version: int,
-                 partitioned: bool, props: dict[str, str] | None = None) -> None:
+                 partitioned: bool | Any, props: dict[str, str] | None = None) -> None:
         ice = jvm.org.apache.iceberg
         self.jvm, self.ice, self.gateway = jvm, ice, gateway
         T = ice.types.Types
@@ -71,8 +74,10 @@ class Writer:
         fields.add(T.NestedField.optional(3, "x", T.DoubleType.get()))
         fields.add(T.NestedField.optional(4, "pad", T.StringType.get()))
         schema = ice.Schema(fields)
-        spec = (ice.PartitionSpec.builderFor(schema).identity("k").build() if partitioned
-                else ice.PartitionSpec.unpartitioned())
+        b = ice.PartitionSpec.builderFor(schema)
+        # `partitioned`: by k (identity), or a function of the spec builder
+        spec = (partitioned(b).build() if callable(partitioned)
+                else b.identity("k").build() if partitioned else ice.PartitionSpec.unpartitioned())
         p = jvm.java.util.HashMap()
         p.put("format-version", str(version))
         for key, value in (props or {}).items():
@@ -103,6 +108,41 @@ class Writer:
         r.setField("k", k)
         key.partition(r)
         return key
+
+    def _record(self, row: dict[str, Any], schema: Any = None) -> Any:
+        r = self.ice.data.GenericRecord.create(schema or self.schema)
+        for n, v in row.items():
+            r.setField(n, v)
+        return r
+
+    def _key_of(self, spec: Any, row: dict[str, Any]) -> Any:
+        """The partition key (of `spec`) of the row `row`."""
+        key = self.ice.PartitionKey(spec, self.schema)
+        key.partition(self._record(row))
+        return key.copy()
+
+    def append_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Commits `rows`, one data file per partition of the table's current spec (a row holds
+        every column)."""
+        spec = self.table.spec()
+        groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+        for row in rows:
+            key = self._key_of(spec, row) if spec.isPartitioned() else None
+            name = key.toPath() if key is not None else ""
+            groups.setdefault(name, (key, []))[1].append(row)
+        app = self.table.newAppend()
+        for name in sorted(groups):
+            key, group = groups[name]
+            out = self._out().newOutputFile(spec, key) if key is not None \
+                else self._out().newOutputFile()
+            w = self.writers.newDataWriter(out, spec, key)
+            for row in group:
+                w.write(self._record(row))
+            w.close()
+            df = w.toDataFile()
+            self.files[df.location()] = [r["id"] for r in group]
+            app.appendFile(df)
+        app.commit()
 
     def append(self, groups: list[list[int]], k: int | None = None) -> None:
         """Commits one data file per list of ids (rows in that order)."""
@@ -183,9 +223,11 @@ class Writer:
         delta.commit()
         return new
 
-    def equality_deletes(self, keys: list[dict[str, int]], k: int | None = None) -> None:
+    def equality_deletes(self, keys: list[dict[str, int]], k: int | None = None,
+                         spec_id: int | None = None, row: dict[str, Any] | None = None) -> None:
         """Commits an equality delete file of the rows `keys` (the columns of the first key,
-        in the partition of ``k = k`` where given)."""
+        in the partition of ``k = k`` where given, or in that of the row `row` under the spec
+        `spec_id`: unpartitioned where it has no fields)."""
         names = list(keys[0])
         cols = self.jvm.java.util.ArrayList()
         for n in names:
@@ -195,10 +237,12 @@ class Writer:
         for j, n in enumerate(names):
             field_ids[j] = self.schema.findField(n).fieldId()
         f = self._factory().equalityFieldIds(field_ids).equalityDeleteRowSchema(eq).build()
-        part = self._partition(k)
-        out = self._out().newOutputFile(self.spec, part) if part is not None \
+        spec = self.table.specs().get(spec_id) if spec_id is not None else self.spec
+        part = self._partition(k) if row is None else \
+            self._key_of(spec, row) if spec.isPartitioned() else None
+        out = self._out().newOutputFile(spec, part) if part is not None \
             else self._out().newOutputFile()
-        w = f.newEqualityDeleteWriter(out, self.spec, part)
+        w = f.newEqualityDeleteWriter(out, spec, part)
         for key in keys:
             r = self.ice.data.GenericRecord.create(eq)
             for n, v in key.items():
@@ -282,10 +326,24 @@ def main(out: str) -> None:
                         for i in range(0, 2000) if i % 4 == 2])
     done["eq"] = t.reads()
 
-    t = table("eq_part", 2, partitioned=True)
-    for k in range(3):
-        t.append([[i for i in range(0, 300) if i % 3 == k]], k=k)
-    t.equality_deletes([{"id": i} for i in range(0, 300, 2)], k=1)
+    # Partitioned by pad (identity: null, "a", "b"), bucket(2, id) and truncate(100, id): a
+    # delete file of a partition deletes there only, rows of equal keys elsewhere stay.
+    t = table("eq_part", 2, partitioned=lambda b: b.identity("pad").bucket("id", 2).truncate("id", 100))
+
+    def row(i: int) -> dict[str, Any]:
+        return {"id": i, "k": i % 3, "x": float(i) / 3, "pad": None if i % 5 == 0 else "ab"[i % 2]}
+
+    t.append_rows([row(i) for i in range(0, 300)])
+    # k = 1 in the partition of row 0 (pad null), ids 100..199 in that of row 101
+    t.equality_deletes([{"k": 1}], spec_id=0, row=row(0))
+    t.equality_deletes([{"id": i} for i in range(100, 200)], spec_id=0, row=row(101))
+    # The spec loses its fields (spec 1, unpartitioned): its delete files apply everywhere.
+    t.table.updateSpec().removeField("pad").removeField("id_bucket").removeField("id_trunc").commit()
+    t.table.refresh()
+    t.append_rows([row(i) for i in range(300, 330)])
+    t.equality_deletes([{"id": i} for i in range(0, 330, 7)], spec_id=1)
+    # A delete file of spec 0 after the change: spec 1's files (k = 2 too) are not in its partition.
+    t.equality_deletes([{"k": 2}], spec_id=0, row=row(0))
     done["eq_part"] = t.reads()
 
     with open(os.path.join(out, "done.json"), "w") as f:

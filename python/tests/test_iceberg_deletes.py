@@ -4,11 +4,14 @@ Iceberg's generic reader reads them, value by value, at every snapshot (before a
 delete): position delete files (format v2, partitioned and not, a data file named by two delete
 files, a delete file naming several data files, row groups of about 1,000 rows), deletion
 vectors in Puffin files (format v3, a second vector replacing the first), equality delete files
-(on one column and on two, an append after one: its rows are newer and stay), a filter over
-deleted rows, ``launch`` feeding each row left once; an equality delete file of a partitioned
-spec refused by name.
+(on one column and on two, an append after one: its rows are newer and stay; of a partitioned
+spec, within their partition, null and transformed partition values, and of the unpartitioned
+spec after the table's spec changed, everywhere), a filter over deleted rows, ``launch``
+feeding each row left once.
 
-Before: a live delete file was refused (``a delete file ... is live in this snapshot``).
+Before: a live delete file was refused (``a delete file ... is live in this snapshot``); later,
+an equality delete file of a partitioned spec (``an equality delete file of a partitioned
+spec``).
 
 Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), where they fail.
 """
@@ -69,13 +72,27 @@ def test_a_filter_over_deleted_rows(tables: tuple[Path, dict]) -> None:
     assert got == [r for r in newest if r[1] == 1 and r[0] < 6000]
 
 
-def test_equality_deletes_of_a_partitioned_spec_are_refused_by_name(tables: tuple[Path, dict]) -> None:
+def test_equality_deletes_of_a_partitioned_spec_apply_within_their_partition(
+    tables: tuple[Path, dict],
+) -> None:
     out, done = tables
-    *before, after = done["eq_part"]["order"]
-    assert len(done["eq_part"][after]) < len(done["eq_part"][before[-1]]), "Iceberg applies them"
-    assert rows(out / "eq_part", snapshot=int(before[-1])) == done["eq_part"][before[-1]]
-    with pytest.raises(hydrofeed.SchemaError, match="an equality delete file of a partitioned spec"):
-        rows(out / "eq_part")
+    d = done["eq_part"]
+    snaps = d["order"]
+    for s in snaps:
+        assert rows(out / "eq_part", snapshot=int(s)) == d[s], f"snapshot {s}"
+    assert rows(out / "eq_part") == d[snaps[-1]]
+    newest = d[snaps[-1]]
+    # Deleted by k = 1 and k = 2 in the partition of row 0 only: other partitions keep both.
+    assert {r[1] for r in newest if r[0] % 5 != 0} == {0, 1, 2}
+    # The unpartitioned spec's delete (ids % 7 = 0) applies in every partition and to its own
+    # spec's older file.
+    assert not [r for r in newest if r[0] % 7 == 0]
+    # Spec 1's file is in no partition of spec 0: the last delete (k = 2, spec 0) leaves it.
+    assert {r[1] for r in newest if r[0] >= 300} == {0, 1, 2}
+    # Row 101's partition lost 100..199; rows of those ids elsewhere stay.
+    assert [r for r in newest if 100 <= r[0] < 200]
+    f = rows(out / "eq_part", filter="k = 1 AND id < 150")
+    assert f == [r for r in newest if r[1] == 1 and r[0] < 150]
 
 
 def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict], tmp_path: Path) -> None:

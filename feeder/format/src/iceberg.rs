@@ -15,21 +15,22 @@
 //! without field ids are read through the table's name mapping (`schema.name-mapping.default`)
 //! where it has one, else by name only while the table's schema never changed.
 //!
-//! Position delete files (format v2), deletion vectors (v3) and equality delete files of
-//! unpartitioned specs are honoured: the rows they delete are left out before the plan counts
-//! rows (`iceberg_deletes.rs`, `iceberg_equality.rs`).
+//! Position delete files (format v2), deletion vectors (v3) and equality delete files are
+//! honoured: the rows they delete are left out before the plan counts rows
+//! (`iceberg_deletes.rs`, `iceberg_equality.rs`; a partitioned spec's equality deletes within
+//! their partition, by the tuples the manifests record: `iceberg_partition.rs`).
 //!
-//! Refused by name, never read wrong: equality delete files of a partitioned spec, data files
-//! not in Parquet, columns with an `initial-default` (v3), types this reader does not know, a
-//! type change that is no widening the spec allows (naming the column and the file).
+//! Under a filter, the manifest list's partition summaries rule out whole manifests of data
+//! files before they are read, by the spec's identity fields (`iceberg_partition.rs`).
+//!
+//! Refused by name, never read wrong: data files not in Parquet, columns with an
+//! `initial-default` (v3), types this reader does not know, a type change that is no widening
+//! the spec allows (naming the column and the file).
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::Array;
-use arrow_avro::reader::ReaderBuilder;
-use arrow_avro::schema::AvroSchema;
 use serde::Deserialize;
 
 use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnapshot};
@@ -38,6 +39,8 @@ use crate::delta::{bad, read_all, SnapshotSpec, TableFile, TableFiles, TableSnap
 mod deletes;
 #[path = "iceberg_equality.rs"]
 mod equality;
+#[path = "iceberg_partition.rs"]
+mod partition;
 #[path = "iceberg_stats.rs"]
 mod stats;
 use crate::{Error, Result};
@@ -96,21 +99,6 @@ struct Metadata {
     /// Format v1's single partition spec (its fields), where `partition-specs` is absent.
     #[serde(rename = "partition-spec", default)]
     partition_spec: Option<serde_json::Value>,
-}
-
-impl Metadata {
-    /// Whether the partition spec `id` partitions the table (`None`: the metadata lacks it).
-    fn partitioned(&self, id: i32) -> Option<bool> {
-        let fields = match self
-            .partition_specs
-            .iter()
-            .find(|s| s["spec-id"].as_i64() == Some(i64::from(id)))
-        {
-            Some(s) => s["fields"].as_array()?,
-            None => self.partition_spec.as_ref()?.as_array()?,
-        };
-        Some(!fields.is_empty())
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,32 +174,18 @@ fn metadata_file(storage: &Arc<dyn Storage>, input: &str) -> Result<String> {
     })
 }
 
-/// Rows of an Avro file read with the reader schema `schema`.
-fn avro_batches(
-    storage: &Arc<dyn Storage>,
-    path: &str,
-    schema: &str,
-) -> Result<Vec<arrow_array::RecordBatch>> {
-    let bytes = read_all(storage, path)?;
-    let r = ReaderBuilder::new()
-        .with_batch_size(8192)
-        .with_reader_schema(AvroSchema::new(schema.to_string()))
-        .build(Cursor::new(bytes))
-        .map_err(|e| bad(path, format!("Iceberg manifest: {e}")))?;
-    r.collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| bad(path, format!("Iceberg manifest: {e}")))
-}
-
 fn col<'a>(b: &'a arrow_array::RecordBatch, name: &str, path: &str) -> Result<&'a Arc<dyn Array>> {
     b.column_by_name(name)
         .ok_or_else(|| bad(path, format!("no field {name}")))
 }
 
-/// Reads the snapshot `at` (default: the current one) of the Iceberg table at `input`.
+/// Reads the snapshot `at` (default: the current one) of the Iceberg table at `input`; under
+/// `filter`, without the manifests of data files its partition summaries rule out.
 pub fn snapshot(
     storage: &Arc<dyn Storage>,
     input: &str,
     at: Option<&SnapshotSpec>,
+    filter: Option<&crate::filter::Filter>,
 ) -> Result<TableFiles> {
     let meta_path = metadata_file(storage, input)?;
     let meta_local = storage_path(&meta_path);
@@ -252,7 +226,18 @@ pub fn snapshot(
     let by_id = stats::top_level(&columns);
     let list_path = storage_path(&snap.manifest_list);
     let mut live = Live::default();
-    for b in avro_batches(storage, &list_path, MANIFEST_LIST)? {
+    let pruner = filter.and_then(|f| {
+        let specs = partition::spec_fields(&meta.partition_specs, meta.partition_spec.as_ref());
+        partition::Pruner::new(f, &columns.schema(), &by_id, &specs)
+    });
+    let splice: &[&str] = &["partitions"];
+    let (mut manifests, mut pruned) = (0, 0);
+    for b in partition::avro_batches(
+        storage,
+        &list_path,
+        MANIFEST_LIST,
+        pruner.as_ref().map(|_| splice),
+    )? {
         let paths = col(&b, "manifest_path", &list_path)?
             .as_string::<i32>()
             .clone();
@@ -262,14 +247,33 @@ pub fn snapshot(
         let specs = col(&b, "partition_spec_id", &list_path)?
             .as_primitive::<arrow_array::types::Int32Type>()
             .clone();
+        let content = col(&b, "content", &list_path)?
+            .as_primitive::<arrow_array::types::Int32Type>()
+            .clone();
+        let summaries = b.column_by_name("partitions").map(|c| c.as_list::<i32>());
         for i in 0..b.num_rows() {
+            manifests += 1;
+            // Manifests of data files only: a delete manifest is kept whole.
+            if let (Some(p), Some(s), 0) = (&pruner, summaries, content.value(i)) {
+                if p.rules_out(specs.value(i), s, i) {
+                    pruned += 1;
+                    continue;
+                }
+            }
             let manifest = Manifest {
                 path: storage_path(paths.value(i)),
                 seq: seqs.value(i),
-                partitioned: meta.partitioned(specs.value(i)),
+                spec: specs.value(i),
             };
             manifest_files(storage, &manifest, &by_id, &mut live)?;
         }
+    }
+    if pruner.is_some() {
+        tracing::info!(
+            "{input}: snapshot {}: {pruned} of {manifests} manifests ruled out by their \
+             partition summaries under the filter (not read)",
+            snap.id
+        );
     }
     let mut files = deletes::apply(storage, live.data, &live.deletes, &live.equality, &by_id)?;
     files.sort_by(|a: &TableFile, b| a.status.path.cmp(&b.status.path));
@@ -467,6 +471,8 @@ struct Live {
     data: Vec<deletes::DataEntry>,
     deletes: Vec<deletes::DeleteEntry>,
     equality: Vec<equality::EqualityDelete>,
+    /// The partition tuples of the manifests read.
+    tuples: partition::Tuples,
 }
 
 /// A manifest as the manifest list names it.
@@ -475,8 +481,8 @@ struct Manifest {
     path: String,
     /// Its sequence number (the one its entries added in its snapshot inherit).
     seq: i64,
-    /// Whether its partition spec partitions the table (`None`: unknown).
-    partitioned: Option<bool>,
+    /// Its partition spec's id.
+    spec: i32,
 }
 
 /// The live entries of `manifest` into `out`.
@@ -488,7 +494,7 @@ fn manifest_files(
 ) -> Result<()> {
     use arrow_array::types::{Int32Type, Int64Type};
     let path = manifest.path.as_str();
-    for b in avro_batches(storage, path, MANIFEST)? {
+    for b in partition::avro_batches(storage, path, MANIFEST, Some(&["data_file", "partition"]))? {
         let status = col(&b, "status", path)?.as_primitive::<Int32Type>().clone();
         let seq = col(&b, "sequence_number", path)?
             .as_primitive::<Int64Type>()
@@ -518,6 +524,10 @@ fn manifest_files(
         let eq_ids = field("equality_ids")?;
         let eq_ids = eq_ids.as_list::<i32>();
         let bounds = stats::Bounds::of(&df);
+        let parts = out
+            .tuples
+            .keys(path, manifest.spec, df.column_by_name("partition"))?;
+        let part = |i: usize| parts.as_ref().map(|p| p[i].clone());
         for i in 0..b.num_rows() {
             if status.value(i) == 2 {
                 continue; // DELETED: not live in this snapshot
@@ -567,15 +577,6 @@ fn manifest_files(
                     continue;
                 }
                 2 => {
-                    if manifest.partitioned != Some(false) {
-                        return Err(bad(
-                            file_path.value(i),
-                            "an equality delete file of a partitioned spec is live in this \
-                             snapshot: it applies within its partition, which this reader \
-                             does not read from the manifest yet; rewrite the table's data \
-                             files first (Iceberg's rewrite_data_files)",
-                        ));
-                    }
                     if !fmt.eq_ignore_ascii_case("parquet") {
                         return Err(bad(
                             file_path.value(i),
@@ -606,6 +607,7 @@ fn manifest_files(
                         path: storage_path(file_path.value(i)),
                         ids,
                         seq,
+                        partition: part(i),
                     });
                     continue;
                 }
@@ -637,6 +639,7 @@ fn manifest_files(
                 },
                 raw_path: file_path.value(i).to_string(),
                 seq,
+                partition: part(i),
             });
         }
     }

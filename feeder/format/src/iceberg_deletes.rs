@@ -41,6 +41,8 @@ pub(super) struct DataEntry {
     pub raw_path: String,
     /// Its data sequence number.
     pub seq: i64,
+    /// Its partition (`None`: its spec has no fields).
+    pub partition: Option<super::partition::PartKey>,
 }
 
 /// Where a delete file keeps its deletes.
@@ -235,6 +237,7 @@ pub(crate) mod tests {
             },
             raw_path: raw.to_string(),
             seq,
+            partition: None,
         }
     }
 

@@ -9,11 +9,12 @@
 //! match become deleted rows as a position delete's are: the plan counts the rows left.
 //!
 //! A delete applies to the data files whose data sequence number is lower than its own (not
-//! equal: a file committed with the delete is not touched by it). Refused by name: an equality
-//! delete file of a partitioned spec (it applies within its partition only, whose values this
-//! reader does not read from the manifest yet), key columns that are not top-level primitive
-//! columns of the snapshot's schema, and a data or delete file that lacks a key column's field
-//! id.
+//! equal: a file committed with the delete is not touched by it) and, for a delete file of a
+//! partitioned spec, that are in its partition (the same spec, an equal tuple as the manifests
+//! record it); a delete file of a spec without fields applies to every data file. Data files
+//! outside every delete file's reach are not read. Refused by name: key columns that are not
+//! top-level primitive columns of the snapshot's schema, and a data or delete file that lacks
+//! a key column's field id.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use super::deletes::DataEntry;
+use super::partition::PartKey;
 use super::stats::ById;
 use crate::deletion::Deleted;
 use crate::delta::{bad, read_all};
@@ -39,6 +41,8 @@ pub(super) struct EqualityDelete {
     pub ids: Vec<i32>,
     /// Its data sequence number.
     pub seq: i64,
+    /// The partition it applies within (`None`: its spec has no fields, it applies to all).
+    pub partition: Option<PartKey>,
 }
 
 /// The rows the equality deletes `deletes` remove from each data file of `data` (by index);
@@ -75,17 +79,17 @@ pub(super) fn deleted(
             .collect::<Result<Vec<_>>>()?;
         let converter = RowConverter::new(types.iter().cloned().map(SortField::new).collect())
             .map_err(|e| bad(&files[0].path, format!("equality delete keys: {e}")))?;
-        // The delete files' keys, each with its sequence number: a data file is matched
-        // against those newer than it.
-        let mut keys: Vec<(i64, HashSet<OwnedRow>)> = Vec::new();
+        // The delete files' keys, each with its sequence number and partition: a data file is
+        // matched against those newer than it whose partition it is in.
+        let mut keys: Vec<(&EqualityDelete, HashSet<OwnedRow>)> = Vec::new();
         for f in &files {
             let rows = key_rows(storage, &f.path, &ids, &types, &converter)?;
-            keys.push((f.seq, rows.into_iter().collect()));
+            keys.push((f, rows.into_iter().collect()));
         }
         for (i, d) in data.iter().enumerate() {
             let newer: Vec<&HashSet<OwnedRow>> = keys
                 .iter()
-                .filter(|(seq, k)| *seq > d.seq && !k.is_empty())
+                .filter(|(f, k)| f.seq > d.seq && !k.is_empty() && applies(f, d))
                 .map(|(_, k)| k)
                 .collect();
             if newer.is_empty() {
@@ -105,6 +109,13 @@ pub(super) fn deleted(
         }
     }
     Ok(out)
+}
+
+/// Whether the delete file `f` reaches the data file `d`'s partition.
+fn applies(f: &EqualityDelete, d: &DataEntry) -> bool {
+    f.partition
+        .as_ref()
+        .is_none_or(|p| d.partition.as_ref() == Some(p))
 }
 
 /// Every row of the columns `ids` (field ids) of the Parquet file `path`, in file order, in
@@ -207,6 +218,7 @@ mod tests {
             },
             raw_path: data_path.clone(),
             seq,
+            partition: None,
         };
         // On id alone: 1 and 5. On (id, k): (2, 2) matches, (4, 0) does not (4 has k 1).
         let by_id_only = file(dir.path(), "d1.parquet", &[1, 5], None);
@@ -216,11 +228,13 @@ mod tests {
                 path: by_id_only,
                 ids: vec![1],
                 seq: 3,
+                partition: None,
             },
             EqualityDelete {
                 path: by_both,
                 ids: vec![2, 1],
                 seq: 3,
+                partition: None,
             },
         ];
         let by_id: ById = [

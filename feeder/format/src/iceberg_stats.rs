@@ -124,7 +124,7 @@ fn pairs(list: Option<&ListArray>, i: usize) -> Vec<(i32, ArrayRef)> {
 
 /// One bound in Iceberg's single-value binary form, as the text or number a filter's
 /// statistics take (`None`: a type left out, or bytes that do not fit it).
-fn decode(t: &DataType, b: &[u8]) -> Option<Value> {
+pub(super) fn decode(t: &DataType, b: &[u8]) -> Option<Value> {
     let le4 = || b.try_into().ok().map(i32::from_le_bytes);
     let le8 = || b.try_into().ok().map(i64::from_le_bytes);
     let finite = |f: f64| f.is_finite().then(|| json!(f));

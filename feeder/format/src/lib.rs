@@ -261,7 +261,13 @@ pub fn plan_counted(
     opts: &ReadOptions,
     counts: Option<&[Vec<u64>]>,
 ) -> Result<Plan> {
-    let files = listing::list(storage, input, opts.format, opts.snapshot.as_ref())?;
+    let files = listing::list(
+        storage,
+        input,
+        opts.format,
+        opts.snapshot.as_ref(),
+        opts.filter.as_ref(),
+    )?;
     let table = files.table.clone();
     let format = files.format;
     let mut deleted = std::collections::HashMap::new();

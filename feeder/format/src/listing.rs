@@ -176,6 +176,7 @@ fn list_table(
     input: &str,
     format: Option<Format>,
     snapshot: Option<&crate::delta::SnapshotSpec>,
+    filter: Option<&crate::filter::Filter>,
     iceberg: bool,
 ) -> Result<Listing> {
     let kind = if iceberg { "an Iceberg" } else { "a Delta" };
@@ -185,7 +186,7 @@ fn list_table(
         )));
     }
     let t = if iceberg {
-        crate::iceberg::snapshot(storage, input, snapshot)?
+        crate::iceberg::snapshot(storage, input, snapshot, filter)?
     } else {
         crate::delta::snapshot(storage, input, snapshot)?
     };
@@ -230,18 +231,20 @@ fn list_table(
     })
 }
 
-/// Lists the data files of `input` (a table's at `snapshot`).
+/// Lists the data files of `input` (a table's at `snapshot`; an Iceberg table's without the
+/// manifests `filter` rules out by their partition summaries).
 pub fn list(
     storage: &Arc<dyn Storage>,
     input: &str,
     format: Option<Format>,
     snapshot: Option<&crate::delta::SnapshotSpec>,
+    filter: Option<&crate::filter::Filter>,
 ) -> Result<Listing> {
     if !is_glob(input) && crate::delta::is_table(storage, input) {
-        return list_table(storage, input, format, snapshot, false);
+        return list_table(storage, input, format, snapshot, None, false);
     }
     if !is_glob(input) && crate::iceberg::is_table(storage, input) {
-        return list_table(storage, input, format, snapshot, true);
+        return list_table(storage, input, format, snapshot, filter, true);
     }
     if snapshot.is_some() {
         return Err(Error::InvalidArgument(format!(
