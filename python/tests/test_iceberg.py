@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -301,3 +302,69 @@ def test_imported_files_without_field_ids_read_by_the_name_mapping(tmp_path: Pat
         got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
         assert got.to_pydict() == want.to_pydict(), s.snapshot_id
     assert got.schema.field("x2").type == pa.int64() and got.num_rows == 150
+
+
+def region_rows(region: str | None, day: int, lo: int) -> pa.Table:
+    ids = range(lo, lo + 500)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "region": pa.array([region] * 500, pa.string()),
+        "day": pa.array([dt.date(2026, 1, day)] * 500, pa.date32()),
+        "x": pa.array([i * 0.5 for i in ids], pa.float64()),
+    })
+
+
+def test_partition_summaries_rule_manifests_out_unread(hf_bin: str, tmp_path: Path) -> None:
+    """A table partitioned by `region` and `day` (identity), five appends (one manifest each:
+    eu, us, ap, a null region, us again): a filter on them leaves out the manifests whose
+    summaries in the manifest list (bounds, contains_null) exclude it, before they are read;
+    those manifests then removed, the filtered read still gives pyiceberg's scan under the same
+    filter, while the read without it fails on a missing manifest."""
+    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, IsNull, LessThan, Or
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+
+    c = catalog(tmp_path / "cat")
+    schema = region_rows("eu", 1, 0).schema
+    t = c.create_table("db.p", schema=schema)
+    with t.update_spec() as u:
+        u.add_field("region", IdentityTransform(), "region")
+        u.add_field("day", IdentityTransform(), "day")
+    t = c.load_table("db.p")
+    assert [f.name for f in t.spec().fields] == ["region", "day"]
+    added: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for n, (region, day) in enumerate([("eu", 1), ("us", 2), ("ap", 3), (None, 4), ("us", 5)]):
+        t.append(region_rows(region, day, n * 1000))
+        t = c.load_table("db.p")
+        paths = {m.manifest_path for m in t.current_snapshot().manifests(t.io)}
+        added.setdefault(str(region), []).extend(sorted(paths - seen))
+        seen = paths
+    assert len(seen) == 5 and all(len(v) >= 1 for v in added.values()), added
+    path = metadata_file(t)
+    cases = [
+        ("region = 'us'", ["eu", "ap", "None"], EqualTo("region", "us")),
+        ("region IS NULL", ["eu", "us", "ap"], IsNull("region")),
+        # The null region's manifest holds no other value: its comparisons are never true.
+        ("day >= DATE '2026-01-03' AND region <> 'us'", ["eu", "us", "None"],
+         And(GreaterThanOrEqual("day", "2026-01-03"), Or(LessThan("region", "us"),
+                                                         GreaterThanOrEqual("region", "us0")))),
+        # x is no partition column: every manifest is read.
+        ("x < 100", [], LessThan("x", 100)),
+    ]
+    env = dict(os.environ, HYDROFEED_LOG="info")
+    for text, out, expr in cases:
+        r = subprocess.run([hf_bin, "inspect", path, "--json", "--filter", text],
+                           capture_output=True, text=True, check=True, env=env)
+        ruled = sum(len(added[k]) for k in out)
+        assert f"{ruled} of 5 manifests ruled out" in r.stderr, (text, r.stderr[-2000:])
+        want = sorted(t.scan(row_filter=expr).to_arrow().column("id").to_pylist())
+        assert ours(path, filter=text) == want and want, text
+    # The manifests of other regions removed: `region = 'us'` never opens them.
+    want = sorted(t.scan(row_filter=EqualTo("region", "us")).to_arrow().column("id").to_pylist())
+    for k in ("eu", "ap", "None"):
+        for m in added[k]:
+            Path(m.removeprefix("file://")).unlink()
+    assert ours(path, filter="region = 'us'") == want
+    with pytest.raises(FileNotFoundError, match=r"-m0\.avro"):
+        ours(path)

@@ -256,9 +256,10 @@ impl Pruner {
         if s.len() != fields.len() {
             return false;
         }
-        let nulls = s
-            .column_by_name("contains_null")
-            .and_then(|c| c.as_boolean_opt().cloned());
+        let flag = |n: &str, j: usize| {
+            let c = s.column_by_name(n)?.as_boolean_opt()?;
+            c.is_valid(j).then(|| c.value(j))
+        };
         let bound = |n: &str| s.column_by_name(n).and_then(|c| c.as_binary_opt::<i32>());
         let (lower, upper) = (bound("lower_bound"), bound("upper_bound"));
         let mut by_name: HashMap<&str, ColumnStats> = HashMap::new();
@@ -268,22 +269,26 @@ impl Pruner {
                 let b = b.filter(|b| b.is_valid(j))?;
                 single(t, b.value(j))
             };
-            by_name.insert(
-                name,
-                ColumnStats {
-                    min: value(lower),
-                    max: value(upper),
-                    nulls: nulls
-                        .as_ref()
-                        .filter(|n| n.is_valid(j) && !n.value(j))
-                        .map(|_| 0),
-                },
-            );
+            let (min, max) = (value(lower), value(upper));
+            // No bounds: every value is null, or NaN (a float column whose summary does not
+            // say it holds none).
+            let float = matches!(t, DataType::Float32 | DataType::Float64);
+            let all_null = flag("contains_null", j) == Some(true)
+                && [lower, upper]
+                    .iter()
+                    .all(|b| b.is_some_and(|b| b.is_null(j)))
+                && (!float || flag("contains_nan", j) == Some(false));
+            let nulls = match flag("contains_null", j) {
+                Some(false) => Some(0),
+                Some(true) if all_null => Some(u64::MAX),
+                _ => None,
+            };
+            by_name.insert(name, ColumnStats { min, max, nulls });
         }
         if by_name.is_empty() {
             return false;
         }
-        // Rows unknown: only "no nulls" is used of the null counts.
+        // Rows unknown: the null counts say none (0) or all (`u64::MAX`).
         self.bound
             .possible(u64::MAX, &|f: &Field| {
                 by_name.get(f.name().as_str()).cloned()
@@ -373,7 +378,8 @@ mod tests {
             Field::new("k", DataType::Int32, true),
         ]);
         let p = |f: &str| Pruner::new(&Filter::parse(f).unwrap(), &schema, &by_id, &specs).unwrap();
-        // Manifests: k in [3, 5] without nulls; k in [3, 5] with nulls; of spec 1 (bucket).
+        // Manifests: k in [3, 5] without nulls; k in [3, 5] with nulls; of spec 1 (bucket);
+        // k all null.
         let fields = Fields::from(vec![
             Field::new("contains_null", DataType::Boolean, false),
             Field::new("lower_bound", DataType::Binary, true),
@@ -387,31 +393,34 @@ mod tests {
                 Box::new(BinaryBuilder::new()),
             ],
         ));
-        for null in [false, true, false] {
+        for (null, bounds) in [(false, true), (true, true), (false, true), (true, false)] {
             let s = b.values();
             s.field_builder::<BooleanBuilder>(0)
                 .unwrap()
                 .append_value(null);
-            let lo = s.field_builder::<BinaryBuilder>(1).unwrap();
-            lo.append_value(3i32.to_le_bytes());
-            let hi = s.field_builder::<BinaryBuilder>(2).unwrap();
-            hi.append_value(5i32.to_le_bytes());
+            for (j, v) in [(1, 3i32), (2, 5)] {
+                let f = s.field_builder::<BinaryBuilder>(j).unwrap();
+                match bounds {
+                    true => f.append_value(v.to_le_bytes()),
+                    false => f.append_null(),
+                }
+            }
             s.append(true);
             b.append(true);
         }
         let l = b.finish();
         let out = |f: &str| {
             let p = p(f);
-            [0, 1]
+            [(0, 0), (0, 1), (1, 2), (0, 3)]
                 .iter()
-                .map(|&i| p.rules_out(0, &l, i))
-                .chain([p.rules_out(1, &l, 2)])
+                .map(|&(spec, i)| p.rules_out(spec, &l, i))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(out("k = 7"), [true, true, false]);
-        assert_eq!(out("k >= 4"), [false, false, false]);
-        assert_eq!(out("k IS NULL"), [true, false, false]);
-        assert_eq!(out("k < 3 OR id = 1"), [false, false, false]);
-        assert_eq!(out("k < 3 AND id = 1"), [true, true, false]);
+        assert_eq!(out("k = 7"), [true, true, false, true]);
+        assert_eq!(out("k >= 4"), [false, false, false, true]);
+        assert_eq!(out("k IS NULL"), [true, false, false, false]);
+        assert_eq!(out("k IS NOT NULL"), [false, false, false, true]);
+        assert_eq!(out("k < 3 OR id = 1"), [false, false, false, false]);
+        assert_eq!(out("k < 3 AND id = 1"), [true, true, false, true]);
     }
 }
