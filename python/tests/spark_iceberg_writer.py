@@ -29,6 +29,8 @@ Tables:
   whose vectors hold the first's rows too and replace them (at most one per data file).
 - ``eq``: format v2, unpartitioned, 2 data files; an equality delete file on ``id``; an append
   of ids it deleted (not deleted: the file is newer); an equality delete file on ``(id, k)``.
+- ``pos_resume``: format v2, 12,000 rows in 3 data files; a position delete file, then another
+  (for a resume after more deletes).
 - ``eq_part``: format v2, partitioned by ``pad`` (identity, null in some rows), ``bucket(2, id)``
   and ``truncate(100, id)``; equality delete files in one partition (on ``k``, on ``id``), then
   the spec loses its fields: an append and an equality delete file of the unpartitioned spec
@@ -252,10 +254,17 @@ class Writer:
         self.table.newRowDelta().addDeletes(w.toDeleteFile()).commit()
 
     def reads(self) -> dict[str, Any]:
-        """Iceberg's generic read of every snapshot: sorted [id, k, x] rows, and the order."""
+        """Iceberg's generic read of every snapshot: sorted [id, k, x] rows, the order, and
+        the metadata file each snapshot was first current in (``metadata``)."""
         self.table.refresh()
         snaps = [s.snapshotId() for s in self.table.snapshots()]
-        out: dict[str, Any] = {"order": [str(s) for s in snaps]}
+        out: dict[str, Any] = {"order": [str(s) for s in snaps], "metadata": {}}
+        meta = self.table.operations().current()
+        files = [e.file() for e in meta.previousFiles()] + [meta.metadataFileLocation()]
+        for f in files:
+            with open(f.removeprefix("file:")) as m:
+                current = str(json.load(m).get("current-snapshot-id", -1))
+            out["metadata"].setdefault(current, f.removeprefix("file:"))
         for s in snaps:
             it = self.ice.data.IcebergGenerics.read(self.table).useSnapshot(s).build().iterator()
             rows = []
@@ -345,6 +354,13 @@ def main(out: str) -> None:
     # A delete file of spec 0 after the change: spec 1's files (k = 2 too) are not in its partition.
     t.equality_deletes([{"k": 2}], spec_id=0, row=row(0))
     done["eq_part"] = t.reads()
+
+    # For a resume: 12,000 rows in 3 files, position deletes, then more.
+    t = table("pos_resume", 2)
+    t.append([list(range(j * 4000, (j + 1) * 4000)) for j in range(3)])
+    t.position_deletes([t.positions(lambda i: i % 10 == 3)])
+    t.position_deletes([t.positions(lambda i: i % 10 == 7 or 5000 <= i < 7000)])
+    done["pos_resume"] = t.reads()
 
     with open(os.path.join(out, "done.json"), "w") as f:
         json.dump(done, f)

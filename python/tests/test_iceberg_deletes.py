@@ -7,7 +7,7 @@ vectors in Puffin files (format v3, a second vector replacing the first), equali
 (on one column and on two, an append after one: its rows are newer and stay; of a partitioned
 spec, within their partition, null and transformed partition values, and of the unpartitioned
 spec after the table's spec changed, everywhere), a filter over deleted rows, ``launch``
-feeding each row left once.
+feeding each row left once, and resumed after another delete at the saved snapshot.
 
 Before: a live delete file was refused (``a delete file ... is live in this snapshot``); later,
 an equality delete file of a partitioned spec (``an equality delete file of a partitioned
@@ -18,6 +18,7 @@ Without PySpark (or Java) the tests are skipped, except on CI (``CI=true``), whe
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,7 +26,7 @@ import pytest
 
 import hydrofeed
 from helpers import spark_written
-from test_launch import all_ids, launch
+from test_launch import all_ids, dropped, interrupt_after, launch, no_leftovers
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -103,3 +104,33 @@ def test_launch_feeds_each_row_left_once(hf_bin: str, tables: tuple[Path, dict],
     seen = all_ids(tmp_path, 2)
     assert set(seen) == newest
     assert len(seen) - len(newest) < 100, "only the last step of each rank is padded"
+
+
+def test_resume_reads_the_saved_snapshot_with_its_deletes(
+    hf_bin: str, tables: tuple[Path, dict], tmp_path: Path,
+) -> None:
+    """`launch --workers 2` over the metadata file of the snapshot after the first position
+    delete, Ctrl-C mid-epoch; the resume over the table's newest metadata file (another delete
+    committed since): the saved snapshot's rows, with its deletes, once over both runs; the
+    rows the later delete removed are among them."""
+    out, done = tables
+    d = done["pos_resume"]
+    _, first_delete, later = d["order"]
+    want = {r[0] for r in d[first_delete]}
+    gone_later = want - {r[0] for r in d[later]}
+    assert gone_later and len(want) == 12_000 - 1_200
+    state = tmp_path / "state.json"
+    rc, err = interrupt_after(hf_bin, Path(d["metadata"][first_delete]), tmp_path / "a", state, 50, 15)
+    assert rc == 130, err[-3000:]
+    first = all_ids(tmp_path / "a", 2)
+    newest = Path(d["metadata"][later])
+    r = launch(hf_bin, newest, tmp_path / "b", 2, "--resume", str(state), batch=None, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "at its saved version" in r.stderr, r.stderr[-3000:]
+    both = first + all_ids(tmp_path / "b", 2)
+    twice = [i for i, n in Counter(both).items() if n > 1]
+    assert not twice, twice[:10]
+    assert set(both) <= want, sorted(set(both) - want)[:10]
+    assert len(want - set(both)) == dropped(r.stderr)
+    assert set(both) & gone_later, "the saved snapshot's rows, not the newest's"
+    no_leftovers(str(tmp_path))
