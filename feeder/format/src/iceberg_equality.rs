@@ -250,6 +250,27 @@ mod tests {
             (0..10).filter(|&i| d.contains(i)).collect::<Vec<_>>(),
             [1, 2, 5]
         );
+        // Partitions (k's values as a tuple of spec 0): a delete file of partition 1 touches
+        // only the data file of partition 1, one of a spec without fields both.
+        let mut tuples = super::super::partition::Tuples::default();
+        let k: ArrayRef = Arc::new(Int32Array::from(vec![0, 1]));
+        let s: ArrayRef = Arc::new(arrow_array::StructArray::from(vec![(
+            Arc::new(Field::new("k", DataType::Int32, true)),
+            k,
+        )]));
+        let parts = tuples.keys("m", 0, Some(&s)).unwrap().unwrap();
+        let in_part = |p: usize| DataEntry {
+            partition: Some(parts[p].clone()),
+            ..entry(1)
+        };
+        let scoped = EqualityDelete {
+            partition: Some(parts[1].clone()),
+            ..deletes[0].clone()
+        };
+        let got = deleted(&storage, &[in_part(0), in_part(1)], &[scoped], &by_id).unwrap();
+        assert_eq!(got.keys().collect::<Vec<_>>(), [&1]);
+        let got = deleted(&storage, &[in_part(0), in_part(1)], &deletes[..1], &by_id).unwrap();
+        assert_eq!(got.len(), 2);
         // A key column the schema lacks is named.
         let e = deleted(
             &storage,
