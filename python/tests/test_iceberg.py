@@ -318,8 +318,8 @@ def test_partition_summaries_rule_manifests_out_unread(hf_bin: str, tmp_path: Pa
     """A table partitioned by `region` and `day` (identity), five appends (one manifest each:
     eu, us, ap, a null region, us again): a filter on them leaves out the manifests whose
     summaries in the manifest list (bounds, contains_null) exclude it, before they are read;
-    those manifests then removed, the filtered read still gives pyiceberg's scan under the same
-    filter, while the read without it fails on a missing manifest."""
+    those manifests then removed, the filtered read and `launch` still give pyiceberg's scan
+    under the same filter, while the read without it fails on a missing manifest."""
     from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, IsNull, LessThan, Or
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import IdentityTransform
@@ -368,3 +368,9 @@ def test_partition_summaries_rule_manifests_out_unread(hf_bin: str, tmp_path: Pa
     assert ours(path, filter="region = 'us'") == want
     with pytest.raises(FileNotFoundError, match=r"-m0\.avro"):
         ours(path)
+    # The coordinator and the feeders plan alike: each passing row once, none read elsewhere.
+    r = launch(hf_bin, Path(path), tmp_path / "l", 2, "--filter", "region = 'us'",
+               "--remainder", "pad", batch=50, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = all_ids(tmp_path / "l", 2)
+    assert set(seen) == set(want) and len(seen) - len(want) < 100
