@@ -29,6 +29,7 @@ pub mod mapping;
 pub mod orc;
 pub mod parquet;
 mod parquet_fixed;
+mod parquet_values;
 mod parquet_pages;
 mod parquet_prune;
 mod parquet_spark;

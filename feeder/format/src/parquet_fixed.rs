@@ -7,8 +7,8 @@
 //!
 //! Here the leaf column's pages pass through [`FlatPages`]: their levels are checked run by
 //! run, without expanding them (every value present, every row exactly `width` values), and
-//! cut off the page, which then reaches the crate's column reader as a page of a flat required
-//! column: its values are decoded straight into the buffer that becomes the list's child array.
+//! cut off the page, whose values [`super::parquet_values`] decodes straight into the buffer
+//! that becomes the list's child array.
 //!
 //! Used only where the row group's column statistics say there are no nulls and the levels
 //! are RLE-encoded; a page that contradicts them is a data error naming the row group.
@@ -18,16 +18,16 @@ use std::sync::Arc;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, FixedSizeListArray, PrimitiveArray};
 use arrow_schema::{DataType, FieldRef};
-use parquet::basic::{Encoding, Repetition};
+use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageMetadata, PageReader};
-use parquet::column::reader::{get_column_reader, ColumnReader, ColumnReaderImpl};
-use parquet::data_type::DataType as PqType;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::reader::{ChunkReader, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
-use parquet::schema::types::{ColumnDescriptor, ColumnPath, SchemaDescriptor, Type};
+use parquet::schema::types::SchemaDescriptor;
+
+use super::parquet_values::{Native, Values};
 
 /// Whether root column `root` (with Arrow type `dt`) of this row group takes the fast path;
 /// returns its leaf index.
@@ -64,10 +64,9 @@ pub(crate) fn eligible(
     if col.max_rep_level() != 1 || col.physical_type() != physical {
         return None;
     }
-    // Levels in the long-deprecated BIT_PACKED encoding are left to the crate's reader.
-    #[allow(deprecated)]
-    let bit_packed = Encoding::BIT_PACKED;
-    if rg.column(leaf).encodings().any(|e| e == bit_packed) {
+    // Values decoded here (PLAIN, dictionary, BYTE_STREAM_SPLIT) with RLE levels; others
+    // (DELTA_BINARY_PACKED, levels in the long-deprecated BIT_PACKED) are the crate's reader's.
+    if !rg.column(leaf).encodings().all(super::parquet_values::supported) {
         return None;
     }
     let stats = rg.column(leaf).statistics()?;
@@ -75,10 +74,10 @@ pub(crate) fn eligible(
 }
 
 enum Typed {
-    F32(ColumnReaderImpl<parquet::data_type::FloatType>),
-    F64(ColumnReaderImpl<parquet::data_type::DoubleType>),
-    I32(ColumnReaderImpl<parquet::data_type::Int32Type>),
-    I64(ColumnReaderImpl<parquet::data_type::Int64Type>),
+    F32(Values<f32>),
+    F64(Values<f64>),
+    I32(Values<i32>),
+    I64(Values<i64>),
 }
 
 /// Reads one fixed-size-list column of one row group, `n` rows at a time.
@@ -113,11 +112,12 @@ impl FixedListColumn {
             rows: RowCheck::new(width, descr.max_def_level()),
             located: offset_index.is_some(),
         };
-        let reader = match get_column_reader(flat(descr)?, Box::new(pages)) {
-            ColumnReader::FloatColumnReader(r) => Typed::F32(r),
-            ColumnReader::DoubleColumnReader(r) => Typed::F64(r),
-            ColumnReader::Int32ColumnReader(r) => Typed::I32(r),
-            ColumnReader::Int64ColumnReader(r) => Typed::I64(r),
+        let pages: Box<dyn PageReader> = Box::new(pages);
+        let reader = match descr.physical_type() {
+            PhysicalType::FLOAT => Typed::F32(Values::new(pages)),
+            PhysicalType::DOUBLE => Typed::F64(Values::new(pages)),
+            PhysicalType::INT32 => Typed::I32(Values::new(pages)),
+            PhysicalType::INT64 => Typed::I64(Values::new(pages)),
             _ => return Err(format!("column {}: unexpected physical type", field.name())),
         };
         Ok(Self {
@@ -127,28 +127,17 @@ impl FixedListColumn {
         })
     }
 
-    /// Passes over the next `rows` rows without building them (the parquet crate's
-    /// `skip_records`: pages are decompressed, values are not copied).
+    /// Passes over the next `rows` rows without building them: whole pages unread where
+    /// the offset index locates them, values of the rest not gathered.
     pub(crate) fn skip(&mut self, rows: usize) -> Result<(), String> {
-        if rows == 0 {
-            return Ok(());
-        }
         let n = rows * self.width;
-        let skipped = match &mut self.reader {
-            Typed::F32(r) => r.skip_records(n),
-            Typed::F64(r) => r.skip_records(n),
-            Typed::I32(r) => r.skip_records(n),
-            Typed::I64(r) => r.skip_records(n),
+        match &mut self.reader {
+            Typed::F32(r) => r.skip(n),
+            Typed::F64(r) => r.skip(n),
+            Typed::I32(r) => r.skip(n),
+            Typed::I64(r) => r.skip(n),
         }
-        .map_err(|e| e.to_string())?;
-        if skipped != n {
-            return Err(format!(
-                "column {}: passed over {} rows of the {rows} asked for",
-                self.field.name(),
-                skipped / self.width
-            ));
-        }
-        Ok(())
+        .map_err(|e| format!("column {}: {e}", self.field.name()))
     }
 
     /// The next `rows` rows as a `FixedSizeListArray`.
@@ -169,39 +158,16 @@ impl FixedListColumn {
     }
 }
 
-/// The next `n` values of the flat column (levels were checked and cut off by [`FlatPages`]).
-fn read_values<T, A>(r: &mut ColumnReaderImpl<T>, n: usize) -> Result<ArrayRef, String>
+/// The next `n` values of the flat column as an Arrow array.
+fn read_values<T, A>(r: &mut Values<T>, n: usize) -> Result<ArrayRef, String>
 where
-    T: PqType,
-    A: ArrowPrimitiveType<Native = T::T>,
-    T::T: arrow_buffer::ArrowNativeType,
+    T: Native + arrow_buffer::ArrowNativeType,
+    A: ArrowPrimitiveType<Native = T>,
 {
-    let mut values: Vec<T::T> = Vec::with_capacity(n);
-    let (_, got, _) = r
-        .read_records(n, None, None, &mut values)
-        .map_err(|e| e.to_string())?;
-    if got != n {
-        return Err(format!(
-            "expected {n} values without nulls, the column chunk ended after {got}"
-        ));
-    }
+    let values = r.read(n)?;
     Ok(Arc::new(PrimitiveArray::<A>::new(
-        arrow_buffer::ScalarBuffer::<T::T>::from(values),
+        arrow_buffer::ScalarBuffer::<T>::from(values),
         None,
-    )))
-}
-
-/// The leaf `descr` as a required column at the top level: no levels in its pages.
-fn flat(descr: &ColumnDescriptor) -> Result<Arc<ColumnDescriptor>, String> {
-    let leaf = Type::primitive_type_builder(descr.name(), descr.physical_type())
-        .with_repetition(Repetition::REQUIRED)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(Arc::new(ColumnDescriptor::new(
-        Arc::new(leaf),
-        0,
-        0,
-        ColumnPath::new(vec![descr.name().to_string()]),
     )))
 }
 

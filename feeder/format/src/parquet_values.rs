@@ -1,0 +1,622 @@
+//! The values of a fixed-size list's flat pages ([`super::parquet_fixed`]), decoded here
+//! rather than by the `parquet` crate's column reader, for the encodings writers use for
+//! numbers: PLAIN, dictionary (PLAIN_DICTIONARY / RLE_DICTIONARY) and BYTE_STREAM_SPLIT.
+//!
+//! Why: that reader unpacks a page's dictionary indices into an index buffer, then gathers
+//! them from the dictionary in a second pass, into a value buffer it first fills with zeros:
+//! three passes over memory where one does, and most of the decode time of a dictionary-encoded
+//! image column besides decompression. Here each bit-packed group of eight indices is unpacked
+//! (one function per bit width, the width a constant) and gathered in the same step, straight
+//! into the uninitialised buffer that becomes the Arrow array.
+
+use std::mem::MaybeUninit;
+
+use bytes::Bytes;
+use parquet::basic::Encoding;
+use parquet::column::page::{Page, PageReader};
+
+/// A number of a fixed-size list's items, as Parquet stores it (little-endian).
+pub(crate) trait Native: Copy + Send + 'static {
+    const SIZE: usize;
+    /// The value of `b` (`SIZE` bytes).
+    fn from_le(b: &[u8]) -> Self;
+}
+
+macro_rules! native {
+    ($($t:ty),*) => {$(
+        impl Native for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn from_le(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().unwrap_or_default())
+            }
+        }
+    )*};
+}
+native!(f32, f64, i32, i64);
+
+/// Whether a column chunk holding `encoding` can be read here (RLE: the levels).
+pub(crate) fn supported(encoding: Encoding) -> bool {
+    matches!(
+        encoding,
+        Encoding::PLAIN
+            | Encoding::PLAIN_DICTIONARY
+            | Encoding::RLE_DICTIONARY
+            | Encoding::RLE
+            | Encoding::BYTE_STREAM_SPLIT
+    )
+}
+
+/// Unpacks and gathers whole groups of eight dictionary indices: `src` holds the groups
+/// (`bit width` bytes each) and at least 8 bytes more; `out.len()` is a multiple of 8. On an
+/// index past the dictionary, returns it.
+type Gather<T> = fn(&[u8], &Dict<T>, &mut [MaybeUninit<T>]) -> Result<(), u32>;
+
+/// Widths up to this many bits gather from a dictionary padded to `1 << bits` values, so that
+/// no index can reach past it (dictionary pages are far smaller than a million values).
+const PADDED_BITS: usize = 20;
+
+/// A column chunk's dictionary.
+struct Dict<T> {
+    /// Its values, then copies of the first up to `1 << bits` of the current page's indices.
+    values: Vec<T>,
+    /// How many values the dictionary page holds.
+    len: usize,
+}
+
+impl<T: Native> Dict<T> {
+    /// Pads the values for indices of `bits` bits (see [`PADDED_BITS`]).
+    fn pad(&mut self, bits: usize) {
+        if let Some(&first) = self.values.first() {
+            if bits <= PADDED_BITS && self.values.len() < 1 << bits {
+                self.values.resize(1 << bits, first);
+            }
+        }
+    }
+}
+
+/// The values of one column chunk's flat pages (levels checked and cut off).
+pub(crate) struct Values<T: Native> {
+    pages: Box<dyn PageReader>,
+    dict: Dict<T>,
+    page: Option<PageValues<T>>,
+}
+
+/// What is left of the current data page.
+struct PageValues<T> {
+    body: Body<T>,
+    left: usize,
+}
+
+enum Body<T> {
+    Plain {
+        buf: Bytes,
+        at: usize,
+    },
+    /// BYTE_STREAM_SPLIT: byte `k` of value `i` at `k * n + i`.
+    Split {
+        buf: Bytes,
+        n: usize,
+        at: usize,
+    },
+    Dict(Indices<T>),
+}
+
+/// Parquet's RLE / bit-packed hybrid of dictionary indices, where a read stopped.
+struct Indices<T> {
+    buf: Bytes,
+    /// The next run's header.
+    at: usize,
+    bits: usize,
+    /// The gather of this width (`None`: wider than [`PADDED_BITS`]).
+    gather: Option<Gather<T>>,
+    /// Values left in the current RLE run, and its index.
+    repeat: usize,
+    index: u32,
+    /// Values left in the current bit-packed run; where its next group starts, and how many
+    /// of that group's values were taken already.
+    packed: usize,
+    group: usize,
+    in_group: usize,
+}
+
+fn cut(what: &str) -> String {
+    format!("a data page's {what} cut short")
+}
+
+#[inline]
+fn varint(buf: &[u8], at: &mut usize) -> Result<u64, String> {
+    // Most run headers are one byte.
+    if let Some(&b) = buf.get(*at).filter(|&&b| b & 0x80 == 0) {
+        *at += 1;
+        return Ok(u64::from(b));
+    }
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let b = *buf.get(*at).ok_or_else(|| cut("dictionary indices"))?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err("a run header of dictionary indices is not a varint".into())
+}
+
+fn le64(s: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&s[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The eight `BW`-bit values of the group at the start of `s` (which holds `BW + 8` bytes).
+#[inline(always)]
+fn unpack<const BW: usize>(s: &[u8]) -> [u32; 8] {
+    let mut idx = [0u32; 8];
+    if BW == 0 {
+        return idx;
+    }
+    let mask = (1u64 << BW) - 1;
+    for (i, v) in idx.iter_mut().enumerate() {
+        let bit = i * BW;
+        *v = ((le64(s, bit / 8) >> (bit % 8)) & mask) as u32;
+    }
+    idx
+}
+
+fn gather<T: Native, const BW: usize>(
+    src: &[u8],
+    dict: &Dict<T>,
+    out: &mut [MaybeUninit<T>],
+) -> Result<(), u32> {
+    // Padded: every index of BW bits is in bounds (no check per value).
+    let values = &dict.values[..1 << BW];
+    for (g, o) in out.chunks_exact_mut(8).enumerate() {
+        let idx = unpack::<BW>(&src[g * BW..g * BW + BW + 8]);
+        // The bitwise or of the indices bounds their maximum without a branch per index.
+        if idx.iter().fold(0, |m, &i| m | i) as usize >= dict.len {
+            let max = idx.iter().fold(0, |m, &i| m.max(i));
+            if max as usize >= dict.len {
+                return Err(max);
+            }
+        }
+        for (slot, &i) in o.iter_mut().zip(&idx) {
+            slot.write(values[i as usize]);
+        }
+    }
+    Ok(())
+}
+
+/// [`gather`] for widths past [`PADDED_BITS`], the width read at run time.
+fn gather_wide<T: Native>(
+    bits: usize,
+    src: &[u8],
+    dict: &Dict<T>,
+    out: &mut [MaybeUninit<T>],
+) -> Result<(), u32> {
+    let mask = (1u64 << bits) - 1;
+    for (j, slot) in out.iter_mut().enumerate() {
+        let bit = j * bits;
+        let i = ((le64(src, bit / 8) >> (bit % 8)) & mask) as u32;
+        slot.write(*dict.values[..dict.len].get(i as usize).ok_or(i)?);
+    }
+    Ok(())
+}
+
+fn gather_for<T: Native>(bits: usize) -> Option<Gather<T>> {
+    macro_rules! widths {
+        ($($w:literal)*) => {
+            match bits {
+                $($w => Some(gather::<T, $w> as Gather<T>),)*
+                _ => None,
+            }
+        };
+    }
+    widths!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20)
+}
+
+fn out_of_range(index: u32, len: usize) -> String {
+    format!("dictionary index {index} in a dictionary of {len} values")
+}
+
+impl<T: Native> Indices<T> {
+    fn new(buf: Bytes) -> Result<Self, String> {
+        let bits = usize::from(*buf.first().ok_or_else(|| cut("bit width"))?);
+        if bits > 32 {
+            return Err(format!("dictionary indices of {bits} bits (at most 32)"));
+        }
+        let gather = gather_for::<T>(bits);
+        Ok(Self {
+            buf,
+            at: 1,
+            bits,
+            gather,
+            repeat: 0,
+            index: 0,
+            packed: 0,
+            group: 0,
+            in_group: 0,
+        })
+    }
+
+    /// Reads the next run's header.
+    #[inline(always)]
+    fn next_run(&mut self) -> Result<(), String> {
+        let header = varint(&self.buf, &mut self.at)?;
+        let count = usize::try_from(header >> 1).map_err(|e| e.to_string())?;
+        if count == 0 {
+            return Err("an empty run of dictionary indices".into());
+        }
+        if header & 1 == 0 {
+            let bytes = self.bits.div_ceil(8);
+            let value = self
+                .buf
+                .get(self.at..self.at + bytes)
+                .ok_or_else(|| cut("dictionary indices"))?;
+            self.index = value.iter().rev().fold(0, |v, b| (v << 8) | u32::from(*b));
+            self.at += bytes;
+            self.repeat = count;
+        } else {
+            // Writers may end the last run before its last group is whole.
+            let len = count
+                .saturating_mul(self.bits)
+                .min(self.buf.len() - self.at);
+            self.packed = (len * 8).checked_div(self.bits).unwrap_or(count * 8);
+            self.group = self.at;
+            self.in_group = 0;
+            self.at += len;
+        }
+        Ok(())
+    }
+
+    /// The group at byte `at`, with the 8 bytes after it (zeros past the page).
+    fn padded(&self, at: usize) -> [u8; 40] {
+        let mut g = [0u8; 40];
+        let have = &self.buf[at.min(self.buf.len())..];
+        let n = have.len().min(40);
+        g[..n].copy_from_slice(&have[..n]);
+        g
+    }
+
+    /// Decodes the next `out.len()` indices' values.
+    fn read(&mut self, dict: &Dict<T>, out: &mut [MaybeUninit<T>]) -> Result<(), String> {
+        let mut o = 0;
+        while o < out.len() {
+            if self.repeat > 0 {
+                let k = self.repeat.min(out.len() - o);
+                let v = *dict.values[..dict.len]
+                    .get(self.index as usize)
+                    .ok_or_else(|| out_of_range(self.index, dict.len))?;
+                out[o..o + k].fill(MaybeUninit::new(v));
+                self.repeat -= k;
+                o += k;
+            } else if self.packed > 0 {
+                let k = self.packed.min(out.len() - o);
+                self.read_packed(dict, &mut out[o..o + k])?;
+                o += k;
+            } else {
+                self.next_run()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `out.len()` values (at most what the bit-packed run holds) from the bit-packed run.
+    fn read_packed(&mut self, dict: &Dict<T>, out: &mut [MaybeUninit<T>]) -> Result<(), String> {
+        let err = |i| out_of_range(i, dict.len);
+        let mut o = 0;
+        while o < out.len() {
+            let want = out.len() - o;
+            if self.in_group == 0 && want >= 8 {
+                // Whole groups read in place while the page holds 8 bytes past them.
+                let mut groups = want / 8;
+                let room = self.buf.len() - self.group;
+                if groups * self.bits + 8 > room {
+                    groups = room.saturating_sub(8) / self.bits.max(1);
+                }
+                if groups > 0 {
+                    let n = groups * 8;
+                    let src = &self.buf[self.group..];
+                    match self.gather {
+                        Some(gather) => gather(src, dict, &mut out[o..o + n]),
+                        None => gather_wide(self.bits, src, dict, &mut out[o..o + n]),
+                    }
+                    .map_err(err)?;
+                    self.group += groups * self.bits;
+                    o += n;
+                    continue;
+                }
+            }
+            // A group begun, or the run's last values: decoded one by one, and only those.
+            let g = self.padded(self.group);
+            let k = (8 - self.in_group).min(want);
+            let mask = (1u64 << self.bits) - 1;
+            for (j, slot) in (self.in_group..).zip(&mut out[o..o + k]) {
+                let bit = j * self.bits;
+                let i = ((le64(&g, bit / 8) >> (bit % 8)) & mask) as u32;
+                slot.write(
+                    *dict.values[..dict.len]
+                        .get(i as usize)
+                        .ok_or_else(|| err(i))?,
+                );
+            }
+            o += k;
+            self.in_group += k;
+            if self.in_group == 8 {
+                self.in_group = 0;
+                self.group += self.bits;
+            }
+        }
+        self.packed -= out.len();
+        Ok(())
+    }
+
+    /// Passes over the next `n` indices.
+    fn skip(&mut self, mut n: usize) -> Result<(), String> {
+        while n > 0 {
+            if self.repeat > 0 {
+                let k = self.repeat.min(n);
+                self.repeat -= k;
+                n -= k;
+            } else if self.packed > 0 {
+                let k = self.packed.min(n);
+                let at = self.in_group + k;
+                self.group += at / 8 * self.bits;
+                self.in_group = at % 8;
+                self.packed -= k;
+                n -= k;
+            } else {
+                self.next_run()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: Native> Values<T> {
+    /// The values of `pages` (a flat column's pages: no levels).
+    pub(crate) fn new(pages: Box<dyn PageReader>) -> Self {
+        Self {
+            pages,
+            dict: Dict {
+                values: Vec::new(),
+                len: 0,
+            },
+            page: None,
+        }
+    }
+
+    /// Takes the next page: a dictionary is kept, a data page becomes the current one.
+    fn next_page(&mut self) -> Result<(), String> {
+        let page = self
+            .pages
+            .get_next_page()
+            .map_err(|e| e.to_string())?
+            .ok_or("the column chunk ended before its rows")?;
+        let (buf, n, encoding) = match page {
+            Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                ..
+            } => {
+                if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                    return Err(format!("a dictionary page encoded {encoding}"));
+                }
+                let n = num_values as usize;
+                let bytes = buf
+                    .get(..n * T::SIZE)
+                    .ok_or_else(|| format!("a dictionary page of {n} values cut short"))?;
+                self.dict = Dict {
+                    values: bytes.chunks_exact(T::SIZE).map(T::from_le).collect(),
+                    len: n,
+                };
+                return Ok(());
+            }
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                ..
+            }
+            | Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                ..
+            } => (buf, num_values as usize, encoding),
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let body = match encoding {
+            Encoding::PLAIN if buf.len() >= n * T::SIZE => Body::Plain { buf, at: 0 },
+            Encoding::BYTE_STREAM_SPLIT if buf.len() >= n * T::SIZE => {
+                Body::Split { buf, n, at: 0 }
+            }
+            Encoding::PLAIN | Encoding::BYTE_STREAM_SPLIT => {
+                return Err(format!(
+                    "a data page of {n} values holds {} bytes",
+                    buf.len()
+                ))
+            }
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                if self.dict.len == 0 {
+                    return Err("a dictionary-encoded page without a dictionary page".into());
+                }
+                let ix = Indices::new(buf)?;
+                self.dict.pad(ix.bits);
+                Body::Dict(ix)
+            }
+            other => return Err(format!("a data page encoded {other}")),
+        };
+        self.page = Some(PageValues { body, left: n });
+        Ok(())
+    }
+
+    /// The next `n` values.
+    pub(crate) fn read(&mut self, n: usize) -> Result<Vec<T>, String> {
+        let mut values: Vec<T> = Vec::with_capacity(n);
+        let out = &mut values.spare_capacity_mut()[..n];
+        let mut done = 0;
+        while done < n {
+            let Some(page) = self.page.as_mut().filter(|p| p.left > 0) else {
+                self.next_page()?;
+                continue;
+            };
+            let k = page.left.min(n - done);
+            let dst = &mut out[done..done + k];
+            match &mut page.body {
+                Body::Plain { buf, at } => {
+                    let src = &buf[*at..*at + k * T::SIZE];
+                    for (slot, b) in dst.iter_mut().zip(src.chunks_exact(T::SIZE)) {
+                        slot.write(T::from_le(b));
+                    }
+                    *at += k * T::SIZE;
+                }
+                Body::Split { buf, n, at } => {
+                    let mut v = [0u8; 8];
+                    for (i, slot) in dst.iter_mut().enumerate() {
+                        for (k, b) in v[..T::SIZE].iter_mut().enumerate() {
+                            *b = buf[k * *n + *at + i];
+                        }
+                        slot.write(T::from_le(&v[..T::SIZE]));
+                    }
+                    *at += k;
+                }
+                Body::Dict(ix) => ix.read(&self.dict, dst)?,
+            }
+            page.left -= k;
+            done += k;
+        }
+        // SAFETY: the loop above wrote each of the first `n` slots (`done` reached `n`).
+        unsafe { values.set_len(n) };
+        Ok(values)
+    }
+
+    /// Passes over the next `n` values: whole pages unread where the page reader knows
+    /// their value counts (an offset index), the rest decoded no further than needed.
+    pub(crate) fn skip(&mut self, mut n: usize) -> Result<(), String> {
+        while n > 0 {
+            let Some(page) = self.page.as_mut().filter(|p| p.left > 0) else {
+                let next = self.pages.peek_next_page().map_err(|e| e.to_string())?;
+                match next.and_then(|m| m.num_rows.filter(|&v| !m.is_dict && v <= n)) {
+                    Some(v) => {
+                        self.pages.skip_next_page().map_err(|e| e.to_string())?;
+                        n -= v;
+                    }
+                    None => self.next_page()?,
+                }
+                continue;
+            };
+            let k = page.left.min(n);
+            match &mut page.body {
+                Body::Plain { at, .. } => *at += k * T::SIZE,
+                Body::Split { at, .. } => *at += k,
+                Body::Dict(ix) => ix.skip(k)?,
+            }
+            page.left -= k;
+            n -= k;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hybrid encoding of `idx` at `bits` bits: bit-packed groups of 8 (the last one
+    /// padded with zeros), with one RLE run of `run` copies of `idx[0]` in front.
+    fn encode(idx: &[u32], bits: usize, run: usize) -> Vec<u8> {
+        let mut out = vec![bits as u8];
+        if run > 0 {
+            out.push((run as u8) << 1);
+            out.extend_from_slice(&idx[0].to_le_bytes()[..bits.div_ceil(8)]);
+        }
+        let groups = idx.len().div_ceil(8);
+        out.push(((groups as u8) << 1) | 1);
+        let mut packed = vec![0u8; groups * bits];
+        for (i, &v) in idx.iter().enumerate() {
+            for b in 0..bits {
+                if v >> b & 1 == 1 {
+                    let bit = i * bits + b;
+                    packed[bit / 8] |= 1 << (bit % 8);
+                }
+            }
+        }
+        out.extend_from_slice(&packed);
+        out
+    }
+
+    fn padded(values: &[f32], bits: usize) -> Dict<f32> {
+        let mut d = Dict {
+            values: values.to_vec(),
+            len: values.len(),
+        };
+        d.pad(bits);
+        d
+    }
+
+    fn uninit(n: usize) -> Vec<MaybeUninit<f32>> {
+        vec![MaybeUninit::uninit(); n]
+    }
+
+    fn taken(v: &[MaybeUninit<f32>]) -> Vec<f32> {
+        // SAFETY: the tests read only slots the decoder wrote.
+        v.iter().map(|s| unsafe { s.assume_init() }).collect()
+    }
+
+    #[test]
+    fn every_width_decodes_in_pieces_and_skips() {
+        for bits in (1..=24usize).chain([32]) {
+            let len = (1usize << bits.min(10)) - 1;
+            let values: Vec<f32> = (0..len).map(|i| i as f32 * 0.5).collect();
+            let dict = padded(&values, bits);
+            let idx: Vec<u32> = (0..203u32).map(|i| (i * 7919) % len as u32).collect();
+            let data = encode(&idx, bits, 5);
+            let want: Vec<f32> = std::iter::repeat_n(values[idx[0] as usize], 5)
+                .chain(idx.iter().map(|&i| values[i as usize]))
+                .collect();
+            // Read in pieces of every size from 1 to 19, with skips between.
+            for piece in 1..20 {
+                let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
+                let mut at = 0;
+                while at < want.len() {
+                    let k = piece.min(want.len() - at);
+                    let mut out = uninit(k);
+                    ix.read(&dict, &mut out).unwrap();
+                    assert_eq!(taken(&out), want[at..at + k], "bits {bits} piece {piece}");
+                    at += k;
+                    let s = (piece / 3).min(want.len() - at);
+                    ix.skip(s).unwrap();
+                    at += s;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn indices_past_the_dictionary_and_cut_pages_are_errors() {
+        let dict = padded(&[1.0f32, 2.0, 3.0], 2);
+        let data = encode(&[0, 1, 2, 3, 0, 1, 2, 0, 1], 2, 0);
+        let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
+        let err = ix.read(&dict, &mut uninit(9)).unwrap_err();
+        assert!(
+            err.contains("dictionary index 3 in a dictionary of 3"),
+            "{err}"
+        );
+        let mut rle = Indices::<f32>::new(Bytes::from(vec![2, 8, 7])).unwrap();
+        let err = rle.read(&dict, &mut uninit(4)).unwrap_err();
+        assert!(err.contains("dictionary index 7"), "{err}");
+        // A page ending inside a run header, and one of more values than its runs hold.
+        let mut cut = Indices::<f32>::new(Bytes::from(vec![2, 0x81])).unwrap();
+        assert!(cut
+            .read(&dict, &mut uninit(1))
+            .unwrap_err()
+            .contains("cut short"));
+        let mut short = Indices::<f32>::new(Bytes::from(vec![2, 4, 1])).unwrap();
+        let err = short.read(&dict, &mut uninit(3)).unwrap_err();
+        assert!(err.contains("cut short"), "{err}");
+        assert!(Indices::<f32>::new(Bytes::from(vec![33])).is_err());
+    }
+}
