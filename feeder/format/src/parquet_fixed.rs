@@ -66,7 +66,11 @@ pub(crate) fn eligible(
     }
     // Values decoded here (PLAIN, dictionary, BYTE_STREAM_SPLIT) with RLE levels; others
     // (DELTA_BINARY_PACKED, levels in the long-deprecated BIT_PACKED) are the crate's reader's.
-    if !rg.column(leaf).encodings().all(super::parquet_values::supported) {
+    if !rg
+        .column(leaf)
+        .encodings()
+        .all(super::parquet_values::supported)
+    {
         return None;
     }
     let stats = rg.column(leaf).statistics()?;

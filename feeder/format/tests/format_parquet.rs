@@ -295,7 +295,13 @@ fn from_every_row(input: &str, opts: &ReadOptions, whole: &arrow_array::RecordBa
             let got: Vec<arrow_array::RecordBatch> = r.map(|b| b.unwrap()).collect();
             let got = concat(&plan, &got);
             let want = whole.slice((first + skip) as usize, (s.rows - skip) as usize);
-            assert_eq!(got, want, "{input} {:?}: from row {}", opts.columns, first + skip);
+            assert_eq!(
+                got,
+                want,
+                "{input} {:?}: from row {}",
+                opts.columns,
+                first + skip
+            );
         }
         first += s.rows;
     }
