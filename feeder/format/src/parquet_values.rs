@@ -148,7 +148,8 @@ fn le64(s: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// The eight `BW`-bit values of the group at the start of `s` (which holds `BW + 8` bytes).
+/// The eight `BW`-bit values of the group at the start of `s` (which holds `BW + 8` bytes):
+/// from one 64-bit load up to 8 bits, one 128-bit value up to 16.
 #[inline(always)]
 fn unpack<const BW: usize>(s: &[u8]) -> [u32; 8] {
     let mut idx = [0u32; 8];
@@ -156,9 +157,21 @@ fn unpack<const BW: usize>(s: &[u8]) -> [u32; 8] {
         return idx;
     }
     let mask = (1u64 << BW) - 1;
-    for (i, v) in idx.iter_mut().enumerate() {
-        let bit = i * BW;
-        *v = ((le64(s, bit / 8) >> (bit % 8)) & mask) as u32;
+    if BW <= 8 {
+        let w = le64(s, 0);
+        for (i, v) in idx.iter_mut().enumerate() {
+            *v = ((w >> (i * BW)) & mask) as u32;
+        }
+    } else if BW <= 16 {
+        let w = u128::from(le64(s, 0)) | (u128::from(le64(s, 8)) << 64);
+        for (i, v) in idx.iter_mut().enumerate() {
+            *v = ((w >> (i * BW)) as u64 & mask) as u32;
+        }
+    } else {
+        for (i, v) in idx.iter_mut().enumerate() {
+            let bit = i * BW;
+            *v = ((le64(s, bit / 8) >> (bit % 8)) & mask) as u32;
+        }
     }
     idx
 }
@@ -257,10 +270,15 @@ impl<T: Native> Indices<T> {
             self.repeat = count;
         } else {
             // Writers may end the last run before its last group is whole.
-            let len = count
-                .saturating_mul(self.bits)
-                .min(self.buf.len() - self.at);
-            self.packed = (len * 8).checked_div(self.bits).unwrap_or(count * 8);
+            let len = count.saturating_mul(self.bits);
+            let left = self.buf.len() - self.at;
+            let len = if len <= left {
+                self.packed = count * 8;
+                len
+            } else {
+                self.packed = (left * 8).checked_div(self.bits).unwrap_or(count * 8);
+                left
+            };
             self.group = self.at;
             self.in_group = 0;
             self.at += len;
