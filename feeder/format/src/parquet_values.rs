@@ -575,6 +575,11 @@ mod tests {
         d
     }
 
+    fn padded_to<T: Native>(mut d: Dict<T>, bits: usize) -> Dict<T> {
+        d.pad(bits);
+        d
+    }
+
     fn uninit(n: usize) -> Vec<MaybeUninit<f32>> {
         vec![MaybeUninit::uninit(); n]
     }
@@ -636,5 +641,33 @@ mod tests {
         let err = short.read(&dict, &mut uninit(3)).unwrap_err();
         assert!(err.contains("cut short"), "{err}");
         assert!(Indices::<f32>::new(Bytes::from(vec![33])).is_err());
+        // 8-bit indices, into 4- and 8-byte values: a group holding one past the dictionary.
+        let data = encode(&[0, 1, 2, 0, 1, 2, 200, 0, 1, 2, 0], 8, 0);
+        let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
+        let err = ix
+            .read(&padded(&[1.0, 2.0, 3.0], 8), &mut uninit(11))
+            .unwrap_err();
+        assert!(
+            err.contains("dictionary index 200 in a dictionary of 3"),
+            "{err}"
+        );
+        let wide = Dict {
+            values: vec![1.0f64, 2.0, 3.0],
+            len: 3,
+        };
+        let mut wide = padded_to(wide, 8);
+        let mut ix = Indices::<f64>::new(Bytes::from(data)).unwrap();
+        let mut out = vec![MaybeUninit::uninit(); 11];
+        let err = ix.read(&wide, &mut out).unwrap_err();
+        assert!(err.contains("dictionary index 200"), "{err}");
+        wide.len = 201;
+        wide.values[200] = 9.0;
+        let mut ix =
+            Indices::<f64>::new(Bytes::from(encode(&[0, 1, 2, 200, 0, 1, 2, 0], 8, 0))).unwrap();
+        let mut out = vec![MaybeUninit::uninit(); 8];
+        ix.read(&wide, &mut out).unwrap();
+        // SAFETY: `read` wrote all 8.
+        let got: Vec<f64> = out.iter().map(|s| unsafe { s.assume_init() }).collect();
+        assert_eq!(got, [1.0, 2.0, 3.0, 9.0, 1.0, 2.0, 3.0, 1.0]);
     }
 }
