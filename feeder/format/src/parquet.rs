@@ -31,6 +31,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use super::io::{check_head_magic, column_indices, guard, loc, not_this_format, StorageChunks};
+use super::parquet_fixed::FixedRg;
 use super::parquet_spark::{int96_micros, legacy, rebase_batch, SparkLegacy};
 use super::units::{unit_splits, Projection, UnitBatches, UnitReader, UnitSize, Units};
 use super::{ReadOptions, SplitReader};
@@ -440,11 +441,9 @@ impl RowGroups {
                     .any(|l| pq_schema.get_column_root_idx(l) == r && self.mask.leaf_included(l))
             })
             .collect();
-        // (The fixed-size-list path reads a row group from one row to its end: not pruned ones.)
         let fast: Vec<(usize, usize)> = roots
             .iter()
             .enumerate()
-            .filter(|_| keep.is_none())
             .filter_map(|(pos, &r)| {
                 super::parquet_fixed::eligible(
                     pq_schema,
@@ -478,7 +477,7 @@ impl RowGroups {
         let mut cols = Vec::with_capacity(fast.len());
         for &(pos, leaf) in &fast {
             let field = file_schema.field(roots[pos]).clone();
-            let mut c = super::parquet_fixed::FixedListColumn::open(
+            let c = super::parquet_fixed::FixedListColumn::open(
                 chunks.clone(),
                 md.row_group(rg),
                 md.offset_index().and_then(|oi| oi.get(rg)).map(|v| &v[..]),
@@ -486,7 +485,6 @@ impl RowGroups {
                 Arc::new(field),
             )
             .map_err(|e| self.rg_error(rg, e))?;
-            c.skip(skip as usize).map_err(|e| self.rg_error(rg, e))?;
             cols.push((pos, c));
         }
         let arrow = if rest.is_empty() {
@@ -500,13 +498,13 @@ impl RowGroups {
                 .project(&roots)
                 .map_err(|e| self.rg_error(rg, e.to_string()))?,
         );
-        Ok(RgReader::Fixed(FixedRg {
+        Ok(RgReader::Fixed(FixedRg::new(
             arrow,
             cols,
-            rows_left: (rows - skip) as usize,
-            batch_rows: self.batch_rows,
+            want.unwrap_or_else(|| vec![(0, rows)]),
+            self.batch_rows,
             schema,
-        }))
+        )))
     }
 }
 
@@ -558,76 +556,6 @@ impl Iterator for RgReader {
             RgReader::Arrow(r) => r.next().map(|b| b.map_err(|e| e.to_string())),
             RgReader::Fixed(r) => r.next(),
         }
-    }
-}
-
-/// Fixed-size list columns through [`super::parquet_fixed`], the other projected columns
-/// through the parquet crate's reader, zipped batch by batch (both cut `batch_rows` rows).
-struct FixedRg {
-    arrow: Option<ParquetRecordBatchReader>,
-    /// (position among the projected roots, reader)
-    cols: Vec<(usize, super::parquet_fixed::FixedListColumn)>,
-    rows_left: usize,
-    batch_rows: usize,
-    /// The projected roots, in file order (what the parquet reader would yield).
-    schema: SchemaRef,
-}
-
-impl FixedRg {
-    fn batch(&mut self) -> std::result::Result<RecordBatch, String> {
-        let n = self.rows_left.min(self.batch_rows);
-        let mut others = match self.arrow.as_mut() {
-            Some(r) => {
-                let b = r
-                    .next()
-                    .ok_or_else(|| format!("row group ended {} rows early", self.rows_left))?
-                    .map_err(|e| e.to_string())?;
-                if b.num_rows() != n {
-                    return Err(format!("batch of {} rows, expected {n}", b.num_rows()));
-                }
-                b.columns().to_vec().into_iter()
-            }
-            None => Vec::new().into_iter(),
-        };
-        let mut fixed = Vec::with_capacity(self.cols.len());
-        for (pos, c) in &mut self.cols {
-            fixed.push((*pos, c.read(n)?));
-        }
-        let mut fixed = fixed.into_iter().peekable();
-        let mut cols = Vec::with_capacity(self.schema.fields().len());
-        for i in 0..self.schema.fields().len() {
-            match fixed.peek() {
-                Some((p, _)) if *p == i => cols.push(
-                    fixed
-                        .next()
-                        .map(|(_, a)| a)
-                        .unwrap_or_else(|| unreachable!()),
-                ),
-                _ => cols.push(others.next().ok_or("missing column")?),
-            }
-        }
-        self.rows_left -= n;
-        RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            cols,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
-        )
-        .map_err(|e| e.to_string())
-    }
-}
-
-impl Iterator for FixedRg {
-    type Item = std::result::Result<RecordBatch, String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.rows_left == 0 {
-            return None;
-        }
-        let r = self.batch();
-        if r.is_err() {
-            self.rows_left = 0;
-        }
-        Some(r)
     }
 }
 

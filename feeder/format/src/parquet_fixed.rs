@@ -13,11 +13,13 @@
 //! Used only where the row group's column statistics say there are no nulls and the levels
 //! are RLE-encoded; a page that contradicts them is a data error naming the row group.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type};
-use arrow_array::{ArrayRef, ArrowPrimitiveType, FixedSizeListArray, PrimitiveArray};
-use arrow_schema::{DataType, FieldRef};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, FixedSizeListArray, PrimitiveArray, RecordBatch};
+use arrow_schema::{DataType, FieldRef, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageMetadata, PageReader};
 use parquet::errors::ParquetError;
@@ -93,7 +95,7 @@ pub(crate) struct FixedListColumn {
 
 impl FixedListColumn {
     /// Opens leaf `leaf` of the row group for the list field `field`. With the row group's
-    /// offset index, [`FixedListColumn::skip`] passes over whole pages without their bytes.
+    /// offset index, [`FixedListColumn::read`] passes over whole pages without their bytes.
     pub(crate) fn open<R: ChunkReader + 'static>(
         chunks: Arc<R>,
         rg: &RowGroupMetaData,
@@ -131,44 +133,157 @@ impl FixedListColumn {
         })
     }
 
-    /// Passes over the next `rows` rows without building them: whole pages unread where
-    /// the offset index locates them, values of the rest not gathered.
-    pub(crate) fn skip(&mut self, rows: usize) -> Result<(), String> {
-        let n = rows * self.width;
-        match &mut self.reader {
-            Typed::F32(r) => r.skip(n),
-            Typed::F64(r) => r.skip(n),
-            Typed::I32(r) => r.skip(n),
-            Typed::I64(r) => r.skip(n),
-        }
-        .map_err(|e| format!("column {}: {e}", self.field.name()))
-    }
-
-    /// The next `rows` rows as a `FixedSizeListArray`.
-    pub(crate) fn read(&mut self, rows: usize) -> Result<ArrayRef, String> {
+    /// The rows `pieces` name, (rows to pass over, rows to read) from where the last read
+    /// stopped, as one `FixedSizeListArray`: the rows passed over are not built, whole pages
+    /// of them not read where the offset index locates them.
+    pub(crate) fn read(&mut self, pieces: &[(usize, usize)]) -> Result<ArrayRef, String> {
         let item = match self.field.data_type() {
             DataType::FixedSizeList(item, _) => item.clone(),
             _ => return Err("not a fixed-size list".into()),
         };
+        let w = self.width;
         let values: ArrayRef = match &mut self.reader {
-            Typed::F32(r) => read_values::<_, Float32Type>(r, rows * self.width)?,
-            Typed::F64(r) => read_values::<_, Float64Type>(r, rows * self.width)?,
-            Typed::I32(r) => read_values::<_, Int32Type>(r, rows * self.width)?,
-            Typed::I64(r) => read_values::<_, Int64Type>(r, rows * self.width)?,
-        };
+            Typed::F32(r) => read_values::<_, Float32Type>(r, w, pieces),
+            Typed::F64(r) => read_values::<_, Float64Type>(r, w, pieces),
+            Typed::I32(r) => read_values::<_, Int32Type>(r, w, pieces),
+            Typed::I64(r) => read_values::<_, Int64Type>(r, w, pieces),
+        }
+        .map_err(|e| format!("column {}: {e}", self.field.name()))?;
         let arr = FixedSizeListArray::try_new(item, self.width as i32, values, None)
             .map_err(|e| format!("column {}: {e}", self.field.name()))?;
         Ok(Arc::new(arr))
     }
 }
 
-/// The next `n` values of the flat column as an Arrow array.
-fn read_values<T, A>(r: &mut Values<T>, n: usize) -> Result<ArrayRef, String>
+/// Fixed-size list columns through [`FixedListColumn`], the other projected columns through
+/// the parquet crate's reader, zipped batch by batch (both cut `batch_rows` rows of those
+/// wanted: a row group from a row on, or the rows a filter's page statistics leave).
+pub(crate) struct FixedRg {
+    arrow: Option<ParquetRecordBatchReader>,
+    /// (position among the projected roots, reader)
+    cols: Vec<(usize, FixedListColumn)>,
+    /// The row ranges `[from, to)` still to read, and the row the list readers are at.
+    want: VecDeque<(u64, u64)>,
+    at: u64,
+    rows_left: usize,
+    batch_rows: usize,
+    /// The projected roots, in file order (what the parquet reader would yield).
+    schema: SchemaRef,
+}
+
+impl FixedRg {
+    /// `arrow` reads the other columns under the selection `want` makes (if any rows are
+    /// passed over).
+    pub(crate) fn new(
+        arrow: Option<ParquetRecordBatchReader>,
+        cols: Vec<(usize, FixedListColumn)>,
+        want: Vec<(u64, u64)>,
+        batch_rows: usize,
+        schema: SchemaRef,
+    ) -> Self {
+        let want: VecDeque<(u64, u64)> = want.into_iter().filter(|(a, b)| a < b).collect();
+        let rows_left = want.iter().map(|(a, b)| (b - a) as usize).sum();
+        Self {
+            arrow,
+            cols,
+            want,
+            at: 0,
+            rows_left,
+            batch_rows,
+            schema,
+        }
+    }
+
+    /// The next `n` wanted rows as (rows to pass over, rows to read) pieces.
+    fn pieces(&mut self, mut n: u64) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        while n > 0 {
+            let Some(&(from, to)) = self.want.front() else {
+                break;
+            };
+            let pass = from.saturating_sub(self.at);
+            self.at += pass;
+            let k = n.min(to - self.at);
+            out.push((pass as usize, k as usize));
+            self.at += k;
+            n -= k;
+            if self.at == to {
+                self.want.pop_front();
+            }
+        }
+        out
+    }
+
+    fn batch(&mut self) -> Result<RecordBatch, String> {
+        let n = self.rows_left.min(self.batch_rows);
+        let mut others = match self.arrow.as_mut() {
+            Some(r) => {
+                let b = r
+                    .next()
+                    .ok_or_else(|| format!("row group ended {} rows early", self.rows_left))?
+                    .map_err(|e| e.to_string())?;
+                if b.num_rows() != n {
+                    return Err(format!("batch of {} rows, expected {n}", b.num_rows()));
+                }
+                b.columns().to_vec().into_iter()
+            }
+            None => Vec::new().into_iter(),
+        };
+        let pieces = self.pieces(n as u64);
+        let mut fixed = Vec::with_capacity(self.cols.len());
+        for (pos, c) in &mut self.cols {
+            fixed.push((*pos, c.read(&pieces)?));
+        }
+        let mut fixed = fixed.into_iter().peekable();
+        let mut cols = Vec::with_capacity(self.schema.fields().len());
+        for i in 0..self.schema.fields().len() {
+            match fixed.next_if(|(p, _)| *p == i) {
+                Some((_, a)) => cols.push(a),
+                None => cols.push(others.next().ok_or("missing column")?),
+            }
+        }
+        self.rows_left -= n;
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            cols,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+impl Iterator for FixedRg {
+    type Item = Result<RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rows_left == 0 {
+            return None;
+        }
+        let r = self.batch();
+        if r.is_err() {
+            self.rows_left = 0;
+        }
+        Some(r)
+    }
+}
+
+/// The values of `pieces` (rows to pass over, rows to read) of the flat column as one Arrow
+/// array.
+fn read_values<T, A>(
+    r: &mut Values<T>,
+    width: usize,
+    pieces: &[(usize, usize)],
+) -> Result<ArrayRef, String>
 where
     T: Native + arrow_buffer::ArrowNativeType,
     A: ArrowPrimitiveType<Native = T>,
 {
-    let values = r.read(n)?;
+    let rows: usize = pieces.iter().map(|&(_, k)| k).sum();
+    let mut values = Vec::with_capacity(rows * width);
+    for &(pass, k) in pieces {
+        r.skip(pass * width)?;
+        r.read_into(&mut values, k * width)?;
+    }
     Ok(Arc::new(PrimitiveArray::<A>::new(
         arrow_buffer::ScalarBuffer::<T>::from(values),
         None,

@@ -471,9 +471,10 @@ impl<T: Native> Values<T> {
         Ok(())
     }
 
-    /// The next `n` values.
-    pub(crate) fn read(&mut self, n: usize) -> Result<Vec<T>, String> {
-        let mut values: Vec<T> = Vec::with_capacity(n);
+    /// Appends the next `n` values to `values`.
+    pub(crate) fn read_into(&mut self, values: &mut Vec<T>, n: usize) -> Result<(), String> {
+        values.reserve(n);
+        let len = values.len();
         let out = &mut values.spare_capacity_mut()[..n];
         let mut done = 0;
         while done < n {
@@ -506,9 +507,9 @@ impl<T: Native> Values<T> {
             page.left -= k;
             done += k;
         }
-        // SAFETY: the loop above wrote each of the first `n` slots (`done` reached `n`).
-        unsafe { values.set_len(n) };
-        Ok(values)
+        // SAFETY: the loop above wrote each of the `n` slots past `len` (`done` reached `n`).
+        unsafe { values.set_len(len + n) };
+        Ok(())
     }
 
     /// Passes over the next `n` values: whole pages unread where the page reader knows
