@@ -358,6 +358,7 @@ def test_partition_summaries_rule_manifests_out_unread(hf_bin: str, tmp_path: Pa
                            capture_output=True, text=True, check=True, env=env)
         ruled = sum(len(added[k]) for k in out)
         assert f"{ruled} of 5 manifests ruled out" in r.stderr, (text, r.stderr[-2000:])
+        assert json.loads(r.stdout)["filter"]["manifests_ruled_out"] == ruled, (text, r.stdout)
         want = sorted(t.scan(row_filter=expr).to_arrow().column("id").to_pylist())
         assert ours(path, filter=text) == want and want, text
     # The manifests of other regions removed: `region = 'us'` never opens them.

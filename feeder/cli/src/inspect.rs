@@ -97,6 +97,7 @@ pub fn plan_json(plan: &Plan) -> Value {
             "units_all_by_stats": c.all_by_stats,
             "units_counted": c.counted,
             "files_ruled_out": c.files_ruled_out,
+            "manifests_ruled_out": c.manifests_ruled_out,
             "count_bytes": c.bytes,
             "count_secs": c.secs,
         })

@@ -114,6 +114,8 @@ pub struct TableFiles {
     /// The table's columns when its data files name them otherwise (Delta column mapping;
     /// Iceberg, by field id): each file is read through them ([`crate::mapping`]).
     pub columns: Option<Arc<crate::mapping::TableColumns>>,
+    /// Manifests a filter ruled out by their partition summaries, unread (Iceberg).
+    pub manifests_ruled_out: u64,
 }
 
 /// Whether `input` is a Delta table's root (it holds `_delta_log/`).
@@ -493,6 +495,7 @@ pub fn snapshot(
             .map(|c| (c.clone(), types.get(c).copied().unwrap_or(false)))
             .collect(),
         columns: mapped.map(|m| Arc::new(m.columns)),
+        manifests_ruled_out: 0,
     })
 }
 

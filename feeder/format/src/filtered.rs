@@ -68,6 +68,9 @@ pub struct FilterCost {
     pub given: bool,
     /// Files of a table its own statistics ruled out (never opened, no split planned).
     pub files_ruled_out: u64,
+    /// Manifests of an Iceberg table its manifest list's partition summaries ruled out (never
+    /// read).
+    pub manifests_ruled_out: u64,
 }
 
 impl FilterCost {
@@ -79,10 +82,16 @@ impl FilterCost {
                 self.rows_after, self.rows_before
             );
         }
-        let files = match self.files_ruled_out {
+        let mut files = match self.files_ruled_out {
             0 => String::new(),
             n => format!("; {n} file(s) ruled out by the table's statistics"),
         };
+        if self.manifests_ruled_out > 0 {
+            files += &format!(
+                "; {} manifest(s) ruled out by their partition summaries",
+                self.manifests_ruled_out
+            );
+        }
         format!(
             "{} of {} rows pass{files}; {} unit(s): {} skipped and {} taken whole by partition \
              values or statistics, {} counted ({:.1} MB read, {:.2} s)",

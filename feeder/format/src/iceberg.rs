@@ -287,6 +287,7 @@ pub fn snapshot(
         files,
         partition_columns: Vec::new(),
         columns: Some(Arc::new(columns)),
+        manifests_ruled_out: pruned,
     })
 }
 

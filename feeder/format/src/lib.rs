@@ -270,6 +270,7 @@ pub fn plan_counted(
         opts.filter.as_ref(),
     )?;
     let table = files.table.clone();
+    let manifests_ruled_out = files.manifests_ruled_out;
     let format = files.format;
     let mut deleted = std::collections::HashMap::new();
     for f in &files.files {
@@ -362,6 +363,7 @@ pub fn plan_counted(
         filtered::apply(&mut plan.splits, &counts)?;
         let cost = filtered::FilterCost {
             files_ruled_out,
+            manifests_ruled_out,
             ..cost
         };
         tracing::info!("filter {:?}: {}", f.text(), cost.line());

@@ -55,6 +55,8 @@ pub struct Listing {
     /// The table's columns, when its files are read by physical name or field id (Delta column
     /// mapping, Iceberg): each file's own columns are resolved against them.
     pub columns: Option<Arc<crate::mapping::TableColumns>>,
+    /// Manifests of the table a filter ruled out by their partition summaries (Iceberg).
+    pub manifests_ruled_out: u64,
 }
 
 /// The format a file name tells, if any.
@@ -228,6 +230,7 @@ fn list_table(
         partition_fields,
         table: Some(t.snapshot),
         columns: t.columns,
+        manifests_ruled_out: t.manifests_ruled_out,
     })
 }
 
@@ -381,6 +384,7 @@ pub fn list(
         partition_fields,
         table: None,
         columns: None,
+        manifests_ruled_out: 0,
     })
 }
 
