@@ -29,7 +29,7 @@ use parquet::file::reader::{ChunkReader, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
 use parquet::schema::types::SchemaDescriptor;
 
-use super::parquet_values::{Native, Values};
+use super::parquet_values::{run_value, varint, Native, Values};
 
 /// Whether root column `root` (with Arrow type `dt`) of this row group takes the fast path;
 /// returns its leaf index.
@@ -527,28 +527,12 @@ fn rle_runs(
     let bytes = usize::from(bits).div_ceil(8);
     let (mut at, mut left) = (0, n);
     while left > 0 {
-        let mut header: u64 = 0;
-        let mut shift = 0;
-        loop {
-            let b = *data.get(at).ok_or("levels cut short")?;
-            at += 1;
-            header |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 63 {
-                return Err("a level run's header is not a varint".into());
-            }
-        }
+        let header = varint(data, &mut at, "levels")?;
         let count = (header >> 1) as usize;
         if header & 1 == 0 {
             let value = data.get(at..at + bytes).ok_or("levels cut short")?;
             at += bytes;
-            let level = value
-                .iter()
-                .rev()
-                .fold(0u32, |v, b| (v << 8) | u32::from(*b));
+            let level = run_value(value);
             if count == 0 {
                 return Err("an empty level run".into());
             }

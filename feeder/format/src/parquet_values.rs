@@ -57,13 +57,19 @@ const PADDED_BITS: usize = 20;
 
 /// A column chunk's dictionary.
 struct Dict<T> {
-    /// Its values, then copies of the first up to `1 << bits` of the current page's indices.
+    /// Its values, then copies of the first one up to `1 << bits` values for the current
+    /// page's indices of `bits` bits.
     values: Vec<T>,
     /// How many values the dictionary page holds.
     len: usize,
 }
 
 impl<T: Native> Dict<T> {
+    /// The value of index `i`, if the dictionary page holds one (not a padding copy).
+    fn get(&self, i: u32) -> Option<T> {
+        self.values[..self.len].get(i as usize).copied()
+    }
+
     /// Pads the values for indices of `bits` bits (see [`PADDED_BITS`]).
     fn pad(&mut self, bits: usize) {
         if let Some(&first) = self.values.first() {
@@ -123,8 +129,10 @@ fn cut(what: &str) -> String {
     format!("a data page's {what} cut short")
 }
 
+/// The header of a run of Parquet's RLE / bit-packed hybrid at `at` (a ULEB128 varint),
+/// for dictionary indices and levels alike; `what` names the data in errors.
 #[inline]
-fn varint(buf: &[u8], at: &mut usize) -> Result<u64, String> {
+pub(crate) fn varint(buf: &[u8], at: &mut usize, what: &str) -> Result<u64, String> {
     // Most run headers are one byte.
     if let Some(&b) = buf.get(*at).filter(|&&b| b & 0x80 == 0) {
         *at += 1;
@@ -132,14 +140,19 @@ fn varint(buf: &[u8], at: &mut usize) -> Result<u64, String> {
     }
     let mut v: u64 = 0;
     for shift in (0..64).step_by(7) {
-        let b = *buf.get(*at).ok_or_else(|| cut("dictionary indices"))?;
+        let b = *buf.get(*at).ok_or_else(|| format!("{what} cut short"))?;
         *at += 1;
         v |= u64::from(b & 0x7f) << shift;
         if b & 0x80 == 0 {
             return Ok(v);
         }
     }
-    Err("a run header of dictionary indices is not a varint".into())
+    Err(format!("a run header of {what} is not a varint"))
+}
+
+/// The value of an RLE run: its little-endian bytes.
+pub(crate) fn run_value(bytes: &[u8]) -> u32 {
+    bytes.iter().rev().fold(0, |v, b| (v << 8) | u32::from(*b))
 }
 
 fn le64(s: &[u8], at: usize) -> u64 {
@@ -199,18 +212,21 @@ fn gather<T: Native, const BW: usize>(
     Ok(())
 }
 
-/// [`gather`] for widths past [`PADDED_BITS`], the width read at run time.
+/// The values of indices `first..first + out.len()` of `src`, each unpacked and checked on
+/// its own, the width read at run time: [`gather`] for widths past [`PADDED_BITS`], and
+/// the values of a group begun or cut short.
 fn gather_wide<T: Native>(
     bits: usize,
     src: &[u8],
+    first: usize,
     dict: &Dict<T>,
     out: &mut [MaybeUninit<T>],
 ) -> Result<(), u32> {
     let mask = (1u64 << bits) - 1;
-    for (j, slot) in out.iter_mut().enumerate() {
+    for (j, slot) in (first..).zip(out) {
         let bit = j * bits;
         let i = ((le64(src, bit / 8) >> (bit % 8)) & mask) as u32;
-        slot.write(*dict.values[..dict.len].get(i as usize).ok_or(i)?);
+        slot.write(dict.get(i).ok_or(i)?);
     }
     Ok(())
 }
@@ -254,7 +270,7 @@ impl<T: Native> Indices<T> {
     /// Reads the next run's header.
     #[inline(always)]
     fn next_run(&mut self) -> Result<(), String> {
-        let header = varint(&self.buf, &mut self.at)?;
+        let header = varint(&self.buf, &mut self.at, "a data page's dictionary indices")?;
         let count = usize::try_from(header >> 1).map_err(|e| e.to_string())?;
         if count == 0 {
             return Err("an empty run of dictionary indices".into());
@@ -265,7 +281,7 @@ impl<T: Native> Indices<T> {
                 .buf
                 .get(self.at..self.at + bytes)
                 .ok_or_else(|| cut("dictionary indices"))?;
-            self.index = value.iter().rev().fold(0, |v, b| (v << 8) | u32::from(*b));
+            self.index = run_value(value);
             self.at += bytes;
             self.repeat = count;
         } else {
@@ -301,8 +317,8 @@ impl<T: Native> Indices<T> {
         while o < out.len() {
             if self.repeat > 0 {
                 let k = self.repeat.min(out.len() - o);
-                let v = *dict.values[..dict.len]
-                    .get(self.index as usize)
+                let v = dict
+                    .get(self.index)
                     .ok_or_else(|| out_of_range(self.index, dict.len))?;
                 out[o..o + k].fill(MaybeUninit::new(v));
                 self.repeat -= k;
@@ -336,7 +352,7 @@ impl<T: Native> Indices<T> {
                     let src = &self.buf[self.group..];
                     match self.gather {
                         Some(gather) => gather(src, dict, &mut out[o..o + n]),
-                        None => gather_wide(self.bits, src, dict, &mut out[o..o + n]),
+                        None => gather_wide(self.bits, src, 0, dict, &mut out[o..o + n]),
                     }
                     .map_err(err)?;
                     self.group += groups * self.bits;
@@ -347,16 +363,7 @@ impl<T: Native> Indices<T> {
             // A group begun, or the run's last values: decoded one by one, and only those.
             let g = self.padded(self.group);
             let k = (8 - self.in_group).min(want);
-            let mask = (1u64 << self.bits) - 1;
-            for (j, slot) in (self.in_group..).zip(&mut out[o..o + k]) {
-                let bit = j * self.bits;
-                let i = ((le64(&g, bit / 8) >> (bit % 8)) & mask) as u32;
-                slot.write(
-                    *dict.values[..dict.len]
-                        .get(i as usize)
-                        .ok_or_else(|| err(i))?,
-                );
-            }
+            gather_wide(self.bits, &g, self.in_group, dict, &mut out[o..o + k]).map_err(err)?;
             o += k;
             self.in_group += k;
             if self.in_group == 8 {
