@@ -91,6 +91,20 @@ SIDES: dict[str, tuple[str, str]] = {
 }
 PEERS = [s for s in SIDES if s != "hydrofeed"]
 
+#: ``--gpu``: the same images into ``(n, 224, 224, 3)`` uint8 CUDA tensors
+GPU_SIDES: dict[str, tuple[str, str]] = {
+    "hydrofeed_nvjpeg": ("torchvision", f"hydrofeed serve --images image={SPEC},gpu (the feeder "
+                         "plans, the bytes cross the ring) -> DataFeed.batches(device='cuda'): "
+                         "nvJPEG batched decode + torch resize/crop/flip on the GPU (Parquet)"),
+    "hydrofeed_cpu": ("torch", f"hydrofeed serve --images image={SPEC} (the feeder's CPU decode)"
+                      " -> DataFeed.batches(device='cuda'): pixels staged by DMA (Parquet)"),
+    "nvjpeg": ("torchvision", "in the trainer: pyarrow batches -> torchvision.io.decode_jpeg("
+               "device='cuda') batched (nvJPEG) -> resize 256 + random crop + flip on the GPU "
+               "(Parquet)"),
+    "dali_gpu": ("nvidia.dali", "DALI GPU pipeline: readers.tfrecord + decoders.image("
+                 "device='mixed') (nvJPEG) + resize + crop_mirror_normalize (TFRecord)"),
+}
+
 
 def _cpu_self() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -103,15 +117,28 @@ def _cpu_children() -> float:
 
 
 def _consume(batches: Batches) -> dict[str, float]:
-    """One pass: every batch checked for its shape and touched (a checksum of every byte)."""
+    """One pass: every batch checked for its shape and touched (a checksum of every byte; on
+    the GPU for a CUDA tensor, the device synchronized before the clock stops)."""
     c0, k0, t0 = _cpu_self(), _cpu_children(), time.perf_counter()
     n, checksum = 0, 0
+    on_gpu: Any = None
     for b in batches():
+        if not isinstance(b, np.ndarray) and getattr(b, "is_cuda", False):
+            if b.dtype.itemsize != 1 or tuple(b.shape[1:]) != (SIZE, SIZE, 3):
+                raise RuntimeError(f"a batch of {b.dtype} {tuple(b.shape)}")
+            import torch
+
+            s = b.reshape(-1).sum(dtype=torch.int64)
+            on_gpu = s if on_gpu is None else on_gpu + s
+            n += b.shape[0]
+            continue
         a = np.ascontiguousarray(b)
         if a.dtype != np.uint8 or a.shape[1:] != (SIZE, SIZE, 3):
             raise RuntimeError(f"a batch of {a.dtype} {a.shape}, not (n, {SIZE}, {SIZE}, 3) uint8")
         checksum ^= int(a.reshape(-1).view(np.uint64).sum(dtype=np.uint64))
         n += a.shape[0]
+    if on_gpu is not None:
+        checksum ^= int(on_gpu.item())  # waits for the device
     dt = time.perf_counter() - t0
     own, children = _cpu_self() - c0, _cpu_children() - k0
     return {"images": n, "seconds": dt, "images_per_s": n / dt,
@@ -236,7 +263,7 @@ def _tfrecord_index(path: Path, out: Path) -> None:
     out.write_text("".join(lines))
 
 
-def _dali(work: Path, batch_size: int) -> Batches:
+def _dali(work: Path, batch_size: int, gpu: bool = False) -> Batches:
     dali = importlib.import_module("nvidia.dali")
     fn = importlib.import_module("nvidia.dali.fn")
     types = importlib.import_module("nvidia.dali.types")
@@ -254,14 +281,16 @@ def _dali(work: Path, batch_size: int) -> Batches:
             path=[str(f) for f in files], index_path=index, name="reader",
             features={"image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
                       "image/class/label": tfrec.FixedLenFeature([1], tfrec.int64, -1)})
-        img = fn.decoders.image(rec["image/encoded"], device="cpu", output_type=types.RGB)
+        img = fn.decoders.image(rec["image/encoded"], device="mixed" if gpu else "cpu",
+                                output_type=types.RGB)
         img = fn.resize(img, resize_shorter=RESIZE)
         return fn.crop_mirror_normalize(
             img, crop=(SIZE, SIZE), crop_pos_x=fn.random.uniform(range=(0.0, 1.0)),
             crop_pos_y=fn.random.uniform(range=(0.0, 1.0)), mirror=fn.random.coin_flip(),
             dtype=types.UINT8, output_layout="HWC")
 
-    p = dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None)(pipe)()
+    p = dali.pipeline_def(batch_size=batch_size, num_threads=workers,
+                          device_id=0 if gpu else None)(pipe)()
     p.build()
     total = p.epoch_size("reader")
 
@@ -269,7 +298,12 @@ def _dali(work: Path, batch_size: int) -> Batches:
         n = 0
         while n < total:
             (out,) = p.run()
-            arr = out.as_array()
+            if gpu:
+                import torch
+
+                arr = torch.stack([torch.from_dlpack(t) for t in out])  # type: ignore[attr-defined]
+            else:
+                arr = out.as_array()
             take = min(len(arr), total - n)
             n += take
             yield arr[:take]
@@ -278,10 +312,71 @@ def _dali(work: Path, batch_size: int) -> Batches:
     return run
 
 
+def _hydrofeed_cuda(spec: str) -> Callable[[Path, int], Batches]:
+    def setup(work: Path, batch_size: int) -> Batches:
+        import torch
+
+        import hydrofeed as hf
+
+        def run() -> Iterator[Any]:
+            with ServeProcess(str(work / "parquet"), "--columns", "image,label",
+                              "--images", f"image={spec}") as s:
+                feed = hf.DataFeed(s.socket, batch_size=batch_size, connect_timeout=120)
+                for b in feed.batches(device="cuda"):
+                    col = b["image"]
+                    t = col if isinstance(col, torch.Tensor) else torch.from_dlpack(col)
+                    yield t.reshape(t.shape[0], SIZE, SIZE, 3)
+
+        return run
+
+    return setup
+
+
+def _nvjpeg(work: Path, batch_size: int) -> Batches:
+    """torchvision's nvJPEG in the trainer, as a user writes it without a feeder."""
+    import pyarrow.parquet as pq
+    import torch
+    import torch.nn.functional as F
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    files = _parquet_files(work)
+    gen = torch.Generator().manual_seed(0)
+
+    def run() -> Iterator[Any]:
+        for f in files:
+            for rb in pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=["image"]):
+                data = [torch.frombuffer(bytearray(v), dtype=torch.uint8)
+                        for v in rb.column(0).to_pylist()]
+                out = torch.empty((len(data), SIZE, SIZE, 3), dtype=torch.uint8, device="cuda")
+                imgs = decode_jpeg(data, mode=ImageReadMode.RGB, device="cuda")
+                for i, img in enumerate(imgs):
+                    h, w = img.shape[1:]
+                    s = min(h, w)
+                    size = (RESIZE, (w * RESIZE + s // 2) // s) if h <= w else \
+                        ((h * RESIZE + s // 2) // s, RESIZE)
+                    x = F.interpolate(img[None].float(), size=size, mode="bilinear",
+                                      antialias=True, align_corners=False)
+                    top = int(torch.randint(0, size[0] - SIZE + 1, (1,), generator=gen))
+                    left = int(torch.randint(0, size[1] - SIZE + 1, (1,), generator=gen))
+                    x = x[0, :, top:top + SIZE, left:left + SIZE]
+                    if torch.rand(1, generator=gen).item() < 0.5:
+                        x = x.flip(-1)
+                    out[i] = x.round_().clamp_(0, 255).permute(1, 2, 0)
+                yield out
+
+    return run
+
+
+def _dali_gpu(work: Path, batch_size: int) -> Batches:
+    return _dali(work, batch_size, gpu=True)
+
+
 def _setup(side: str, work: Path, batch_size: int) -> Batches:
     """Imports and setup (not timed); returns what the clock runs."""
     return {"hydrofeed": _hydrofeed, "tfdata": _tfdata, "torch": _torch,
-            "dali": _dali}[side](work, batch_size)
+            "dali": _dali, "hydrofeed_nvjpeg": _hydrofeed_cuda(f"{SPEC},gpu"),
+            "hydrofeed_cpu": _hydrofeed_cuda(SPEC), "nvjpeg": _nvjpeg,
+            "dali_gpu": _dali_gpu}[side](work, batch_size)
 
 
 def _reason(e: BaseException) -> str:
@@ -292,7 +387,7 @@ def _reason(e: BaseException) -> str:
 def run_one(side: str, work: Path, images: int, batch_size: int,
             min_secs: float = MIN_SECS) -> dict[str, Any]:
     """One side in this process: passes until ``min_secs`` of them went by."""
-    module = SIDES[side][0]
+    module = {**SIDES, **GPU_SIDES}[side][0]
     try:
         found = importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
@@ -347,8 +442,12 @@ def _summary(passes: list[dict[str, float]], sides_s: list[float]) -> dict[str, 
 
 
 def bench_images(images: int, repeat: int, batch_size: int, work: Path, timeout: float,
-                 only: list[str] | None = None, min_secs: float = MIN_SECS) -> dict[str, Any]:
-    sides = [s for s in SIDES if only is None or s in only or s == "hydrofeed"]
+                 only: list[str] | None = None, min_secs: float = MIN_SECS,
+                 gpu: bool = False) -> dict[str, Any]:
+    table = GPU_SIDES if gpu else SIDES
+    ours_side = "hydrofeed_nvjpeg" if gpu else "hydrofeed"
+    peers = [s for s in table if s != ours_side]
+    sides = [s for s in table if only is None or s in only or s == ours_side]
     binary = hydrofeed_bin()
     os.environ["HYDROFEED_BIN"] = shutil.copy2(binary, str(work / "hydrofeed"))
     print(f"images: generating {images} JPEGs (Parquet, TFRecord)", file=sys.stderr)
@@ -369,31 +468,32 @@ def bench_images(images: int, repeat: int, batch_size: int, work: Path, timeout:
     )
 
     def entry(s: str) -> dict[str, Any]:
-        what = SIDES[s][1]
+        what = table[s][1]
         if s not in sides:
             return {"status": "skipped", "reason": "not in --only", "what": what}
         if s in status:
             return {**status[s], "what": what}
         return {"status": "ran", "what": what, **_summary(runs[s], side_s[s])}
 
-    out_sides = {s: entry(s) for s in SIDES}
-    ours = out_sides["hydrofeed"]
+    out_sides = {s: entry(s) for s in table}
+    ours = out_sides[ours_side]
     ratios: dict[str, float] = {}
-    for p in PEERS:
+    for p in peers:
         if ours["status"] == "ran" and out_sides[p]["status"] == "ran":
             ratios[f"per_core_vs_{p}"] = _sig(ours["images_per_cpu_s"]
                                               / out_sides[p]["images_per_cpu_s"])
             ratios[f"per_core_vs_{p}_median"] = _sig(
                 ours["median_images_per_cpu_s"] / out_sides[p]["median_images_per_cpu_s"])
             ratios[f"all_cores_vs_{p}"] = _sig(ours["images_per_s"] / out_sides[p]["images_per_s"])
-    ran = [p for p in PEERS if out_sides[p]["status"] == "ran"]
+    ran = [p for p in peers if out_sides[p]["status"] == "ran"]
     best = max(ran, key=lambda p: out_sides[p]["images_per_cpu_s"]) if ran else None
     target: dict[str, Any] = {"per_core_over_best_peer": TARGET, "best_peer_per_core": best}
     if best is not None and ours["status"] == "ran":
         target["ratio"] = ratios[f"per_core_vs_{best}"]
         target["met"] = ratios[f"per_core_vs_{best}"] >= TARGET
     return {
-        "benchmark": "images",
+        "benchmark": "images_gpu" if gpu else "images",
+        "ours": ours_side,
         "images": images,
         "batch_size": batch_size,
         "repeat": repeat,
@@ -443,15 +543,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=600,
                    help="seconds one side of one round may take (setup included)")
     p.add_argument("--only", help="comma-separated sides to run (hydrofeed always runs): "
-                   + ", ".join(SIDES))
+                   + ", ".join([*SIDES, *GPU_SIDES]))
     p.add_argument("--min-secs", type=float, default=MIN_SECS,
                    help="seconds each side runs at least, per round (passes repeated)")
     p.add_argument("--json", action="store_true", help="print JSON only")
+    p.add_argument("--gpu", action="store_true",
+                   help="into CUDA tensors: hydrofeed's nvJPEG path (gpu) against its CPU "
+                   "decode staged to the GPU, torchvision's nvJPEG in the trainer, DALI's GPU "
+                   "pipeline")
     a = p.parse_args(argv)
     only = a.only.split(",") if a.only else None
     with tempfile.TemporaryDirectory(prefix="hydrofeed-images-") as d:
         out = bench_images(a.images, a.repeat, a.batch_size, Path(d), a.timeout, only,
-                           a.min_secs)
+                           a.min_secs, a.gpu)
     if a.json:
         print(json.dumps(out, indent=2))
     else:
@@ -468,7 +572,7 @@ def main(argv: list[str]) -> int:
         for k, v in out["ratios"].items():
             print(f"  {k}: {v}")
         print(f"  target: {out['target']}")
-    return 0 if out["sides"]["hydrofeed"]["status"] == "ran" else 1
+    return 0 if out["sides"][out["ours"]]["status"] == "ran" else 1
 
 
 if __name__ == "__main__":

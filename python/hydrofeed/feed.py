@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from hydrofeed import _tensorboard
+from hydrofeed import _tensorboard, images
 from hydrofeed._native import SOCKET_ENV, Batch, Feed
 from hydrofeed._tfos import BOUNDARY, END, GOT, Cutter, Part
 
@@ -288,14 +288,19 @@ class DataFeed:
         ``device="cuda:N"`` (or a ``torch.device``, a JAX GPU device, an ordinal): batches are
         staged into that GPU's memory and yielded as :class:`hydrofeed.gpu.DeviceBatch` es of
         DLPack tensors (see :mod:`hydrofeed.gpu`); :class:`hydrofeed.NoCudaDeviceError` on a
-        host without one.
+        host without one. A feed whose images are decoded on the GPU (an image spec with
+        ``gpu``) yields dicts instead, each such column a ``torch.uint8`` tensor
+        ``(N, H, W, 3)`` on that device (:mod:`hydrofeed.images`).
         """
         if batch_size is not None:
             self._ask_batch_size(batch_size)
         if device is not None:
             dev = self.device_feed(device)
+            gpu_images: bool | None = None
             while (d := self._take(dev.next)) is not None:
-                yield d
+                if gpu_images is None:
+                    gpu_images = bool(images.columns(self.schema))
+                yield images.decode(d, self.schema, dev.device) if gpu_images else d
                 del d
             return
         while True:

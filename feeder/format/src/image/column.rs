@@ -4,20 +4,29 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, FixedSizeListArray, LargeBinaryArray, RecordBatch, StringArray,
-    StructArray, UInt8Array,
+    Array, ArrayRef, BinaryArray, FixedSizeListArray, Int32Array, LargeBinaryArray, RecordBatch,
+    StringArray, StructArray, UInt8Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rayon::prelude::*;
 
-use super::{decode::process, ImageSpec};
+use super::decode::{gpu_plan, process, GPU_PLAN_LEN};
+use super::ImageSpec;
 use crate::{Error, Location, OnError, Result, SkipStats, SkippedRows, SplitReader};
 
 /// Field metadata on an image column: the source's Arrow type as text (`Binary`,
 /// `LargeBinary`, or the `Struct(...)` holding a `bytes` field), so a split is read as the file
 /// holds it.
 const SOURCE_KEY: &str = "hydrofeed.image.source";
+
+/// Field metadata on an image column decoded on the trainer's GPU (`gpu`): its spec; with
+/// [`SIZE_KEY`] (`HxW`, the output size) and [`FILTER_KEY`] (the resize filter's name).
+const GPU_KEY: &str = "hydrofeed.image.gpu";
+const SIZE_KEY: &str = "hydrofeed.image.size";
+const FILTER_KEY: &str = "hydrofeed.image.filter";
+/// Field metadata on a plan column ([`plan_name`]): the image column it plans.
+const PLAN_KEY: &str = "hydrofeed.image.plan";
 
 /// The field of an image struct column that holds the encoded bytes (Hugging Face `datasets`'
 /// `Image` feature writes `struct<bytes: binary, path: string>`).
@@ -73,7 +82,33 @@ pub fn image_schema(schema: &SchemaRef, specs: &[ImageSpec], path: &str) -> Resu
         let (h, w) = spec.out_size();
         let mut md = f.metadata().clone();
         md.insert(SOURCE_KEY.into(), f.data_type().to_string());
-        *f = Field::new(f.name(), tensor_type(h, w), f.is_nullable()).with_metadata(md);
+        if !spec.gpu {
+            *f = Field::new(f.name(), tensor_type(h, w), f.is_nullable()).with_metadata(md);
+            continue;
+        }
+        md.insert(GPU_KEY.into(), spec.to_string());
+        md.insert(SIZE_KEY.into(), format!("{h}x{w}"));
+        md.insert(FILTER_KEY.into(), spec.filter.name().into());
+        *f = Field::new(f.name(), bytes_type(f.data_type()), f.is_nullable()).with_metadata(md);
+    }
+    for spec in specs.iter().filter(|s| s.gpu) {
+        let name = plan_name(&spec.column);
+        if fields.iter().any(|f| f.name() == &name) {
+            return Err(Error::Schema {
+                path: path.to_string(),
+                detail: format!(
+                    "image column {:?} with gpu needs a column {name:?} for its plan, and the \
+                     input has one",
+                    spec.column
+                ),
+            });
+        }
+        let at = fields
+            .iter()
+            .position(|f| f.name() == &spec.column)
+            .map_or(fields.len(), |i| i + 1);
+        let md = [(PLAN_KEY.to_string(), spec.column.clone())].into();
+        fields.insert(at, Field::new(name, plan_type(), false).with_metadata(md));
     }
     Ok(Arc::new(Schema::new_with_metadata(
         fields,
@@ -81,13 +116,42 @@ pub fn image_schema(schema: &SchemaRef, specs: &[ImageSpec], path: &str) -> Resu
     )))
 }
 
+/// The name of the plan column of an image column decoded on the trainer's GPU (`gpu`): one
+/// row of `int32` `[height, width, resized height, resized width, crop top, crop left, flip]`
+/// beside the encoded bytes (python/hydrofeed/images.py reads it).
+pub fn plan_name(column: &str) -> String {
+    format!("{column}.plan")
+}
+
+fn plan_type() -> DataType {
+    DataType::FixedSizeList(
+        Arc::new(Field::new("item", DataType::Int32, false)),
+        GPU_PLAN_LEN as i32,
+    )
+}
+
+/// The bytes column a `gpu` spec sends: the source's binary type, or its struct's `bytes` one.
+fn bytes_type(source: &DataType) -> DataType {
+    match source {
+        DataType::Struct(fs) => fs
+            .iter()
+            .find(|f| f.name() == BYTES_FIELD)
+            .map_or(DataType::Binary, |f| f.data_type().clone()),
+        t => t.clone(),
+    }
+}
+
 /// The schema a split is read with before its images are decoded: [`image_schema`] undone.
 pub fn source_schema(schema: &SchemaRef) -> SchemaRef {
     let fields: Vec<Field> = schema
         .fields()
         .iter()
+        .filter(|f| !f.metadata().contains_key(PLAN_KEY))
         .map(|f| {
             let mut md = f.metadata().clone();
+            for k in [GPU_KEY, SIZE_KEY, FILTER_KEY] {
+                md.remove(k);
+            }
             match md.remove(SOURCE_KEY).map(|t| t.parse::<DataType>()) {
                 Some(Ok(t)) => Field::new(f.name(), t, f.is_nullable()).with_metadata(md),
                 _ => f.as_ref().clone(),
@@ -153,38 +217,76 @@ impl ImageReader {
         let rows = batch.num_rows();
         let first = self.next;
         self.next += rows as u64;
-        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        let mut made: Vec<(String, ArrayRef)> = Vec::new();
         let mut bad: Vec<Option<String>> = vec![None; rows];
         for spec in &self.specs {
-            let idx = batch
-                .schema()
-                .index_of(&spec.column)
-                .map_err(|_| Error::Schema {
+            let src = batch
+                .column_by_name(&spec.column)
+                .ok_or_else(|| Error::Schema {
                     path: self.path.clone(),
                     detail: format!("image column {:?} is not in the batch", spec.column),
                 })?;
-            let src = batch.column(idx);
-            let (h, w) = spec.out_size();
-            let size = h as usize * w as usize * 3;
-            let mut out = vec![0u8; rows * size];
             let bytes = Bytes::of(src).map_err(|detail| Error::Schema {
                 path: self.path.clone(),
                 detail: format!("image column {:?}: {detail}", spec.column),
             })?;
             let split = self.split;
-            let errors: Vec<(usize, String)> = out
-                .par_chunks_mut(size)
-                .enumerate()
-                .filter_map(|(i, px)| {
-                    let data = match bytes.value(i)? {
-                        Ok(data) => data,
-                        Err(e) => return Some((i, e)),
-                    };
-                    process(spec, data, split, first + i as u64, px)
-                        .err()
-                        .map(|e| (i, e))
-                })
-                .collect();
+            let (errors, arrays) = if spec.gpu {
+                let mut plans = vec![0i32; rows * GPU_PLAN_LEN];
+                let errors: Vec<(usize, String)> = plans
+                    .par_chunks_mut(GPU_PLAN_LEN)
+                    .enumerate()
+                    .filter_map(|(i, out)| {
+                        let data = match bytes.value(i)? {
+                            Ok(data) => data,
+                            Err(e) => return Some((i, e)),
+                        };
+                        match gpu_plan(spec, data, split, first + i as u64) {
+                            Ok(p) => {
+                                out.copy_from_slice(&p);
+                                None
+                            }
+                            Err(e) => Some((i, e)),
+                        }
+                    })
+                    .collect();
+                let field = Arc::new(Field::new("item", DataType::Int32, false));
+                let plan = FixedSizeListArray::try_new(
+                    field,
+                    GPU_PLAN_LEN as i32,
+                    Arc::new(Int32Array::from(plans)),
+                    None,
+                )
+                .map_err(|e| Error::external("image plan", e))?;
+                let plan_col = (plan_name(&spec.column), Arc::new(plan) as ArrayRef);
+                (
+                    errors,
+                    vec![(spec.column.clone(), bytes.column(src)), plan_col],
+                )
+            } else {
+                let (h, w) = spec.out_size();
+                let size = h as usize * w as usize * 3;
+                let mut out = vec![0u8; rows * size];
+                let errors: Vec<(usize, String)> = out
+                    .par_chunks_mut(size)
+                    .enumerate()
+                    .filter_map(|(i, px)| {
+                        let data = match bytes.value(i)? {
+                            Ok(data) => data,
+                            Err(e) => return Some((i, e)),
+                        };
+                        process(spec, data, split, first + i as u64, px)
+                            .err()
+                            .map(|e| (i, e))
+                    })
+                    .collect();
+                let field = self
+                    .schema
+                    .field_with_name(&spec.column)
+                    .map_err(|e| Error::external("image column", e))?;
+                let tensor = tensor_array(field.data_type(), out, src.nulls().cloned())?;
+                (errors, vec![(spec.column.clone(), tensor)])
+            };
             for (i, e) in errors {
                 let why = format!("column {:?}: {e}", spec.column);
                 if self.on_error == OnError::Raise {
@@ -192,12 +294,23 @@ impl ImageReader {
                 }
                 bad[i].get_or_insert(why);
             }
-            let field = self
-                .schema
-                .field_with_name(&spec.column)
-                .map_err(|e| Error::external("image column", e))?;
-            columns[idx] = tensor_array(field.data_type(), out, src.nulls().cloned())?;
+            made.extend(arrays);
         }
+        let columns = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| {
+                made.iter()
+                    .find(|(n, _)| n == f.name())
+                    .map(|(_, a)| a.clone())
+                    .or_else(|| batch.column_by_name(f.name()).cloned())
+                    .ok_or_else(|| Error::Schema {
+                        path: self.path.clone(),
+                        detail: format!("column {:?} is not in the batch", f.name()),
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let batch = RecordBatch::try_new(self.schema.clone(), columns)
             .map_err(|e| Error::external("image batch", e))?;
         if bad.iter().all(Option::is_none) {
@@ -261,6 +374,18 @@ impl<'a> Bytes<'a> {
             bytes: bytes.as_ref(),
             path: st.column_by_name("path").map(|p| p.as_ref()),
         })
+    }
+
+    /// The bytes as one binary column (`src` itself where it is one), nulls where rows are.
+    fn column(&self, src: &ArrayRef) -> ArrayRef {
+        if !matches!(src.data_type(), DataType::Struct(_)) {
+            return src.clone();
+        }
+        let rows = (0..self.outer.len()).map(|i| self.value(i).and_then(|v| v.ok()));
+        match self.bytes.data_type() {
+            DataType::LargeBinary => Arc::new(rows.collect::<LargeBinaryArray>()),
+            _ => Arc::new(rows.collect::<BinaryArray>()),
+        }
     }
 
     /// Row `i`'s bytes; `None` for a null row, an error for a struct whose bytes are null.

@@ -70,8 +70,13 @@ pub(crate) fn jpeg_scale(w: u32, h: u32, target: Option<Resize>) -> u32 {
     [8, 4, 2].into_iter().find(|&d| fits(d)).unwrap_or(1)
 }
 
-fn decode_jpeg(data: &[u8], max_pixels: u64, target: Option<Resize>) -> Result<Decoded, String> {
-    let mut dec = turbojpeg::Decompressor::new().map_err(|e| format!("JPEG decoder: {e}"))?;
+/// A JPEG's header, read by `dec` and checked: the pixel limit, and the kinds refused by name
+/// (CMYK, YCCK, lossless).
+fn jpeg_header(
+    dec: &mut turbojpeg::Decompressor,
+    data: &[u8],
+    max_pixels: u64,
+) -> Result<turbojpeg::DecompressHeader, String> {
     let head = dec
         .read_header(data)
         .map_err(|e| format!("bad JPEG header: {e}"))?;
@@ -88,6 +93,12 @@ fn decode_jpeg(data: &[u8], max_pixels: u64, target: Option<Resize>) -> Result<D
     if head.is_lossless {
         return Err("lossless JPEG is not supported".into());
     }
+    Ok(head)
+}
+
+fn decode_jpeg(data: &[u8], max_pixels: u64, target: Option<Resize>) -> Result<Decoded, String> {
+    let mut dec = turbojpeg::Decompressor::new().map_err(|e| format!("JPEG decoder: {e}"))?;
+    let head = jpeg_header(&mut dec, data, max_pixels)?;
     let d = jpeg_scale(head.width as u32, head.height as u32, target);
     let factor = turbojpeg::ScalingFactor::new(1, d as usize);
     dec.set_scaling_factor(factor)
@@ -371,6 +382,50 @@ pub(crate) fn whole_crop(spec: &ImageSpec, data: &[u8], r: u64) -> Result<Vec<u8
         (top, left, oh, ow),
         spec.filter,
     )
+}
+
+/// The number of values in one row's plan ([`gpu_plan`]).
+pub(crate) const GPU_PLAN_LEN: usize = 7;
+
+/// One row's plan for a decode on the trainer's GPU (`gpu`), from the JPEG's header alone:
+/// `[height, width, resized height, resized width, crop top, crop left, flip]`, the crop placed
+/// and the flip drawn as [`process`] does (the same `(seed, epoch, split, row)` draws), at full
+/// scale (nvJPEG has no DCT scaling). A file that is not a JPEG, or a header the feeder's own
+/// decode would refuse (the pixel limit, CMYK, lossless), is the row's error here, so the
+/// trainer sees only images it can decode.
+pub(crate) fn gpu_plan(
+    spec: &ImageSpec,
+    data: &[u8],
+    split: u32,
+    row: u64,
+) -> Result<[i32; GPU_PLAN_LEN], String> {
+    if !data.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        let kind = if data.starts_with(b"\x89PNG") {
+            "a PNG"
+        } else if data.starts_with(b"RIFF") {
+            "a WebP"
+        } else {
+            "not an image the feeder knows"
+        };
+        return Err(format!(
+            "{kind} ({} bytes), not a JPEG: gpu decodes JPEG only (nvJPEG); without gpu the \
+             feeder decodes PNG and WebP",
+            data.len()
+        ));
+    }
+    let mut dec = turbojpeg::Decompressor::new().map_err(|e| format!("JPEG decoder: {e}"))?;
+    let head = jpeg_header(&mut dec, data, spec.max_pixels)?;
+    let (w, h) = (head.width as u32, head.height as u32);
+    let (rh, rw) = resized(w, h, spec.resize);
+    let r = row_random(spec.seed, spec.epoch, split, row);
+    let (top, left) = crop_place(spec, (rh, rw), r)?;
+    let flip = spec.flip && (super::mix(r) >> 63) == 1;
+    let v = [h, w, rh, rw, top, left, u32::from(flip)];
+    let mut out = [0i32; GPU_PLAN_LEN];
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = i32::try_from(x).map_err(|_| format!("a size of {x} pixels is out of range"))?;
+    }
+    Ok(out)
 }
 
 /// One row's image under `spec`: decoded (a JPEG's crop only from the region it needs,

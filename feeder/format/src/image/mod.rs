@@ -11,7 +11,10 @@
 //! - `maxpixels:N`: the most pixels an image may declare (default 89478485, Pillow's);
 //! - `exif`: the image turned upright by its EXIF orientation first, as Pillow's
 //!   `ImageOps.exif_transpose` does (without it the orientation is ignored, as TensorFlow's
-//!   `decode_jpeg` ignores it).
+//!   `decode_jpeg` ignores it);
+//! - `gpu`: decoded on the trainer's GPU (nvJPEG) instead: the feeder reads each JPEG's header,
+//!   checks it and places the crop and the flip, and sends the encoded bytes with that plan
+//!   (see [`column::plan_name`] and python/hydrofeed/images.py).
 //!
 //! `FILTER` is `nearest`, `bilinear` (default), `bicubic` or `lanczos`, each as Pillow defines
 //! it. The output size must be fixed: a `crop` or a `size`. Random choices are a function of
@@ -63,7 +66,8 @@ impl Filter {
         })
     }
 
-    fn name(self) -> &'static str {
+    /// The filter's name in a spec.
+    pub fn name(self) -> &'static str {
         match self {
             Filter::Nearest => "nearest",
             Filter::Bilinear => "bilinear",
@@ -109,6 +113,8 @@ pub struct ImageSpec {
     pub max_pixels: u64,
     /// Whether the EXIF orientation is applied (`exif`); else ignored.
     pub exif: bool,
+    /// Whether the trainer decodes on its GPU (`gpu`): the feeder sends the bytes and a plan.
+    pub gpu: bool,
 }
 
 impl ImageSpec {
@@ -143,6 +149,7 @@ impl ImageSpec {
             epoch: 0,
             max_pixels: DEFAULT_MAX_PIXELS,
             exif: false,
+            gpu: false,
         };
         for op in ops.split(',').map(str::trim).filter(|o| !o.is_empty()) {
             let mut parts = op.split(':');
@@ -190,13 +197,25 @@ impl ImageSpec {
                         .map_err(|_| bad(format!("maxpixels {:?} is not a number", args[0])))?
                 }
                 "exif" => spec.exif = true,
+                "gpu" => spec.gpu = true,
                 _ => {
                     return Err(bad(format!(
                         "unknown operation {name:?} (resize, size, crop, randcrop, flip, seed, \
-                         maxpixels, exif)"
+                         maxpixels, exif, gpu)"
                     )))
                 }
             }
+        }
+        if spec.gpu && spec.exif {
+            return Err(bad(
+                "exif is applied by the feeder's decode, not with gpu (drop one of them)".into(),
+            ));
+        }
+        if spec.gpu && spec.filter == Filter::Lanczos {
+            return Err(bad(
+                "the GPU resize has no lanczos filter (nearest, bilinear or bicubic with gpu)"
+                    .into(),
+            ));
         }
         if spec.crop.is_none() && !matches!(spec.resize, Some(Resize::Exact(..))) {
             return Err(bad(
@@ -275,6 +294,9 @@ impl fmt::Display for ImageSpec {
         }
         if self.exif {
             ops.push("exif".into());
+        }
+        if self.gpu {
+            ops.push("gpu".into());
         }
         f.write_str(&ops.join(","))
     }

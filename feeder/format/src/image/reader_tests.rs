@@ -178,3 +178,134 @@ fn a_struct_of_bytes_and_path_is_decoded_under_its_name() {
     // Row 3 (the third kept): gray 30 everywhere.
     assert!(px.values()[2 * 48..].iter().all(|&v| v == 30));
 }
+
+fn jpeg_of(w: usize, h: usize) -> Vec<u8> {
+    let px: Vec<u8> = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
+    let img = turbojpeg::Image {
+        pixels: px.as_slice(),
+        width: w,
+        pitch: w * 3,
+        height: h,
+        format: turbojpeg::PixelFormat::RGB,
+    };
+    turbojpeg::compress(img, 90, turbojpeg::Subsamp::Sub2x2)
+        .unwrap()
+        .to_vec()
+}
+
+fn read_spec(path: &str, spec: &str, on_error: OnError) -> crate::Result<Vec<RecordBatch>> {
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
+    let opts = ReadOptions {
+        images: vec![ImageSpec::parse(spec).unwrap()],
+        on_error,
+        ..Default::default()
+    };
+    let p = plan(&storage, path, &opts)?;
+    let mut out = Vec::new();
+    for s in &p.splits {
+        let mut r = open_split(&storage, &p, s, &opts)?;
+        assert_eq!(r.schema(), p.schema);
+        for b in r.by_ref() {
+            out.push(b?);
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn with_gpu_the_bytes_travel_with_a_plan_from_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [(40, 30), (30, 40), (64, 48), (17, 50), (40, 30), (40, 30)];
+    let images: Vec<Vec<u8>> = sizes.iter().map(|&(w, h)| jpeg_of(w, h)).collect();
+    let path = write(dir.path(), images.clone());
+    let spec = "image=resize:8,randcrop:6,flip,seed:3,gpu";
+    let b = &read_spec(&path, spec, OnError::Raise).unwrap()[0];
+    let schema = b.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["id", "image", "image.plan"]);
+    let md = schema.field(1).metadata();
+    assert_eq!(md["hydrofeed.image.size"], "6x6");
+    assert_eq!(md["hydrofeed.image.filter"], "bilinear");
+    assert_eq!(
+        md["hydrofeed.image.gpu"],
+        "image=resize:8,randcrop:6x6,flip,seed:3,gpu"
+    );
+    let bytes = b.column(1).as_any().downcast_ref::<BinaryArray>().unwrap();
+    for (i, img) in images.iter().enumerate() {
+        assert_eq!(bytes.value(i), img.as_slice(), "row {i}'s bytes");
+    }
+    let plan = b
+        .column(2)
+        .as_any()
+        .downcast_ref::<FixedSizeListArray>()
+        .unwrap();
+    let mut flips = 0;
+    let mut places = std::collections::HashSet::new();
+    for (i, &(w, h)) in sizes.iter().enumerate() {
+        let (w, h) = (w as i32, h as i32);
+        let p = plan.value(i);
+        let p = p
+            .as_any()
+            .downcast_ref::<arrow_array::Int32Array>()
+            .unwrap();
+        let [ph, pw, rh, rw, top, left, flip] = p.values()[..] else {
+            panic!("row {i}: plan {:?}", p.values())
+        };
+        assert_eq!((ph, pw), (h, w), "row {i}: the header's size");
+        // The shorter side to 8, the longer rounded as the feeder's own resize does.
+        let long = |l: i32, s: i32| (l * 8 + s / 2) / s;
+        let want = if w <= h {
+            (long(h, w), 8)
+        } else {
+            (8, long(w, h))
+        };
+        assert_eq!((rh, rw), want, "row {i}");
+        assert!(
+            top >= 0 && left >= 0 && top + 6 <= rh && left + 6 <= rw,
+            "row {i}"
+        );
+        assert!(flip == 0 || flip == 1);
+        flips += flip;
+        places.insert((top, left));
+    }
+    assert!(places.len() > 1, "the crop is placed per row: {places:?}");
+    assert!(
+        flips > 0 && flips < 6,
+        "one row in two flipped: {flips} of 6"
+    );
+    // A second read repeats the plan (the draws are the row's, not the thread's).
+    let again = &read_spec(&path, spec, OnError::Raise).unwrap()[0];
+    assert_eq!(again.column(2), b.column(2));
+}
+
+#[test]
+fn with_gpu_a_png_or_a_bad_header_is_the_rows_error_or_skipped_by_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut images: Vec<Vec<u8>> = (0..5).map(|_| jpeg_of(20, 20)).collect();
+    images[1] = png_gray(20, 20, 9);
+    images[3].truncate(10);
+    let path = write(dir.path(), images);
+    let spec = "image=crop:8,gpu";
+    let e = read_spec(&path, spec, OnError::Raise)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("row 1") && e.contains("a PNG") && e.contains("gpu decodes JPEG only"),
+        "{e}"
+    );
+    let b = read_spec(&path, spec, OnError::Skip).unwrap();
+    let ids: Vec<i64> = b
+        .iter()
+        .flat_map(|b| {
+            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            a.values().to_vec()
+        })
+        .collect();
+    assert_eq!(ids, [0, 2, 4]);
+    assert!(ImageSpec::parse("image=crop:8,gpu,exif")
+        .unwrap_err()
+        .contains("exif"));
+    assert!(ImageSpec::parse("image=resize:9:lanczos,crop:8,gpu")
+        .unwrap_err()
+        .contains("no lanczos"));
+}
