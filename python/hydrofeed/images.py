@@ -33,7 +33,6 @@ found by the decoder here: :class:`hydrofeed.DataError` naming the batch's row a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -144,16 +143,18 @@ def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, An
     import torch
     import torch.nn.functional as F
 
-    if schema is None:
-        schema = getattr(batch, "schema", None)
-    if not isinstance(batch, Mapping):
+    import pyarrow as pa
+
+    if isinstance(batch, pa.RecordBatch):
+        schema = batch.schema if schema is None else schema
         batch = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
     specs = columns(schema)
     if not specs:
         raise ValueError("the batch has no image column sent with gpu (image=...,gpu); "
                          "columns: " + ", ".join(batch.keys()))
     dev = torch.device(device)
-    out = {k: v for k, v in batch.items() if k not in {plan_name(c) for c in specs}}
+    plans = {plan_name(c) for c in specs}
+    out = {k: batch[k] for k in batch.keys() if k not in plans}
     for name, (oh, ow, filt) in specs.items():
         encoded = _encoded(batch[name])
         n = len(encoded)
