@@ -46,9 +46,6 @@ FILTER_KEY = b"hydrofeed.image.filter"
 #: the values of a row's plan, in order
 PLAN = ("height", "width", "resized_height", "resized_width", "top", "left", "flip")
 
-_MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest-exact"}
-
-
 def plan_name(column: str) -> str:
     """The plan column beside a ``gpu`` image column."""
     return f"{column}.plan"
@@ -129,6 +126,76 @@ def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
     return done
 
 
+#: each filter's support, in source pixels at scale 1 (Pillow's)
+_SUPPORT = {"nearest": 0.0, "bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}
+
+
+def _kernel(filt: str, x: Any) -> Any:
+    """Pillow's filter ``filt`` at ``x`` (a tensor)."""
+    import torch
+
+    ax = x.abs()
+    if filt == "bilinear":
+        return (1 - ax).clamp_min(0)
+    if filt == "bicubic":
+        a = -0.5
+        near = ((a + 2) * ax - (a + 3)) * ax * ax + 1
+        far = (((ax - 5) * ax + 8) * ax - 4) * a
+        return torch.where(ax < 1, near, torch.where(ax < 2, far, torch.zeros_like(ax)))
+    return torch.where((x >= -3) & (x < 3), torch.sinc(x) * torch.sinc(x / 3),
+                       torch.zeros_like(x))
+
+
+def _weights(filt: str, size_in: Any, size_out: Any, start: Any, flip: Any, n_out: int,
+             n_in: int) -> Any:
+    """``(N, n_out, n_in)`` float32: output pixel ``j`` of each image along one axis (the
+    resized image's pixel ``start + j``, counted from the end where ``flip``) as weights of
+    the input's pixels, computed as Pillow's resample computes them (the filter's support
+    widened by the downscale, the window clipped to the image, the weights normalized).
+    Arguments are ``(N,)`` float64 tensors."""
+    import torch
+
+    j = torch.arange(n_out, dtype=torch.float64, device=size_in.device)
+    dst = start[:, None] + torch.where(flip[:, None] > 0, n_out - 1 - j, j)
+    scale = (size_in / size_out)[:, None]
+    k = torch.arange(n_in, dtype=torch.float64, device=size_in.device)[None, None, :]
+    if filt == "nearest":
+        src = torch.minimum(((dst + 0.5) * scale).floor(), size_in[:, None] - 1)
+        return (k == src[..., None]).float()
+    fs = scale.clamp(min=1.0)
+    support = _SUPPORT[filt] * fs
+    center = (dst + 0.5) * scale
+    lo = (center - support + 0.5).floor().clamp(min=0)[..., None]
+    hi = torch.minimum((center + support + 0.5).floor(), size_in[:, None])[..., None]
+    w = _kernel(filt, (k - center[..., None] + 0.5) / fs[..., None])
+    w = torch.where((k >= lo) & (k < hi), w, torch.zeros_like(w))
+    total = w.sum(-1, keepdim=True)
+    return (w / torch.where(total != 0, total, torch.ones_like(total))).float()
+
+
+def _resample(imgs: list[Any], plan: Any, oh: int, ow: int, filt: str) -> Any:
+    """The decoded ``(3, h, w)`` images resized, cropped and flipped by their plans (an
+    ``(n, 7)`` int64 tensor on their device) into ``(n, oh, ow, 3)`` uint8, the whole batch at
+    once: the images padded into one tensor, then a horizontal and a vertical pass, each one
+    batched matrix product with the weights of :func:`_weights` (the crop and the flip are
+    rows of those weights), rounded to 8 bits between the passes as Pillow does."""
+    import torch
+
+    dev = plan.device
+    n = len(imgs)
+    hmax = max(int(i.shape[1]) for i in imgs)
+    wmax = max(int(i.shape[2]) for i in imgs)
+    x = torch.zeros((n, 3, hmax, wmax), dtype=torch.float32, device=dev)
+    for i, img in enumerate(imgs):
+        x[i, :, :img.shape[1], :img.shape[2]] = img
+    p = plan.to(torch.float64)
+    wx = _weights(filt, p[:, 1], p[:, 3], p[:, 5], p[:, 6], ow, wmax)
+    wy = _weights(filt, p[:, 0], p[:, 2], p[:, 4], torch.zeros_like(p[:, 6]), oh, hmax)
+    t = torch.matmul(x, wx.transpose(1, 2)[:, None]).round_().clamp_(0, 255)
+    o = torch.matmul(wy[:, None], t).round_().clamp_(0, 255)
+    return o.to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+
+
 def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, Any]:
     """``batch`` with each ``gpu`` image column decoded on ``device`` (``"cuda"``,
     ``"cuda:N"``, a ``torch.device``, ``"cpu"``) into a ``torch.uint8`` tensor
@@ -140,10 +207,8 @@ def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, An
     cannot decode, or whose decoded size is not the one its header declared, is a
     :class:`hydrofeed.DataError` naming the column and the row of the batch.
     """
-    import torch
-    import torch.nn.functional as F
-
     import pyarrow as pa
+    import torch
 
     if isinstance(batch, pa.RecordBatch):
         schema = batch.schema if schema is None else schema
@@ -159,24 +224,19 @@ def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, An
         encoded = _encoded(batch[name])
         n = len(encoded)
         plan = _host_plan(batch[plan_name(name)], n)
-        pixels = torch.zeros((n, oh, ow, 3), dtype=torch.uint8, device=dev)
         rows = [i for i, e in enumerate(encoded) if e is not None]
         imgs = _decode_jpegs([encoded[i] for i in rows], dev, name) if rows else []
-        mode = _MODES[filt]
         for i, img in zip(rows, imgs, strict=True):
-            h, w, rh, rw, top, left, flip = (int(v) for v in plan[i])
-            if tuple(img.shape[1:]) != (h, w):
+            if tuple(img.shape[1:]) != tuple(plan[i, :2]):
                 raise DataError(f"image column {name!r}, row {i} of the batch: decoded "
-                                f"{img.shape[1]}x{img.shape[2]}, its header says {h}x{w}")
-            x = img.unsqueeze(0)
-            if (rh, rw) != (h, w):
-                aa = mode != "nearest-exact"
-                x = F.interpolate(x.float(), size=(rh, rw), mode=mode, antialias=aa,
-                                  **({"align_corners": False} if aa else {}))
-                x = x.round_().clamp_(0, 255)
-            x = x[0, :, top:top + oh, left:left + ow]
-            if flip:
-                x = x.flip(-1)
-            pixels[i] = x.permute(1, 2, 0)
+                                f"{img.shape[1]}x{img.shape[2]}, its header says "
+                                f"{plan[i, 0]}x{plan[i, 1]}")
+        if len(rows) == n and n:
+            out[name] = _resample(imgs, torch.from_numpy(plan).to(dev), oh, ow, filt)
+            continue
+        pixels = torch.zeros((n, oh, ow, 3), dtype=torch.uint8, device=dev)
+        if rows:
+            kept = torch.from_numpy(plan[rows]).to(dev)
+            pixels[torch.tensor(rows, device=dev)] = _resample(imgs, kept, oh, ow, filt)
         out[name] = pixels
     return out

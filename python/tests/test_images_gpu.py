@@ -30,8 +30,9 @@ SPEC = "image=resize:256,randcrop:224,flip,seed:11"
 #: the feeder's decode against torchvision's libjpeg-turbo and torch's antialiased resize:
 #: the mean absolute difference per value, and the share of values more than 2 levels apart
 CPU_MEAN, CPU_FAR = 0.4, 0.005
-#: against nvJPEG on a GPU (another IDCT and chroma upsampling)
-GPU_MEAN, GPU_FAR = 1.5, 0.10
+#: against nvJPEG on a GPU, whose IDCT and chroma upsampling are not libjpeg-turbo's (measured
+#: on an H200: mean 1.90, 27% of values more than 2 levels apart; a crop misplaced: mean 35)
+GPU_MEAN, GPU_FAR = 2.5, 0.35
 
 
 @pytest.fixture(scope="module")
