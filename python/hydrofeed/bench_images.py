@@ -317,6 +317,10 @@ def _hydrofeed_cuda(spec: str) -> Callable[[Path, int], Batches]:
         import torch
 
         import hydrofeed as hf
+        from hydrofeed import images
+
+        if spec.endswith(",gpu"):
+            images.warm("cuda")  # imports and the decoder's start, as the peers' setup has
 
         def run() -> Iterator[Any]:
             with ServeProcess(str(work / "parquet"), "--columns", "image,label",
@@ -341,6 +345,9 @@ def _nvjpeg(work: Path, batch_size: int) -> Batches:
 
     files = _parquet_files(work)
     gen = torch.Generator().manual_seed(0)
+    from hydrofeed import images
+
+    images.warm("cuda")
 
     def run() -> Iterator[Any]:
         for f in files:

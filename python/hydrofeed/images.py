@@ -100,6 +100,18 @@ def _encoded(data: Any) -> list[Any]:
     return [whole[off[i]:off[i + 1]] if valid[i] else None for i in range(len(data))]
 
 
+def warm(device: Any = "cuda") -> None:
+    """Imports the decoder and starts it on ``device`` (a first nvJPEG call takes seconds),
+    so the first batch does not pay for it."""
+    import torch
+    from torchvision.io import encode_jpeg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        data = encode_jpeg(torch.zeros((3, 16, 16), dtype=torch.uint8))
+    _decode_jpegs([data], torch.device(device), "warm-up")
+
+
 def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
     """Each tensor of ``encoded`` decoded to ``(3, h, w)`` uint8 on ``device``: one batched call,
     and image by image when it fails, to name the row."""
@@ -126,6 +138,8 @@ def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
     return done
 
 
+#: the fixed-point bits of the resize weights (Pillow's ``PRECISION_BITS`` for 8-bit images)
+_BITS = 22
 #: each filter's support, in source pixels at scale 1 (Pillow's)
 _SUPPORT = {"nearest": 0.0, "bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}
 
@@ -148,11 +162,11 @@ def _kernel(filt: str, x: Any) -> Any:
 
 def _weights(filt: str, size_in: Any, size_out: Any, start: Any, flip: Any, n_out: int,
              n_in: int) -> Any:
-    """``(N, n_out, n_in)`` float32: output pixel ``j`` of each image along one axis (the
+    """``(N, n_out, n_in)`` float64: output pixel ``j`` of each image along one axis (the
     resized image's pixel ``start + j``, counted from the end where ``flip``) as weights of
     the input's pixels, computed as Pillow's resample computes them (the filter's support
-    widened by the downscale, the window clipped to the image, the weights normalized).
-    Arguments are ``(N,)`` float64 tensors."""
+    widened by the downscale, the window clipped to the image, the weights normalized, then
+    integers of ``1 << _BITS``). Arguments are ``(N,)`` float64 tensors."""
     import torch
 
     j = torch.arange(n_out, dtype=torch.float64, device=size_in.device)
@@ -161,16 +175,19 @@ def _weights(filt: str, size_in: Any, size_out: Any, start: Any, flip: Any, n_ou
     k = torch.arange(n_in, dtype=torch.float64, device=size_in.device)[None, None, :]
     if filt == "nearest":
         src = torch.minimum(((dst + 0.5) * scale).floor(), size_in[:, None] - 1)
-        return (k == src[..., None]).float()
+        return (k == src[..., None]).to(torch.float64) * (1 << _BITS)
     fs = scale.clamp(min=1.0)
     support = _SUPPORT[filt] * fs
     center = (dst + 0.5) * scale
     lo = (center - support + 0.5).floor().clamp(min=0)[..., None]
     hi = torch.minimum((center + support + 0.5).floor(), size_in[:, None])[..., None]
-    w = _kernel(filt, (k - center[..., None] + 0.5) / fs[..., None])
+    w = _kernel(filt, (k - center[..., None] + 0.5) * (1.0 / fs[..., None]))
     w = torch.where((k >= lo) & (k < hi), w, torch.zeros_like(w))
     total = w.sum(-1, keepdim=True)
-    return (w / torch.where(total != 0, total, torch.ones_like(total))).float()
+    w = w / torch.where(total != 0, total, torch.ones_like(total))
+    # Pillow's fixed point: each weight an integer of 1 << _BITS, rounded half away from 0.
+    q = w * (1 << _BITS)
+    return torch.where(q >= 0, (q + 0.5).floor(), (q - 0.5).ceil())
 
 
 def _resample(imgs: list[Any], plan: Any, oh: int, ow: int, filt: str) -> Any:
@@ -178,21 +195,25 @@ def _resample(imgs: list[Any], plan: Any, oh: int, ow: int, filt: str) -> Any:
     ``(n, 7)`` int64 tensor on their device) into ``(n, oh, ow, 3)`` uint8, the whole batch at
     once: the images padded into one tensor, then a horizontal and a vertical pass, each one
     batched matrix product with the weights of :func:`_weights` (the crop and the flip are
-    rows of those weights), rounded to 8 bits between the passes as Pillow does."""
+    rows of those weights), rounded to 8 bits after each pass as Pillow does."""
     import torch
 
     dev = plan.device
     n = len(imgs)
     hmax = max(int(i.shape[1]) for i in imgs)
     wmax = max(int(i.shape[2]) for i in imgs)
-    x = torch.zeros((n, 3, hmax, wmax), dtype=torch.float32, device=dev)
+    # Integer pixels times integer weights, summed in float64: every partial sum is an integer
+    # under 2**53, so exact in any order; an image's pixels do not depend on the batch around
+    # it (its padding, the products' blocking), and round as Pillow's fixed point rounds.
+    x = torch.zeros((n, 3, hmax, wmax), dtype=torch.float64, device=dev)
     for i, img in enumerate(imgs):
         x[i, :, :img.shape[1], :img.shape[2]] = img
     p = plan.to(torch.float64)
     wx = _weights(filt, p[:, 1], p[:, 3], p[:, 5], p[:, 6], ow, wmax)
     wy = _weights(filt, p[:, 0], p[:, 2], p[:, 4], torch.zeros_like(p[:, 6]), oh, hmax)
-    t = torch.matmul(x, wx.transpose(1, 2)[:, None]).round_().clamp_(0, 255)
-    o = torch.matmul(wy[:, None], t).round_().clamp_(0, 255)
+    half, one = float(1 << (_BITS - 1)), float(1 << _BITS)
+    t = torch.matmul(x, wx.transpose(1, 2)[:, None]).add_(half).div_(one).floor_().clamp_(0, 255)
+    o = torch.matmul(wy[:, None], t).add_(half).div_(one).floor_().clamp_(0, 255)
     return o.to(torch.uint8).permute(0, 2, 3, 1).contiguous()
 
 
