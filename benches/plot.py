@@ -56,6 +56,8 @@ TARGETS = {
     "images_per_core_vs_tfdata": 1.5,
     "images_per_core_vs_dali": 1.5,
     "images_per_core_vs_torch": 1.5,
+    "images_gpu_per_core_vs_nvjpeg": 1.5,
+    "images_gpu_per_core_vs_hydrofeed_cpu": 1.0,
 }
 
 
@@ -72,17 +74,18 @@ def collect(results: Path) -> dict[str, float]:
     # The top level, the order runs, the peers side by side and the GPU run on an H200 node
     # (the other folders hold before/after pairs of one change, or earlier runs); a later
     # file's ratio replaces an earlier one's: the newest Parquet decode and launch / tf.data.
-    extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "spark_transport/*.json", "images/images.json",
-             "decode_v3/*.json", "peers/peers_tfdata_parquet_values.json"]
+    extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "gpu/bench_images_gpu_h200.json",
+             "spark_transport/*.json", "images/images.json", "decode_v3/*.json",
+             "peers/peers_tfdata_parquet_values.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.
-        tag = " [H200]" if data.get("benchmark") == "gpu" else ""
-        prefix = "images_" if data.get("benchmark") == "images" else ""
+        tag = " [H200]" if data.get("benchmark") in ("gpu", "images_gpu") else ""
+        prefix = {"images": "images_", "images_gpu": "images_gpu_"}.get(data.get("benchmark"), "")
         for name, value in (data.get("ratios") or {}).items():
             name = prefix + name
             # The best passes only (medians and the all-cores decode runs are in the tables).
-            if name.endswith(("_median", "_all_cores")):
+            if name.endswith(("_median", "_all_cores")) or "_all_cores_vs_" in name:
                 continue
             if isinstance(value, (int, float)):
                 ratios[name + tag] = float(value)

@@ -315,6 +315,7 @@ def _dali(work: Path, batch_size: int, gpu: bool = False) -> Batches:
 def _hydrofeed_cuda(spec: str) -> Callable[[Path, int], Batches]:
     def setup(work: Path, batch_size: int) -> Batches:
         import torch
+        from torch.utils.dlpack import from_dlpack
 
         import hydrofeed as hf
         from hydrofeed import images
@@ -328,7 +329,7 @@ def _hydrofeed_cuda(spec: str) -> Callable[[Path, int], Batches]:
                 feed = hf.DataFeed(s.socket, batch_size=batch_size, connect_timeout=120)
                 for b in feed.batches(device="cuda"):
                     col = b["image"]
-                    t = col if isinstance(col, torch.Tensor) else torch.from_dlpack(col)
+                    t = col if isinstance(col, torch.Tensor) else from_dlpack(col)
                     yield t.reshape(t.shape[0], SIZE, SIZE, 3)
 
         return run

@@ -73,9 +73,9 @@ def _host_plan(plan: Any, n: int) -> np.ndarray:
     if isinstance(plan, pa.Array):
         plan = plan.flatten().to_numpy(zero_copy_only=False)
     elif not isinstance(plan, np.ndarray):
-        import torch
+        from torch.utils.dlpack import from_dlpack
 
-        plan = torch.from_dlpack(plan).cpu().numpy()
+        plan = from_dlpack(plan).cpu().numpy()
     return np.asarray(plan, dtype=np.int32).reshape(n, len(PLAN))
 
 

@@ -79,8 +79,9 @@ def test_the_trainers_decode_places_the_crop_and_flip_as_the_feeder(jpegs: Path)
     # A crop placed or flipped otherwise is far off: the test can tell.
     other = _trainer_pixels(jpegs, SPEC.replace("seed:11", "seed:12") + ",gpu", "cpu")
     assert _differ(other, want)[0] > 5 * CPU_MEAN
-    # Center crop, bicubic, exact size: the same agreement.
-    for spec in ("image=resize:256:bicubic,crop:224", "image=size:224x224"):
+    # Center crop, bicubic, lanczos, exact size: the same agreement.
+    for spec in ("image=resize:256:bicubic,crop:224", "image=resize:240:lanczos,crop:224",
+                 "image=size:224x224"):
         mean, far = _differ(_trainer_pixels(jpegs, spec + ",gpu", "cpu"),
                             _feeder_pixels(jpegs, spec))
         assert mean < CPU_MEAN and far < CPU_FAR, (spec, mean, far)

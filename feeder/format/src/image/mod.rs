@@ -211,12 +211,6 @@ impl ImageSpec {
                 "exif is applied by the feeder's decode, not with gpu (drop one of them)".into(),
             ));
         }
-        if spec.gpu && spec.filter == Filter::Lanczos {
-            return Err(bad(
-                "the GPU resize has no lanczos filter (nearest, bilinear or bicubic with gpu)"
-                    .into(),
-            ));
-        }
         if spec.crop.is_none() && !matches!(spec.resize, Some(Resize::Exact(..))) {
             return Err(bad(
                 "the output needs one fixed size: give crop:S, randcrop:S or size:HxW".into(),

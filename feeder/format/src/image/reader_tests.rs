@@ -305,7 +305,4 @@ fn with_gpu_a_png_or_a_bad_header_is_the_rows_error_or_skipped_by_position() {
     assert!(ImageSpec::parse("image=crop:8,gpu,exif")
         .unwrap_err()
         .contains("exif"));
-    assert!(ImageSpec::parse("image=resize:9:lanczos,crop:8,gpu")
-        .unwrap_err()
-        .contains("no lanczos"));
 }
