@@ -233,23 +233,10 @@ impl ImageReader {
             let split = self.split;
             let (errors, arrays) = if spec.gpu {
                 let mut plans = vec![0i32; rows * GPU_PLAN_LEN];
-                let errors: Vec<(usize, String)> = plans
-                    .par_chunks_mut(GPU_PLAN_LEN)
-                    .enumerate()
-                    .filter_map(|(i, out)| {
-                        let data = match bytes.value(i)? {
-                            Ok(data) => data,
-                            Err(e) => return Some((i, e)),
-                        };
-                        match gpu_plan(spec, data, split, first + i as u64) {
-                            Ok(p) => {
-                                out.copy_from_slice(&p);
-                                None
-                            }
-                            Err(e) => Some((i, e)),
-                        }
-                    })
-                    .collect();
+                let errors = bytes.per_row(&mut plans, GPU_PLAN_LEN, |i, data, out| {
+                    out.copy_from_slice(&gpu_plan(spec, data, split, first + i as u64)?);
+                    Ok(())
+                });
                 let field = Arc::new(Field::new("item", DataType::Int32, false));
                 let plan = FixedSizeListArray::try_new(
                     field,
@@ -267,19 +254,9 @@ impl ImageReader {
                 let (h, w) = spec.out_size();
                 let size = h as usize * w as usize * 3;
                 let mut out = vec![0u8; rows * size];
-                let errors: Vec<(usize, String)> = out
-                    .par_chunks_mut(size)
-                    .enumerate()
-                    .filter_map(|(i, px)| {
-                        let data = match bytes.value(i)? {
-                            Ok(data) => data,
-                            Err(e) => return Some((i, e)),
-                        };
-                        process(spec, data, split, first + i as u64, px)
-                            .err()
-                            .map(|e| (i, e))
-                    })
-                    .collect();
+                let errors = bytes.per_row(&mut out, size, |i, data, px| {
+                    process(spec, data, split, first + i as u64, px)
+                });
                 let field = self
                     .schema
                     .field_with_name(&spec.column)
@@ -374,6 +351,26 @@ impl<'a> Bytes<'a> {
             bytes: bytes.as_ref(),
             path: st.column_by_name("path").map(|p| p.as_ref()),
         })
+    }
+
+    /// `f` on each non-null row's bytes and its `size` values of `out`, one row per task on
+    /// the decode pool: the rows whose bytes are missing or whose `f` failed, with the reason.
+    fn per_row<T: Send>(
+        &self,
+        out: &mut [T],
+        size: usize,
+        f: impl Fn(usize, &[u8], &mut [T]) -> std::result::Result<(), String> + Sync,
+    ) -> Vec<(usize, String)> {
+        out.par_chunks_mut(size)
+            .enumerate()
+            .filter_map(|(i, chunk)| {
+                let data = match self.value(i)? {
+                    Ok(data) => data,
+                    Err(e) => return Some((i, e)),
+                };
+                f(i, data, chunk).err().map(|e| (i, e))
+            })
+            .collect()
     }
 
     /// The bytes as one binary column (`src` itself where it is one), nulls where rows are.

@@ -14,7 +14,7 @@
 //!   `decode_jpeg` ignores it);
 //! - `gpu`: decoded on the trainer's GPU (nvJPEG) instead: the feeder reads each JPEG's header,
 //!   checks it and places the crop and the flip, and sends the encoded bytes with that plan
-//!   (see [`column::plan_name`] and python/hydrofeed/images.py).
+//!   (see [`plan_name`] and python/hydrofeed/images.py).
 //!
 //! `FILTER` is `nearest`, `bilinear` (default), `bicubic` or `lanczos`, each as Pillow defines
 //! it. The output size must be fixed: a `crop` or a `size`. Random choices are a function of
@@ -35,7 +35,7 @@ mod tests;
 use std::borrow::Cow;
 use std::fmt;
 
-pub use column::{image_schema, source_schema, tensor_type, ImageReader};
+pub use column::{image_schema, plan_name, source_schema, tensor_type, ImageReader};
 pub use decode::{decode_image, Decoded};
 
 /// Pillow's `Image.MAX_IMAGE_PIXELS`: images declaring more pixels are refused.

@@ -51,24 +51,7 @@ fn read(
     path: &str,
     on_error: OnError,
 ) -> crate::Result<(Vec<RecordBatch>, Vec<crate::SkippedRows>)> {
-    let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
-    let opts = ReadOptions {
-        images: vec![ImageSpec::parse("image=size:6x8,crop:4x4").unwrap()],
-        on_error,
-        ..Default::default()
-    };
-    let p = plan(&storage, path, &opts)?;
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    for s in &p.splits {
-        let mut r = open_split(&storage, &p, s, &opts)?;
-        assert_eq!(r.schema(), p.schema);
-        for b in r.by_ref() {
-            out.push(b?);
-        }
-        skipped.extend(r.skipped_rows().iter().cloned());
-    }
-    Ok((out, skipped))
+    read_spec(path, "image=size:6x8,crop:4x4", on_error)
 }
 
 #[test]
@@ -179,21 +162,12 @@ fn a_struct_of_bytes_and_path_is_decoded_under_its_name() {
     assert!(px.values()[2 * 48..].iter().all(|&v| v == 30));
 }
 
-fn jpeg_of(w: usize, h: usize) -> Vec<u8> {
-    let px: Vec<u8> = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
-    let img = turbojpeg::Image {
-        pixels: px.as_slice(),
-        width: w,
-        pitch: w * 3,
-        height: h,
-        format: turbojpeg::PixelFormat::RGB,
-    };
-    turbojpeg::compress(img, 90, turbojpeg::Subsamp::Sub2x2)
-        .unwrap()
-        .to_vec()
-}
-
-fn read_spec(path: &str, spec: &str, on_error: OnError) -> crate::Result<Vec<RecordBatch>> {
+/// Every batch of `path` read with one image spec, and the rows skipped.
+fn read_spec(
+    path: &str,
+    spec: &str,
+    on_error: OnError,
+) -> crate::Result<(Vec<RecordBatch>, Vec<crate::SkippedRows>)> {
     let storage: Arc<dyn Storage> = Arc::new(LocalStorage);
     let opts = ReadOptions {
         images: vec![ImageSpec::parse(spec).unwrap()],
@@ -202,24 +176,29 @@ fn read_spec(path: &str, spec: &str, on_error: OnError) -> crate::Result<Vec<Rec
     };
     let p = plan(&storage, path, &opts)?;
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for s in &p.splits {
         let mut r = open_split(&storage, &p, s, &opts)?;
         assert_eq!(r.schema(), p.schema);
         for b in r.by_ref() {
             out.push(b?);
         }
+        skipped.extend(r.skipped_rows().iter().cloned());
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 #[test]
 fn with_gpu_the_bytes_travel_with_a_plan_from_the_header() {
     let dir = tempfile::tempdir().unwrap();
     let sizes = [(40, 30), (30, 40), (64, 48), (17, 50), (40, 30), (40, 30)];
-    let images: Vec<Vec<u8>> = sizes.iter().map(|&(w, h)| jpeg_of(w, h)).collect();
+    let images: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&(w, h)| super::tests::jpeg(w, h))
+        .collect();
     let path = write(dir.path(), images.clone());
     let spec = "image=resize:8,randcrop:6,flip,seed:3,gpu";
-    let b = &read_spec(&path, spec, OnError::Raise).unwrap()[0];
+    let b = &read_spec(&path, spec, OnError::Raise).unwrap().0[0];
     let schema = b.schema();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     assert_eq!(names, ["id", "image", "image.plan"]);
@@ -274,14 +253,14 @@ fn with_gpu_the_bytes_travel_with_a_plan_from_the_header() {
         "one row in two flipped: {flips} of 6"
     );
     // A second read repeats the plan (the draws are the row's, not the thread's).
-    let again = &read_spec(&path, spec, OnError::Raise).unwrap()[0];
+    let again = &read_spec(&path, spec, OnError::Raise).unwrap().0[0];
     assert_eq!(again.column(2), b.column(2));
 }
 
 #[test]
 fn with_gpu_a_png_or_a_bad_header_is_the_rows_error_or_skipped_by_position() {
     let dir = tempfile::tempdir().unwrap();
-    let mut images: Vec<Vec<u8>> = (0..5).map(|_| jpeg_of(20, 20)).collect();
+    let mut images: Vec<Vec<u8>> = (0..5).map(|_| super::tests::jpeg(20, 20)).collect();
     images[1] = png_gray(20, 20, 9);
     images[3].truncate(10);
     let path = write(dir.path(), images);
@@ -293,7 +272,8 @@ fn with_gpu_a_png_or_a_bad_header_is_the_rows_error_or_skipped_by_position() {
         e.contains("row 1") && e.contains("a PNG") && e.contains("gpu decodes JPEG only"),
         "{e}"
     );
-    let b = read_spec(&path, spec, OnError::Skip).unwrap();
+    let (b, skipped) = read_spec(&path, spec, OnError::Skip).unwrap();
+    assert_eq!(skipped.iter().map(|r| r.start).collect::<Vec<_>>(), [1, 3]);
     let ids: Vec<i64> = b
         .iter()
         .flat_map(|b| {

@@ -19,7 +19,7 @@ fn png_rgb(w: u32, h: u32) -> Vec<u8> {
     out
 }
 
-fn jpeg(w: usize, h: usize) -> Vec<u8> {
+pub(super) fn jpeg(w: usize, h: usize) -> Vec<u8> {
     let px: Vec<u8> = (0..h)
         .flat_map(|y| (0..w).flat_map(move |x| [(x * 3) as u8, (y * 2) as u8, 128]))
         .collect();
