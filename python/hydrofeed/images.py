@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from hydrofeed._native import DataError
+from hydrofeed._native import DataError, NoCudaDeviceError
 
 #: field metadata of a ``gpu`` image column: its spec, output size ``HxW`` and filter
 GPU_KEY = b"hydrofeed.image.gpu"
@@ -109,7 +109,7 @@ def warm(device: Any = "cuda") -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         data = encode_jpeg(torch.zeros((3, 16, 16), dtype=torch.uint8))
-    _decode_jpegs([data], torch.device(device), "warm-up")
+    _decode_jpegs([data], torch.device(device), "a warm-up image")
 
 
 def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
@@ -117,6 +117,11 @@ def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
     and image by image when it fails, to name the row."""
     from torchvision.io import ImageReadMode, decode_jpeg
 
+    import torch
+
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise NoCudaDeviceError(f"no CUDA device: torch {torch.__version__} sees none, so "
+                                f"nvJPEG cannot decode {column!r} on {device}")
     dev = str(device)
 
     def one(data: Any) -> Any:

@@ -44,3 +44,28 @@ def test_a_short_run_reports_every_side() -> None:
     assert t["per_core_over_best_peer"] == 1.5
     if t["best_peer_per_core"] is not None:
         assert isinstance(t["met"], bool) and t["ratio"] > 0
+
+
+def test_the_cli_runs_it_and_gpu_says_why_without_a_gpu(hf_bin: str) -> None:
+    """``hydrofeed bench images`` runs the Python benchmark; ``--gpu`` on a host without CUDA
+    reports the trainer's nvJPEG side as failed with the reason (exit 1), not a crash."""
+    from hydrofeed import gpu
+
+    r = subprocess.run([hf_bin, "bench", "images", "--python", sys.executable, "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--gpu" in r.stdout, r.stdout + r.stderr
+    if gpu.available()[0]:
+        pytest.skip("this host has a CUDA device (the GPU run is the benchmark's own)")
+    r = subprocess.run(
+        [sys.executable, "-m", "hydrofeed.bench", "images", "--gpu", "--json", "--images", "8",
+         "--batch-size", "4", "--repeat", "1", "--min-secs", "0.05", "--only", "nvjpeg"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 1, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["benchmark"] == "images_gpu" and out["ours"] == "hydrofeed_nvjpeg"
+    ours = out["sides"]["hydrofeed_nvjpeg"]
+    assert ours["status"] in ("failed", "not installed") and ours["reason"], ours
+    if ours["status"] == "failed":
+        assert "no CUDA device" in ours["reason"], ours
+    assert out["sides"]["hydrofeed_cpu"]["status"] == "skipped"

@@ -140,3 +140,11 @@ def test_on_a_gpu_nvjpeg_batches_arrive_as_cuda_tensors(serve: Any, jpegs: Path)
     mean, far = _differ(np.concatenate(got), want)
     print(f"feeder vs nvJPEG decode: mean |diff| {mean:.3f}, share > 2 levels {far:.4f}")
     assert mean < GPU_MEAN and far < GPU_FAR, (mean, far)
+
+
+def test_without_a_gpu_decode_on_cuda_says_no_cuda_device(jpegs: Path) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this host has a CUDA device")
+    b = next(iter(hf.read(str(jpegs), images=SPEC + ",gpu")))
+    with pytest.raises(hf.NoCudaDeviceError, match="no CUDA device"):
+        images.decode(b, device="cuda")

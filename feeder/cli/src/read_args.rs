@@ -91,7 +91,8 @@ pub struct ReadArgs {
     pub filter: Option<String>,
     /// Decode image columns into `uint8` (H, W, 3) tensor columns: `COLUMN=OP,...` per
     /// column, `;` between columns (docs/formats.md, "Images"); e.g.
-    /// `--images image=resize:256,randcrop:224,flip`.
+    /// `--images image=resize:256,randcrop:224,flip`. With `gpu` among the operations the
+    /// trainer decodes the JPEGs on its GPU (nvJPEG) and the feeder sends them with a plan.
     #[arg(long, value_name = "SPEC")]
     pub images: Option<String>,
 }

@@ -39,22 +39,28 @@ pub enum Which {
     /// GPU staging: H2D GB/s from the registered ring, a pinned buffer and pageable memory,
     /// and rows/s into CUDA tensors against DataLoader(pin_memory=True) (runs
     /// `python -m hydrofeed.bench gpu`; without a CUDA device it prints `{"skipped": ...}`).
-    Gpu(GpuArgs),
+    Gpu(PythonArgs),
+    /// JPEGs decoded into 224x224 uint8 batches, per core and on all cores: the feeder's
+    /// decode against tf.data, a torch DataLoader over Pillow and DALI's CPU pipeline; with
+    /// `--gpu`, into CUDA tensors, the trainer's nvJPEG path (`gpu` in the image spec)
+    /// against the feeder's decode and torchvision's nvJPEG (runs `python -m hydrofeed.bench
+    /// images`).
+    Images(PythonArgs),
 }
 
-/// Arguments of `hydrofeed bench gpu`: passed to `python -m hydrofeed.bench gpu`.
+/// Arguments of a benchmark written in Python (`bench gpu`, `bench images`): passed to
+/// `python -m hydrofeed.bench <name>`.
 #[derive(Debug, clap::Args)]
-pub struct GpuArgs {
+pub struct PythonArgs {
     /// Python with hydrofeed and torch (default: `.venv/bin/python`, else `python3`).
     #[arg(long, env = "HYDROFEED_PYTHON")]
     pub python: Option<std::path::PathBuf>,
-    /// Options of the Python benchmark (`--json`, `--rows N`, `--batch-size N`, `--repeat N`,
-    /// `--h2d-mib N`, `--h2d-iters N`).
+    /// Options of the Python benchmark (`--help` lists them; e.g. `--json`, `--repeat N`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
 }
 
-fn run_gpu(a: GpuArgs) -> anyhow::Result<()> {
+fn run_python(name: &str, a: PythonArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     let python = a.python.unwrap_or_else(|| {
         let venv = std::path::PathBuf::from(".venv/bin/python");
@@ -66,12 +72,12 @@ fn run_gpu(a: GpuArgs) -> anyhow::Result<()> {
     });
     let exe = std::env::current_exe().context("locating the hydrofeed binary")?;
     let status = std::process::Command::new(&python)
-        .args(["-m", "hydrofeed.bench", "gpu"])
+        .args(["-m", "hydrofeed.bench", name])
         .args(&a.rest)
         .env("HYDROFEED_BIN", exe)
         .status()
-        .with_context(|| format!("running {} -m hydrofeed.bench gpu", python.display()))?;
-    anyhow::ensure!(status.success(), "python -m hydrofeed.bench gpu: {status}");
+        .with_context(|| format!("running {} -m hydrofeed.bench {name}", python.display()))?;
+    anyhow::ensure!(status.success(), "python -m hydrofeed.bench {name}: {status}");
     Ok(())
 }
 
@@ -84,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Which::Decode(a) => decode::run(a),
         Which::Order(a) => order::run(a),
         Which::Filter(a) => filter::run(a),
-        Which::Gpu(a) => run_gpu(a),
+        Which::Gpu(a) => run_python("gpu", a),
+        Which::Images(a) => run_python("images", a),
     }
 }
