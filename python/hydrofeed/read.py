@@ -60,7 +60,8 @@ def read(
     ``"image=resize:256,randcrop:224,flip"``; ``;`` between columns (docs/formats.md,
     "Images"). A spec that does not parse is a ``ValueError``; a bad image is a
     :class:`hydrofeed.DataError` naming file, row and column (``on_error="skip"`` skips the
-    row).
+    row). With ``gpu`` in a column's spec the JPEG bytes arrive undecoded beside a plan
+    column, for :func:`hydrofeed.images.decode` (nvJPEG on a GPU).
     """
     reader = Reader(
         path,
