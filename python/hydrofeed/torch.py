@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from hydrofeed import images
 from hydrofeed._epochs import EpochIterator
 from hydrofeed._convert import column
 from hydrofeed.feed import DataFeed
@@ -70,7 +71,8 @@ def IterableDataset(  # noqa: N802 (a class to users)
 
     ``copy=False``: tensors view ring memory (no copy); treat them as read-only.
     ``device="cuda:N"`` (or a ``torch.device``): CUDA tensors, staged by the feed (see the
-    module's docs); ``hydrofeed.NoCudaDeviceError`` without a GPU."""
+    module's docs), image columns sent with ``gpu`` decoded there (:mod:`hydrofeed.images`);
+    ``hydrofeed.NoCudaDeviceError`` without a GPU."""
     global _cls
     try:
         import torch.utils.data
@@ -83,8 +85,11 @@ def IterableDataset(  # noqa: N802 (a class to users)
         class _FeedDataset(torch.utils.data.IterableDataset[dict[str, Any]]):  # type: ignore[misc, unused-ignore]
             def __init__(self, feed: DataFeed, per_epoch: bool, copy: bool, device: Any) -> None:
                 super().__init__()
-                nxt = feed.device_feed(device).next if device is not None else None
-                self._epochs = EpochIterator(feed, per_epoch=per_epoch, next=nxt)
+                dev = feed.device_feed(device) if device is not None else None
+                self._epochs = EpochIterator(feed, per_epoch=per_epoch,
+                                             next=dev.next if dev is not None else None)
+                self._feed = feed
+                self._device = dev.device if dev is not None else None
                 self._copy = copy
                 # With copy=False torch holds tensors made from ring memory; copying them out
                 # of the ring when they pin too much of it needs no warning to the script.
@@ -93,7 +98,15 @@ def IterableDataset(  # noqa: N802 (a class to users)
             def __iter__(self) -> Iterator[dict[str, Any]]:
                 if torch.utils.data.get_worker_info() is not None:
                     raise RuntimeError(_WORKERS)  # a forked DataLoader worker
-                for b in self._epochs.epoch():
+                gpu_images: bool | None = None
+                for batch in self._epochs.epoch():
+                    b: Any = batch
+                    if self._device is not None:
+                        # JPEGs sent for the GPU (an image spec with gpu) decoded there.
+                        if gpu_images is None:
+                            gpu_images = bool(images.columns(self._feed.schema))
+                        if gpu_images:
+                            b = images.decode(batch, self._feed.schema, self._device)
                     yield {k: to_torch(b[k], self._copy) for k in b.keys()}
 
             def __reduce__(self) -> Any:
