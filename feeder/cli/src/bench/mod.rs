@@ -77,7 +77,10 @@ fn run_python(name: &str, a: PythonArgs) -> anyhow::Result<()> {
         .env("HYDROFEED_BIN", exe)
         .status()
         .with_context(|| format!("running {} -m hydrofeed.bench {name}", python.display()))?;
-    anyhow::ensure!(status.success(), "python -m hydrofeed.bench {name}: {status}");
+    anyhow::ensure!(
+        status.success(),
+        "python -m hydrofeed.bench {name}: {status}"
+    );
     Ok(())
 }
 

@@ -228,25 +228,27 @@ pub(crate) fn resized(w: u32, h: u32, resize: Option<Resize>) -> (u32, u32) {
 /// would in the whole resize), so a 256 -> 224 crop resizes a third fewer pixels than resizing
 /// the whole image and cropping it.
 fn resize_crop(
-    img: &Decoded,
+    img: ImageView<'_>,
     (ox, oy): (u32, u32),
     (fw, fh): (u32, u32),
     (rh, rw): (u32, u32),
     (top, left, oh, ow): (u32, u32, u32, u32),
     filter: Filter,
-) -> Result<Vec<u8>, String> {
+    out: &mut [u8],
+) -> Result<(), String> {
     if (fh, fw) == (rh, rw) {
         let (iw, ow) = (img.width as usize, ow as usize);
         let left = (left - ox) as usize;
-        let mut px = Vec::with_capacity(ow * oh as usize * 3);
-        for y in (top - oy) as usize..(top - oy + oh) as usize {
-            px.extend_from_slice(&img.pixels[(y * iw + left) * 3..][..ow * 3]);
+        let rows = (top - oy) as usize..(top - oy + oh) as usize;
+        for (y, dst) in rows.zip(out.chunks_exact_mut(ow * 3)) {
+            dst.copy_from_slice(&img.pixels[(y * iw + left) * 3..][..ow * 3]);
         }
-        return Ok(px);
+        return Ok(());
     }
-    let src = fr::images::ImageRef::new(img.width, img.height, &img.pixels, fr::PixelType::U8x3)
+    let src = fr::images::ImageRef::new(img.width, img.height, img.pixels, fr::PixelType::U8x3)
         .map_err(|e| format!("resize: {e}"))?;
-    let mut dst = fr::images::Image::new(ow, oh, fr::PixelType::U8x3);
+    let mut dst = fr::images::Image::from_slice_u8(ow, oh, out, fr::PixelType::U8x3)
+        .map_err(|e| format!("resize: {e}"))?;
     let alg = match filter {
         Filter::Nearest => fr::ResizeAlg::Nearest,
         Filter::Bilinear => fr::ResizeAlg::Convolution(fr::FilterType::Bilinear),
@@ -265,10 +267,37 @@ fn resize_crop(
         (f64::from(ow) * sx).min(f64::from(img.width) - x),
         (f64::from(oh) * sy).min(f64::from(img.height) - y),
     );
-    fr::Resizer::new()
-        .resize(&src, &mut dst, &opts)
-        .map_err(|e| format!("resize: {e}"))?;
-    Ok(dst.into_vec())
+    RESIZER
+        .with_borrow_mut(|r| r.resize(&src, &mut dst, &opts))
+        .map_err(|e| format!("resize: {e}"))
+}
+
+/// Decoded RGB pixels borrowed: rows of `width * 3` bytes.
+#[derive(Clone, Copy)]
+struct ImageView<'a> {
+    width: u32,
+    height: u32,
+    pixels: &'a [u8],
+}
+
+impl Decoded {
+    fn view(&self) -> ImageView<'_> {
+        ImageView {
+            width: self.width,
+            height: self.height,
+            pixels: &self.pixels,
+        }
+    }
+}
+
+thread_local! {
+    /// Each decode thread's resizer (its buffers kept from one image to the next).
+    static RESIZER: std::cell::RefCell<fr::Resizer> = std::cell::RefCell::new(fr::Resizer::new());
+    /// Each decode thread's region decoder and the buffer it decodes into, kept from one image
+    /// to the next: a libjpeg-turbo handle and a few hundred KB of fresh pages an image were
+    /// allocated, faulted in and freed again.
+    static REGION: std::cell::RefCell<Option<(region::Decoder, Vec<u8>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// The crop's (top, left) in an image resized to `rh` x `rw`: centered, or placed by `r`.
@@ -298,17 +327,42 @@ pub(crate) fn region_crop(
     spec: &ImageSpec,
     data: &[u8],
     r: u64,
-) -> Result<Option<Vec<u8>>, String> {
+    out: &mut [u8],
+) -> Result<bool, String> {
     if spec.crop.is_none()
         || spec.filter == Filter::Nearest
         || !data.starts_with(&[0xFF, 0xD8, 0xFF])
         || (spec.exif && exif::orientation(data) != 1)
     {
-        return Ok(None);
+        return Ok(false);
     }
-    let mut dec = region::Decoder::new()?;
+    REGION.with_borrow_mut(|slot| {
+        let (dec, buf) = match slot {
+            Some(s) => s,
+            None => slot.insert((region::Decoder::new()?, Vec::new())),
+        };
+        let done = region_crop_with(spec, data, r, dec, buf, out);
+        if buf.capacity() > KEPT_REGION_BYTES {
+            *buf = Vec::new(); // a large image's region is not kept past it
+        }
+        done
+    })
+}
+
+/// The most a decode thread keeps of its region buffer between images (a 1024 x 1024 RGB
+/// region; ImageNet's images need about a third of it).
+const KEPT_REGION_BYTES: usize = 3 << 20;
+
+fn region_crop_with(
+    spec: &ImageSpec,
+    data: &[u8],
+    r: u64,
+    dec: &mut region::Decoder,
+    buf: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<bool, String> {
     let Some(head) = dec.header(data) else {
-        return Ok(None);
+        return Ok(false);
     };
     check_pixels(
         "JPEG",
@@ -340,26 +394,39 @@ pub(crate) fn region_crop(
     let mcu = head.mcu_width.div_ceil(d);
     let x0 = x0 / mcu * mcu;
     if u64::from(x1 - x0) * u64::from(y1 - y0) * 10 > u64::from(fw) * u64::from(fh) * 9 {
-        return Ok(None);
+        return Ok(false);
     }
-    let img = Decoded {
-        height: y1 - y0,
-        width: x1 - x0,
-        pixels: dec.decode(data, d, (x0, y0, x1 - x0, y1 - y0))?,
+    let (w, h) = (x1 - x0, y1 - y0);
+    let n = w as usize * h as usize * 3;
+    if buf.len() < n {
+        buf.resize(n, 0); // grows once a thread; the decode writes every byte it returns
+    }
+    dec.decode(data, d, (x0, y0, w, h), &mut buf[..n])?;
+    let img = ImageView {
+        width: w,
+        height: h,
+        pixels: &buf[..n],
     };
     resize_crop(
-        &img,
+        img,
         (x0, y0),
         (fw, fh),
         (rh, rw),
         (top, left, oh, ow),
         spec.filter,
-    )
-    .map(Some)
+        out,
+    )?;
+    Ok(true)
 }
 
-/// The crop of the whole decoded image (turned upright first under `exif`), resized.
-pub(crate) fn whole_crop(spec: &ImageSpec, data: &[u8], r: u64) -> Result<Vec<u8>, String> {
+/// The crop of the whole decoded image (turned upright first under `exif`), resized into
+/// `out`.
+pub(crate) fn whole_crop(
+    spec: &ImageSpec,
+    data: &[u8],
+    r: u64,
+    out: &mut [u8],
+) -> Result<(), String> {
     let img = if spec.exif {
         // A quarter turn swaps the sides the DCT scale must cover.
         let o = exif::orientation(data);
@@ -375,12 +442,13 @@ pub(crate) fn whole_crop(spec: &ImageSpec, data: &[u8], r: u64) -> Result<Vec<u8
     let (top, left) = crop_place(spec, (rh, rw), r)?;
     let (oh, ow) = spec.out_size();
     resize_crop(
-        &img,
+        img.view(),
         (0, 0),
         (img.width, img.height),
         (rh, rw),
         (top, left, oh, ow),
         spec.filter,
+        out,
     )
 }
 
@@ -440,22 +508,17 @@ pub(crate) fn process(
     out: &mut [u8],
 ) -> Result<(), String> {
     let r = row_random(spec.seed, spec.epoch, split, row);
-    let px = match region_crop(spec, data, r)? {
-        Some(px) => px,
-        None => whole_crop(spec, data, r)?,
-    };
-    let (oh, ow) = spec.out_size();
-    let flip = spec.flip && (super::mix(r) >> 63) == 1;
-    let (ow, oh) = (ow as usize, oh as usize);
-    for y in 0..oh {
-        let src = &px[y * ow * 3..][..ow * 3];
-        let dst = &mut out[y * ow * 3..][..ow * 3];
-        if flip {
-            for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3).rev()) {
-                d.copy_from_slice(s);
+    if !region_crop(spec, data, r, out)? {
+        whole_crop(spec, data, r, out)?;
+    }
+    if spec.flip && (super::mix(r) >> 63) == 1 {
+        let ow = spec.out_size().1 as usize;
+        for line in out.chunks_exact_mut(ow * 3) {
+            for i in 0..ow / 2 {
+                let j = ow - 1 - i;
+                let (a, b) = line.split_at_mut(j * 3);
+                a[i * 3..i * 3 + 3].swap_with_slice(&mut b[..3]);
             }
-        } else {
-            dst.copy_from_slice(src);
         }
     }
     Ok(())

@@ -84,13 +84,16 @@ impl Decoder {
     }
 
     /// Decodes the region (`x`, `y`, `w`, `h`) of `data` at scale 1/`denom` (the region in scaled
-    /// pixels, `x` a multiple of the scaled iMCU width) into RGB, `w * h * 3` bytes.
+    /// pixels, `x` a multiple of the scaled iMCU width) into `px`, RGB, exactly `w * h * 3`
+    /// bytes.
     pub fn decode(
         &mut self,
         data: &[u8],
         denom: u32,
         (x, y, w, h): (u32, u32, u32, u32),
-    ) -> Result<Vec<u8>, String> {
+        px: &mut [u8],
+    ) -> Result<(), String> {
+        assert_eq!(px.len(), w as usize * h as usize * 3, "a region's buffer");
         let scale = raw::tjscalingfactor {
             num: 1,
             denom: denom as i32,
@@ -109,7 +112,6 @@ impl Decoder {
         if unsafe { raw::tj3SetCroppingRegion(self.0, region) } != 0 {
             return Err(format!("JPEG decoder: {}", self.error()));
         }
-        let mut px = vec![0u8; w as usize * h as usize * 3];
         // SAFETY: `px` holds `h` rows of `w * 3` bytes, the region's size in RGB, at pitch
         // `w * 3`; `data` is a live slice of `data.len()` bytes.
         let rc = unsafe {
@@ -125,6 +127,6 @@ impl Decoder {
         if rc != 0 {
             return Err(format!("corrupt JPEG: {}", self.error()));
         }
-        Ok(px)
+        Ok(())
     }
 }
