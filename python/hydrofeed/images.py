@@ -166,18 +166,20 @@ def _kernel(filt: str, x: Any) -> Any:
 
 
 def _weights(filt: str, size_in: Any, size_out: Any, start: Any, flip: Any, n_out: int,
-             n_in: int) -> Any:
+             n_in: int, origin: Any) -> Any:
     """``(N, n_out, n_in)`` float64: output pixel ``j`` of each image along one axis (the
     resized image's pixel ``start + j``, counted from the end where ``flip``) as weights of
     the input's pixels, computed as Pillow's resample computes them (the filter's support
     widened by the downscale, the window clipped to the image, the weights normalized, then
-    integers of ``1 << _BITS``). Arguments are ``(N,)`` float64 tensors."""
+    integers of ``1 << _BITS``); input pixel ``k`` is the image's ``origin + k`` (the window
+    :func:`_windows` cut). Arguments are ``(N,)`` float64 tensors."""
     import torch
 
     j = torch.arange(n_out, dtype=torch.float64, device=size_in.device)
     dst = start[:, None] + torch.where(flip[:, None] > 0, n_out - 1 - j, j)
     scale = (size_in / size_out)[:, None]
     k = torch.arange(n_in, dtype=torch.float64, device=size_in.device)[None, None, :]
+    k = k + origin[:, None, None]
     if filt == "nearest":
         src = torch.minimum(((dst + 0.5) * scale).floor(), size_in[:, None] - 1)
         return (k == src[..., None]).to(torch.float64) * (1 << _BITS)
@@ -195,31 +197,60 @@ def _weights(filt: str, size_in: Any, size_out: Any, start: Any, flip: Any, n_ou
     return torch.where(q >= 0, (q + 0.5).floor(), (q - 0.5).ceil())
 
 
-def _resample(imgs: list[Any], plan: Any, oh: int, ow: int, filt: str) -> Any:
-    """The decoded ``(3, h, w)`` images resized, cropped and flipped by their plans (an
-    ``(n, 7)`` int64 tensor on their device) into ``(n, oh, ow, 3)`` uint8, the whole batch at
-    once: the images padded into one tensor, then a horizontal and a vertical pass, each one
-    batched matrix product with the weights of :func:`_weights` (the crop and the flip are
-    rows of those weights), rounded to 8 bits after each pass as Pillow does."""
+def _windows(filt: str, size_in: np.ndarray, size_out: np.ndarray, start: np.ndarray,
+             n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per image, the input pixels ``[lo, hi)`` along one axis that the outputs ``start ..
+    start + n_out`` of the resize draw on (the filter's widened support, a pixel more each
+    side): only those are padded into the batch and multiplied."""
+    scale = size_in / size_out
+    support = _SUPPORT[filt] * np.maximum(scale, 1.0)
+    first = (start + 0.5) * scale
+    last = (start + n_out - 0.5) * scale
+    lo = np.maximum(np.floor(first - support + 0.5) - 1, 0)
+    hi = np.minimum(np.floor(last + support + 0.5) + 2, size_in)
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+#: the most bytes of padded images one batched product takes (the batch is cut to fit)
+_CHUNK_BYTES = 256 << 20
+
+
+def _resample(imgs: list[Any], plan: np.ndarray, oh: int, ow: int, filt: str) -> Any:
+    """The decoded ``(3, h, w)`` images resized, cropped and flipped by their plans (``(n, 7)``
+    on the host) into ``(n, oh, ow, 3)`` uint8 on their device, the whole batch at once: each
+    image's window (:func:`_windows`) padded into one tensor, then a horizontal and a vertical
+    pass, each one batched matrix product with the weights of :func:`_weights` (the crop and
+    the flip are rows of those weights), rounded to 8 bits after each pass as Pillow does."""
     import torch
 
-    dev = plan.device
-    n = len(imgs)
-    hmax = max(int(i.shape[1]) for i in imgs)
-    wmax = max(int(i.shape[2]) for i in imgs)
-    # Integer pixels times integer weights, summed in float64: every partial sum is an integer
-    # under 2**53, so exact in any order; an image's pixels do not depend on the batch around
-    # it (its padding, the products' blocking), and round as Pillow's fixed point rounds.
-    x = torch.zeros((n, 3, hmax, wmax), dtype=torch.float64, device=dev)
-    for i, img in enumerate(imgs):
-        x[i, :, :img.shape[1], :img.shape[2]] = img
-    p = plan.to(torch.float64)
-    wx = _weights(filt, p[:, 1], p[:, 3], p[:, 5], p[:, 6], ow, wmax)
-    wy = _weights(filt, p[:, 0], p[:, 2], p[:, 4], torch.zeros_like(p[:, 6]), oh, hmax)
-    half, one = float(1 << (_BITS - 1)), float(1 << _BITS)
-    t = torch.matmul(x, wx.transpose(1, 2)[:, None]).add_(half).div_(one).floor_().clamp_(0, 255)
-    o = torch.matmul(wy[:, None], t).add_(half).div_(one).floor_().clamp_(0, 255)
-    return o.to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+    dev = imgs[0].device
+    p = plan.astype(np.float64)
+    x0, x1 = _windows(filt, p[:, 1], p[:, 3], p[:, 5], ow)
+    y0, y1 = _windows(filt, p[:, 0], p[:, 2], p[:, 4], oh)
+    hmax, wmax = int((y1 - y0).max()), int((x1 - x0).max())
+    step = max(1, _CHUNK_BYTES // (3 * hmax * wmax * 8))
+    out = []
+    for c in range(0, len(imgs), step):
+        sl = slice(c, c + step)
+        # Integer pixels times integer weights, summed in float64: every partial sum is an
+        # integer under 2**53, so exact in any order; an image's pixels do not depend on the
+        # batch around it (its padding, the products' blocking), and round as Pillow's fixed
+        # point rounds.
+        x = torch.zeros((len(imgs[sl]), 3, hmax, wmax), dtype=torch.float64, device=dev)
+        for i, img in enumerate(imgs[sl]):
+            a, b, l, r = int(y0[c + i]), int(y1[c + i]), int(x0[c + i]), int(x1[c + i])
+            x[i, :, :b - a, :r - l] = img[:, a:b, l:r]
+        q = torch.from_numpy(p[sl]).to(dev)
+        wx = _weights(filt, q[:, 1], q[:, 3], q[:, 5], q[:, 6], ow, wmax,
+                      torch.from_numpy(x0[sl].astype(np.float64)).to(dev))
+        wy = _weights(filt, q[:, 0], q[:, 2], q[:, 4], torch.zeros_like(q[:, 6]), oh, hmax,
+                      torch.from_numpy(y0[sl].astype(np.float64)).to(dev))
+        half, one = float(1 << (_BITS - 1)), float(1 << _BITS)
+        t = torch.matmul(x, wx.transpose(1, 2)[:, None]).add_(half).div_(one)
+        t = t.floor_().clamp_(0, 255)
+        o = torch.matmul(wy[:, None], t).add_(half).div_(one).floor_().clamp_(0, 255)
+        out.append(o.to(torch.uint8).permute(0, 2, 3, 1))
+    return torch.cat(out).contiguous()
 
 
 def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, Any]:
@@ -258,11 +289,10 @@ def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, An
                                 f"{img.shape[1]}x{img.shape[2]}, its header says "
                                 f"{plan[i, 0]}x{plan[i, 1]}")
         if len(rows) == n and n:
-            out[name] = _resample(imgs, torch.from_numpy(plan).to(dev), oh, ow, filt)
+            out[name] = _resample(imgs, plan, oh, ow, filt)
             continue
         pixels = torch.zeros((n, oh, ow, 3), dtype=torch.uint8, device=dev)
         if rows:
-            kept = torch.from_numpy(plan[rows]).to(dev)
-            pixels[torch.tensor(rows, device=dev)] = _resample(imgs, kept, oh, ow, filt)
+            pixels[torch.tensor(rows, device=dev)] = _resample(imgs, plan[rows], oh, ow, filt)
         out[name] = pixels
     return out
