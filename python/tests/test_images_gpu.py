@@ -148,3 +148,36 @@ def test_without_a_gpu_decode_on_cuda_says_no_cuda_device(jpegs: Path) -> None:
     b = next(iter(hf.read(str(jpegs), images=SPEC + ",gpu")))
     with pytest.raises(hf.NoCudaDeviceError, match="no CUDA device"):
         images.decode(b, device="cuda")
+
+
+def test_struct_large_binary_and_null_rows(tmp_path: Path, jpegs: Path) -> None:
+    """A Hugging Face ``struct<bytes, path>`` column and a ``large_binary`` one give the pixels
+    of the plain binary column; a null row is zeros and its neighbours are unchanged."""
+    src = next(jpegs.glob("*.parquet"))
+    t = pq.read_table(src)
+    data = t.column("image").combine_chunks()
+    spec = SPEC + ",gpu"
+    want = np.concatenate([images.decode(b, device="cpu")["image"].numpy()
+                           for b in hf.read(str(src), images=spec)])
+    paths = pa.array([f"{i}.jpg" for i in range(len(data))])
+    tables = {
+        "struct": pa.table({"image": pa.StructArray.from_arrays([data, paths],
+                                                                names=["bytes", "path"]),
+                            "label": t.column("label")}),
+        "large": pa.table({"image": data.cast(pa.large_binary()), "label": t.column("label")}),
+    }
+    for kind, table in tables.items():
+        path = tmp_path / f"{kind}.parquet"
+        pq.write_table(table, path)
+        got = np.concatenate([images.decode(b, device="cpu")["image"].numpy()
+                              for b in hf.read(str(path), images=spec)])
+        np.testing.assert_array_equal(got, want, err_msg=kind)
+    rows = data.to_pylist()
+    rows[3] = None
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"image": pa.array(rows, pa.binary()), "label": t.column("label")}),
+                   path)
+    got = np.concatenate([images.decode(b, device="cpu")["image"].numpy()
+                          for b in hf.read(str(path), images=spec)])
+    assert not got[3].any()
+    np.testing.assert_array_equal(np.delete(got, 3, axis=0), np.delete(want, 3, axis=0))
