@@ -46,6 +46,7 @@ FILTER_KEY = b"hydrofeed.image.filter"
 #: the values of a row's plan, in order
 PLAN = ("height", "width", "resized_height", "resized_width", "top", "left", "flip")
 
+
 def plan_name(column: str) -> str:
     """The plan column beside a ``gpu`` image column."""
     return f"{column}.plan"
@@ -109,15 +110,14 @@ def warm(device: Any = "cuda") -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         data = encode_jpeg(torch.zeros((3, 16, 16), dtype=torch.uint8))
-    _decode_jpegs([data], torch.device(device), "a warm-up image")
+    _decode_jpegs([data], [0], torch.device(device), "a warm-up image")
 
 
-def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
-    """Each tensor of ``encoded`` decoded to ``(3, h, w)`` uint8 on ``device``: one batched call,
-    and image by image when it fails, to name the row."""
-    from torchvision.io import ImageReadMode, decode_jpeg
-
+def _decode_jpegs(encoded: list[Any], rows: list[int], device: Any, column: str) -> list[Any]:
+    """Each tensor of ``encoded`` (row ``rows[i]`` of the batch) decoded to ``(3, h, w)`` uint8
+    on ``device``: one batched call, and image by image when it fails, to name the row."""
     import torch
+    from torchvision.io import ImageReadMode, decode_jpeg
 
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
         raise NoCudaDeviceError(f"no CUDA device: torch {torch.__version__} sees none, so "
@@ -134,7 +134,7 @@ def _decode_jpegs(encoded: list[Any], device: Any, column: str) -> list[Any]:
     except RuntimeError:
         pass
     done = []
-    for i, e in enumerate(encoded):
+    for i, e in zip(rows, encoded, strict=True):
         try:
             done.append(one(e))
         except RuntimeError as err:
@@ -282,7 +282,7 @@ def decode(batch: Any, schema: Any = None, device: Any = "cuda") -> dict[str, An
         n = len(encoded)
         plan = _host_plan(batch[plan_name(name)], n)
         rows = [i for i, e in enumerate(encoded) if e is not None]
-        imgs = _decode_jpegs([encoded[i] for i in rows], dev, name) if rows else []
+        imgs = _decode_jpegs([encoded[i] for i in rows], rows, dev, name) if rows else []
         for i, img in zip(rows, imgs, strict=True):
             if tuple(img.shape[1:]) != tuple(plan[i, :2]):
                 raise DataError(f"image column {name!r}, row {i} of the batch: decoded "

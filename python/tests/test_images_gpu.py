@@ -109,6 +109,13 @@ def test_a_body_that_does_not_decode_names_the_row(tmp_path: Path, jpegs: Path) 
     with pytest.raises(hf.DataError, match=r"'image', row 2 of the batch"):
         for b in hf.read(str(path), images="image=crop:64,gpu"):
             images.decode(b, device="cpu")
+    # With a null row before it, the bad row is still named by its place in the batch.
+    path = tmp_path / "null_then_bad.parquet"
+    pq.write_table(pa.table({"image": pa.array([None, good[1], bytes(bad), good[3]],
+                                               pa.binary())}), path)
+    with pytest.raises(hf.DataError, match=r"'image', row 2 of the batch"):
+        for b in hf.read(str(path), images="image=crop:64,gpu"):
+            images.decode(b, device="cpu")
 
 
 def test_a_png_row_is_refused_by_the_feeder_or_skipped(tmp_path: Path, jpegs: Path) -> None:
