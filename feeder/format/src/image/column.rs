@@ -123,11 +123,13 @@ pub fn plan_name(column: &str) -> String {
     format!("{column}.plan")
 }
 
+/// The item of a plan column's lists (see [`plan_name`]).
+fn plan_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Int32, false))
+}
+
 fn plan_type() -> DataType {
-    DataType::FixedSizeList(
-        Arc::new(Field::new("item", DataType::Int32, false)),
-        GPU_PLAN_LEN as i32,
-    )
+    DataType::FixedSizeList(plan_item(), GPU_PLAN_LEN as i32)
 }
 
 /// The bytes column a `gpu` spec sends: the source's binary type, or its struct's `bytes` one.
@@ -237,9 +239,8 @@ impl ImageReader {
                     out.copy_from_slice(&gpu_plan(spec, data, split, first + i as u64)?);
                     Ok(())
                 });
-                let field = Arc::new(Field::new("item", DataType::Int32, false));
                 let plan = FixedSizeListArray::try_new(
-                    field,
+                    plan_item(),
                     GPU_PLAN_LEN as i32,
                     Arc::new(Int32Array::from(plans)),
                     None,

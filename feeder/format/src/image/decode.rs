@@ -25,24 +25,57 @@ pub fn decode_image(
     max_pixels: u64,
     target: Option<Resize>,
 ) -> Result<Decoded, String> {
-    if data.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        decode_jpeg(data, max_pixels, target)
-    } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
-        decode_png(data, max_pixels)
-    } else if data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP" {
-        decode_webp(data, max_pixels)
-    } else {
-        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        Err(format!(
-            "not a JPEG, PNG or WebP image ({} bytes, starting {})",
-            data.len(),
-            if head.is_empty() {
-                "empty".to_string()
-            } else {
-                head.join(" ")
-            }
-        ))
+    match Kind::of(data) {
+        Some(Kind::Jpeg) => decode_jpeg(data, max_pixels, target),
+        Some(Kind::Png) => decode_png(data, max_pixels),
+        Some(Kind::Webp) => decode_webp(data, max_pixels),
+        None => Err(format!(
+            "not a JPEG, PNG or WebP image ({})",
+            first_bytes(data)
+        )),
     }
+}
+
+/// The kinds of image the feeder knows, told by their first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Jpeg,
+    Png,
+    Webp,
+}
+
+impl Kind {
+    fn of(data: &[u8]) -> Option<Self> {
+        if data.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            Some(Kind::Jpeg)
+        } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(Kind::Png)
+        } else if data.len() >= 12 && &data[..4] == b"RIFF" && &data[8..12] == b"WEBP" {
+            Some(Kind::Webp)
+        } else {
+            None
+        }
+    }
+}
+
+/// `data`'s size and first bytes, for an error about what it is.
+fn first_bytes(data: &[u8]) -> String {
+    let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{} bytes, starting {}",
+        data.len(),
+        if head.is_empty() {
+            "empty".to_string()
+        } else {
+            head.join(" ")
+        }
+    )
+}
+
+/// Whether the random choice `r` of a row flips its image under `spec`: the feeder's decode
+/// and the plan of a GPU decode ([`gpu_plan`]) draw it alike.
+fn flips(spec: &ImageSpec, r: u64) -> bool {
+    spec.flip && (super::mix(r) >> 63) == 1
 }
 
 fn check_pixels(kind: &str, w: u64, h: u64, max_pixels: u64) -> Result<(), String> {
@@ -467,18 +500,19 @@ pub(crate) fn gpu_plan(
     split: u32,
     row: u64,
 ) -> Result<[i32; GPU_PLAN_LEN], String> {
-    if !data.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        let kind = if data.starts_with(b"\x89PNG") {
-            "a PNG"
-        } else if data.starts_with(b"RIFF") {
-            "a WebP"
-        } else {
-            "not an image the feeder knows"
-        };
+    let kind = match Kind::of(data) {
+        Some(Kind::Jpeg) => None,
+        Some(Kind::Png) => Some(format!("a PNG ({} bytes)", data.len())),
+        Some(Kind::Webp) => Some(format!("a WebP ({} bytes)", data.len())),
+        None => Some(format!(
+            "not an image the feeder knows ({})",
+            first_bytes(data)
+        )),
+    };
+    if let Some(kind) = kind {
         return Err(format!(
-            "{kind} ({} bytes), not a JPEG: gpu decodes JPEG only (nvJPEG); without gpu the \
-             feeder decodes PNG and WebP",
-            data.len()
+            "{kind}, not a JPEG: gpu decodes JPEG only (nvJPEG); without gpu the feeder \
+             decodes PNG and WebP"
         ));
     }
     let mut dec = turbojpeg::Decompressor::new().map_err(|e| format!("JPEG decoder: {e}"))?;
@@ -487,8 +521,7 @@ pub(crate) fn gpu_plan(
     let (rh, rw) = resized(w, h, spec.resize);
     let r = row_random(spec.seed, spec.epoch, split, row);
     let (top, left) = crop_place(spec, (rh, rw), r)?;
-    let flip = spec.flip && (super::mix(r) >> 63) == 1;
-    let v = [h, w, rh, rw, top, left, u32::from(flip)];
+    let v = [h, w, rh, rw, top, left, u32::from(flips(spec, r))];
     let mut out = [0i32; GPU_PLAN_LEN];
     for (o, x) in out.iter_mut().zip(v) {
         *o = i32::try_from(x).map_err(|_| format!("a size of {x} pixels is out of range"))?;
@@ -511,7 +544,7 @@ pub(crate) fn process(
     if !region_crop(spec, data, r, out)? {
         whole_crop(spec, data, r, out)?;
     }
-    if spec.flip && (super::mix(r) >> 63) == 1 {
+    if flips(spec, r) {
         let ow = spec.out_size().1 as usize;
         for line in out.chunks_exact_mut(ow * 3) {
             for i in 0..ow / 2 {

@@ -47,6 +47,17 @@ fn write_column(dir: &std::path::Path, images: ArrayRef) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// The `id` column (the first) of every batch.
+fn ids(batches: &[RecordBatch]) -> Vec<i64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            a.values().to_vec()
+        })
+        .collect()
+}
+
 fn read(
     path: &str,
     on_error: OnError,
@@ -100,14 +111,7 @@ fn a_bad_image_names_file_row_and_column_or_is_skipped_by_position() {
         "{msg}"
     );
     let (batches, skipped) = read(&path, OnError::Skip).unwrap();
-    let ids: Vec<i64> = batches
-        .iter()
-        .flat_map(|b| {
-            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-            a.values().to_vec()
-        })
-        .collect();
-    assert_eq!(ids, [0, 1, 2, 3, 5]);
+    assert_eq!(ids(&batches), [0, 1, 2, 3, 5]);
     assert_eq!(skipped.len(), 1);
     assert_eq!((skipped[0].start, skipped[0].end), (4, 5));
 }
@@ -274,14 +278,7 @@ fn with_gpu_a_png_or_a_bad_header_is_the_rows_error_or_skipped_by_position() {
     );
     let (b, skipped) = read_spec(&path, spec, OnError::Skip).unwrap();
     assert_eq!(skipped.iter().map(|r| r.start).collect::<Vec<_>>(), [1, 3]);
-    let ids: Vec<i64> = b
-        .iter()
-        .flat_map(|b| {
-            let a = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-            a.values().to_vec()
-        })
-        .collect();
-    assert_eq!(ids, [0, 2, 4]);
+    assert_eq!(ids(&b), [0, 2, 4]);
     assert!(ImageSpec::parse("image=crop:8,gpu,exif")
         .unwrap_err()
         .contains("exif"));
