@@ -1,8 +1,11 @@
 //! `hydrofeed inspect`: the plan of an input (schema, files, splits, row counts), from file
-//! metadata only (Parquet/ORC footers, Avro block headers, a TFRecord index pass).
+//! metadata only (a table's metadata, Parquet/ORC footers, Avro block headers, a TFRecord
+//! index pass), and what planning read from storage.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::{json, Value};
@@ -10,6 +13,7 @@ use serde_json::{json, Value};
 use crate::read_args::ReadArgs;
 use hydrofeed_format::split::SplitUnit;
 use hydrofeed_format::{self as format, Plan, ReadOptions};
+use hydrofeed_storage::metered::Meter;
 use hydrofeed_storage::open_storage;
 
 /// Arguments of `hydrofeed inspect`.
@@ -37,6 +41,7 @@ fn unit_text(u: &SplitUnit) -> String {
         }
         SplitUnit::Stripes { first, count } if *count == 1 => format!("stripe {first}"),
         SplitUnit::Stripes { first, count } => format!("stripes {first}..{}", first + count),
+        SplitUnit::File => "the whole file (rows by the table's metadata)".into(),
         SplitUnit::Bytes { start, end } => format!("bytes {start}..{end}"),
     }
 }
@@ -142,6 +147,18 @@ fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<
         plan.splits.len(),
         plan.total_rows()
     )?;
+    let p = &v["planning"];
+    writeln!(
+        out,
+        "planned in {:.3} s: {} files opened ({} of the {} data files), {} reads, {} bytes \
+         from storage",
+        p["secs"].as_f64().unwrap_or(0.0),
+        p["files_opened"].as_u64().unwrap_or(0),
+        p["data_files_opened"].as_u64().unwrap_or(0),
+        plan.files.len(),
+        p["reads"].as_u64().unwrap_or(0),
+        p["bytes_read"].as_u64().unwrap_or(0)
+    )?;
     writeln!(out, "\nschema:")?;
     let w = plan
         .schema
@@ -207,6 +224,27 @@ fn print_table(out: &mut impl Write, plan: &Plan, v: &Value) -> std::io::Result<
     Ok(())
 }
 
+/// What planning read from storage: files opened, reads and their bytes (a table's metadata,
+/// footers, the rows a filter counts).
+#[derive(Default)]
+struct PlanningCost {
+    opened: std::sync::Mutex<std::collections::HashSet<String>>,
+    reads: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Meter for PlanningCost {
+    fn opened(&self, path: &str) {
+        if let Ok(mut o) = self.opened.lock() {
+            o.insert(path.to_string());
+        }
+    }
+    fn ended(&self, bytes: u64, _took: std::time::Duration) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
 /// Runs `hydrofeed inspect`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let storage = open_storage(&args.path)?;
@@ -214,9 +252,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         split_bytes: args.split_bytes.max(1),
         ..args.read.options()?
     };
-    let plan = format::plan(&storage, &args.path, &opts)
+    let cost = Arc::new(PlanningCost::default());
+    let metered = hydrofeed_storage::metered::metered(&storage, cost.clone());
+    let t0 = std::time::Instant::now();
+    let plan = format::plan(&metered, &args.path, &opts)
         .with_context(|| format!("inspecting {}", args.path))?;
-    let v = plan_json(&plan);
+    let mut v = plan_json(&plan);
+    let secs = t0.elapsed().as_secs_f64();
+    let opened = cost.opened.lock().map(|o| o.clone()).unwrap_or_default();
+    let data_opened = plan
+        .files
+        .iter()
+        .filter(|f| opened.contains(&f.path))
+        .count();
+    v["planning"] = json!({
+        "secs": secs,
+        "files_opened": opened.len(),
+        "data_files_opened": data_opened,
+        "reads": cost.reads.load(Ordering::Relaxed),
+        "bytes_read": cost.bytes.load(Ordering::Relaxed),
+    });
     let mut out = std::io::stdout().lock();
     let r = if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)

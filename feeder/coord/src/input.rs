@@ -200,6 +200,9 @@ impl InputFingerprint {
                         was: a.split_rows.iter().sum(),
                         now: b.split_rows.iter().sum(),
                     }),
+                    (Some(a), Some(b)) if a.split_units != b.split_units => {
+                        Some(Change::Units { path })
+                    }
                     _ => None,
                 }
             })
@@ -242,6 +245,13 @@ pub enum Change {
         /// Path below the input.
         path: String,
     },
+    /// The same splits, their rows cut into other units (row groups or stripes then, the
+    /// whole file now, or the reverse: a plan made by another build). The fixed order's lanes
+    /// follow the units, so its saved positions would name other rows.
+    Units {
+        /// Path below the input.
+        path: String,
+    },
     /// The same bytes, cut into other splits (other read options).
     Splits {
         /// Path below the input.
@@ -261,6 +271,7 @@ impl Change {
             | Self::New { path }
             | Self::Size { path, .. }
             | Self::Modified { path }
+            | Self::Units { path }
             | Self::Splits { path, .. } => path,
         }
     }
@@ -275,6 +286,11 @@ impl fmt::Display for Change {
                 write!(f, "{path}: size changed ({was} bytes then, {now} now)")
             }
             Self::Modified { path } => write!(f, "{path}: modified (same size, new mtime)"),
+            Self::Units { path } => write!(
+                f,
+                "{path}: planned into other units (the same rows, cut at other row groups or \
+                 stripes: a plan of another build; the acked rows are kept when allowed)"
+            ),
             Self::Splits { path, was, now } => write!(
                 f,
                 "{path}: planned into other splits ({was} rows then, {now} now: other read \

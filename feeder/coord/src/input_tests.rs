@@ -153,6 +153,31 @@ fn a_changed_input_is_refused_naming_the_first_file_that_differs() {
     assert!(e.to_string().contains("p0: modified"), "{e}");
 }
 
+/// The same file, the same rows, cut into other units (its row groups then, the whole file
+/// now: a plan made from a table's metadata by a newer build): the fixed order's lanes follow
+/// the units, so the saved positions would name other rows. Refused by name; allowed, every
+/// acked row is kept (the split's rows are the same).
+#[test]
+fn the_same_rows_in_other_units_are_a_change() {
+    let names: Vec<String> = ["p0", "p1"].map(String::from).into();
+    let mut by_units = files(&[vec![10], vec![6]], &names);
+    by_units[0].split_units = vec![vec![3, 3, 3, 1]];
+    let was = InputFingerprint::of_files("/data", by_units);
+    let mut m = Machine::new(splits(&was).0, Config::new(1, 2)).unwrap();
+    m.set_input(was);
+    let st = m.state();
+    let now = InputFingerprint::of_files("/data", files(&[vec![10], vec![6]], &names));
+    let e = resume_over(&st, &now, false).unwrap_err().to_string();
+    assert!(
+        e.contains("p0: planned into other units") && e.contains("--allow-changed-input"),
+        "{e}"
+    );
+    assert!(matches!(
+        resume_over(&st, &now, true).unwrap(),
+        Resume::Replanned { .. }
+    ));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 

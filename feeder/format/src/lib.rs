@@ -10,7 +10,7 @@ use arrow_schema::SchemaRef;
 
 use hydrofeed_storage::{FileStatus, Storage};
 
-use crate::split::{Format, Split};
+use crate::split::{Format, Split, SplitUnit};
 pub use hydrofeed_error::{Error, Location, Result};
 
 pub mod avro;
@@ -425,6 +425,17 @@ fn plan_files(
                 continue;
             }
         }
+        if let Some(mut sp) = unread_splits(files, f, opts, splits.len() as u32) {
+            if let (None, Some(t)) = (&first, &files.columns) {
+                first = Some((f.status.path.clone(), t.schema()));
+            }
+            for s in &mut sp {
+                s.partition = f.partition.clone();
+                s.table = files.columns.clone();
+            }
+            splits.extend(sp);
+            continue;
+        }
         let (schema, mut sp) =
             plan_file(files.format, storage, &f.status, opts, splits.len() as u32)?;
         // A table whose files name its columns otherwise: the table's schema, each file's
@@ -465,6 +476,33 @@ fn plan_files(
         first = Some((f.status.path.clone(), t.schema()));
     }
     Ok((first, splits, ruled_out))
+}
+
+/// A table's data file planned from its metadata alone, without reading the file: where the
+/// table states its columns (each file's are resolved when a split is opened), records the
+/// file's row count, no filter needs its rows counted, the format is one of row groups or
+/// stripes, and the file is no larger than a split (so its footer would make it one split
+/// anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of no rows.
+/// `None`: plan it from its footer.
+fn unread_splits(
+    files: &listing::Listing,
+    f: &listing::Listed,
+    opts: &ReadOptions,
+    id: u32,
+) -> Option<Vec<Split>> {
+    if files.columns.is_none()
+        || opts.filter.is_some()
+        || !matches!(files.format, Format::Parquet | Format::Orc)
+        || f.status.len > opts.split_bytes
+    {
+        return None;
+    }
+    let rows = f.stats.as_ref()?.get("numRecords")?.as_u64()?;
+    if rows == 0 {
+        return Some(Vec::new());
+    }
+    let part = (SplitUnit::File, rows, f.status.len);
+    Some(split::file_splits(&f.status.path, files.format, id, [part]))
 }
 
 /// Plans one file of a known format (the per-format `plan_file`).
@@ -566,6 +604,29 @@ pub(crate) fn open_projected(
     opts: &ReadOptions,
     prune: Option<&Arc<filter::Bound>>,
 ) -> Result<Box<dyn SplitReader>> {
+    // A table's file planned without its footer: its columns found now, from the footer.
+    let resolved;
+    let split = match (&split.columns, &split.table) {
+        (None, Some(t)) => {
+            let file = match split.format {
+                Format::Parquet => parquet::file_schema(storage, &split.path)?,
+                Format::Orc => orc::file_schema(storage, &split.path, opts)?,
+                Format::Avro | Format::Tfrecord => {
+                    return Err(Error::Internal(format!(
+                        "{}: a {} split planned without its footer",
+                        split.path,
+                        split.format.name()
+                    )))
+                }
+            };
+            resolved = Split {
+                columns: Some(t.file(&split.path, &file)?),
+                ..split.clone()
+            };
+            &resolved
+        }
+        _ => split,
+    };
     let is_part = |name: &str| split.partition.iter().any(|(k, _)| k == name);
     let file_fields: Vec<_> = schema
         .fields()

@@ -201,6 +201,13 @@ pub fn plan_file(
     Ok((meta.schema().clone(), splits))
 }
 
+/// The schema of a Parquet file as its reader yields it (what [`plan_file`] gives): read from
+/// the footer.
+pub(crate) fn file_schema(storage: &Arc<dyn Storage>, path: &str) -> Result<SchemaRef> {
+    let chunks = StorageChunks::new(storage.open(path)?);
+    Ok(load(&chunks, path)?.schema().clone())
+}
+
 /// Checks that the fields a reader yields are those of the plan's schema.
 pub(crate) fn check_against(path: &str, got: &Schema, plan: &SchemaRef) -> Result<()> {
     for f in got.fields() {
@@ -282,15 +289,27 @@ fn open_reader(
     opts: &ReadOptions,
     prune: Option<Arc<crate::filter::Bound>>,
 ) -> Result<UnitReader<RowGroups>> {
-    let SplitUnit::RowGroups { first, count } = split.unit else {
-        return Err(Error::InvalidArgument(format!(
-            "{}: a Parquet split must be row groups, got {:?}",
-            split.path, split.unit
-        )));
-    };
     let chunks = StorageChunks::new(storage.open(&split.path)?);
     let meta = load(&chunks, &split.path)?;
     let n_rg = meta.metadata().num_row_groups();
+    let (first, count) = match split.unit {
+        SplitUnit::RowGroups { first, count } => (first, count),
+        SplitUnit::File => {
+            let rows = meta.metadata().row_groups().iter().map(|rg| rg.num_rows());
+            crate::split::check_file_rows(
+                split,
+                rows.map(|r| r.max(0) as u64).sum(),
+                "row groups",
+            )?;
+            (0, n_rg as u32)
+        }
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a Parquet split must be row groups, got {:?}",
+                split.path, split.unit
+            )))
+        }
+    };
     if (first as usize) + (count as usize) > n_rg {
         return Err(Error::InvalidArgument(format!(
             "{}: split {} asks for row groups {first}..{} of a file with {n_rg}",

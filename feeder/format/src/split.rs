@@ -46,6 +46,10 @@ pub enum SplitUnit {
         /// Number of stripes.
         count: u32,
     },
+    /// Every row group or stripe of the file: a table's file planned from the row count its
+    /// metadata records, without reading the footer (the reader finds the units when it opens
+    /// the file, and refuses one whose footer holds another count).
+    File,
     /// Byte range `[start, end)`: records (Avro blocks, TFRecord records) that *start* in the
     /// range belong to the split; readers resynchronise at `start`.
     Bytes {
@@ -75,10 +79,15 @@ pub struct Split {
     #[serde(default)]
     pub partition: Vec<(String, String)>,
     /// A table's columns as this file holds them (Delta column mapping, Iceberg field ids):
-    /// the file is read by its own names and its batches carry the table's. Resolved when the
-    /// plan is made (from the table's metadata and the file's footer), so not serialized.
+    /// the file is read by its own names and its batches carry the table's. Resolved from the
+    /// table's metadata and the file's footer when the plan is made, or, for a split planned
+    /// without the footer, when it is opened (`table`); not serialized.
     #[serde(skip)]
     pub columns: Option<std::sync::Arc<crate::mapping::FileColumns>>,
+    /// A table's columns, where `columns` is left to be resolved when the split is opened (a
+    /// file planned without reading its footer: [`SplitUnit::File`]).
+    #[serde(skip)]
+    pub table: Option<std::sync::Arc<crate::mapping::TableColumns>>,
     /// Rows of each unit a reader can start at without reading the ones before (row groups,
     /// stripes), when the split holds more than one; empty: the split is one unit. The fixed
     /// order cuts its lanes only there, so that no unit is read twice.
@@ -126,6 +135,7 @@ impl Split {
                 first: first + u as u32,
                 count: 1,
             },
+            SplitUnit::File => SplitUnit::File,
             SplitUnit::Bytes { start, end } => SplitUnit::Bytes { start, end },
         };
         Split {
@@ -136,6 +146,24 @@ impl Split {
             ..self.clone()
         }
     }
+}
+
+/// Checks that a [`SplitUnit::File`] split's file holds the rows its table's metadata said
+/// (`held`, by the footer's `units`): the plan's counts are what equal steps and exactly-once
+/// are made of, so a file that disagrees is refused, never read with other counts.
+pub(crate) fn check_file_rows(split: &Split, held: u64, units: &str) -> crate::Result<()> {
+    let said: u64 = split.raw_units().iter().sum();
+    if said == held {
+        return Ok(());
+    }
+    Err(crate::Error::Data {
+        loc: crate::io::loc(&split.path, Some(split.id), None, Some("footer".into())),
+        format: split.format.name(),
+        detail: format!(
+            "the table's metadata says the file holds {said} rows, its footer's {units} hold \
+             {held}: the file is not the one the table committed (rewritten in place?)"
+        ),
+    })
 }
 
 /// The splits of one file, numbered from `first_id`, from each part's `(unit, rows, bytes)`
@@ -158,6 +186,7 @@ pub fn file_splits(
             bytes,
             partition: Vec::new(),
             columns: None,
+            table: None,
             units: Vec::new(),
             filter: None,
         })

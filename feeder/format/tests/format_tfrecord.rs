@@ -648,6 +648,7 @@ fn reader_with_arbitrary_byte_splits_reads_each_record_once() {
                 bytes: end - start,
                 partition: vec![],
                 columns: None,
+                table: None,
                 units: vec![],
                 filter: None,
             };

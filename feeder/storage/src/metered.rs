@@ -12,6 +12,8 @@ use crate::{BlockLocation, FileStatus, RandomAccess, Result, Storage};
 
 /// Told of every read of a [`metered`] storage.
 pub trait Meter: Send + Sync {
+    /// A file is opened for reading.
+    fn opened(&self, _path: &str) {}
     /// A read starts.
     fn started(&self) {}
     /// A read that returned `bytes` bytes (0 when it failed) ended after `took`.
@@ -61,6 +63,7 @@ impl Storage for Metered {
         self.inner.list(dir)
     }
     fn open(&self, path: &str) -> Result<Arc<dyn RandomAccess>> {
+        self.meter.opened(path);
         Ok(Arc::new(MeteredFile {
             inner: self.inner.open(path)?,
             meter: self.meter.clone(),
