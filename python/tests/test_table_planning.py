@@ -158,3 +158,45 @@ def test_a_file_rewritten_with_other_rows_is_refused_by_name(tmp_path: Path) -> 
         list(hydrofeed.read(metadata_file(t)))
     msg = str(e.value)
     assert victim in msg and "says the file holds 300 rows" in msg and "hold 301" in msg, msg
+
+
+def test_a_filter_the_tables_statistics_decide_reads_no_file(hf_bin: str, tmp_path: Path) -> None:
+    """A table partitioned by ``r``, three appends (a file per partition each): ``r = 'b'``
+    passes every row of b's files by their statistics and rules the others out, so planning
+    opens no data file; ``id < 1500`` cuts inside the second append's ids (1000-1999), so
+    that one file of b is counted by reading it, and only that one."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import And, EqualTo, LessThan
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+    c = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
+    c.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()),
+                    NestedField(3, "r", StringType()))
+    spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="r"))
+    t = c.create_table("db.p", schema=schema, partition_spec=spec)
+    arrow_schema = t.schema().as_arrow()
+    for k in range(3):
+        part = pa.table({
+            "id": pa.array(range(k * 1000, k * 1000 + 1000), pa.int64()),
+            "x": pa.array([i * 0.5 for i in range(k * 1000, k * 1000 + 1000)], pa.float64()),
+            "r": pa.array(["abc"[j % 3] for j in range(1000)], pa.string()),
+        }).cast(arrow_schema)
+        t.append(part)
+    t = c.load_table("db.p")
+    m = metadata_file(t)
+    files = t.inspect.data_files()
+    assert files.num_rows == 9
+    cases = [
+        ("r = 'b'", EqualTo("r", "b"), 0),
+        ("r = 'b' AND id < 1500", And(EqualTo("r", "b"), LessThan("id", 1500)), 1),
+    ]
+    for text, expr, opened in cases:
+        plan = inspect(hf_bin, m, "--filter", text)
+        assert plan["planning"]["data_files_opened"] == opened, (text, plan["planning"])
+        want = sorted(t.scan(row_filter=expr).to_arrow().column("id").to_pylist())
+        assert plan["total_rows"] == len(want) and want, text
+        assert ids(m, filter=text) == want, text

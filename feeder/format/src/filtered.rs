@@ -115,9 +115,26 @@ pub(crate) fn table_stats_rule_out(
     stats: &serde_json::Value,
     partition: &[(String, String)],
 ) -> bool {
-    let Some(rows) = stats.get("numRecords").and_then(|n| n.as_u64()) else {
-        return false;
-    };
+    table_stats_possible(bound, stats, partition).is_some_and(|p| p.none_pass())
+}
+
+/// Whether they say every row of the file passes (a partition filter over the file's own
+/// partition, bounds inside the predicate's): the file's rows are its count, unread.
+pub(crate) fn table_stats_all_pass(
+    bound: &Bound,
+    stats: &serde_json::Value,
+    partition: &[(String, String)],
+) -> bool {
+    table_stats_possible(bound, stats, partition).is_some_and(|p| p.all_pass())
+}
+
+/// What a table's statistics of a file say of the rows that pass; `None` without a row count.
+fn table_stats_possible(
+    bound: &Bound,
+    stats: &serde_json::Value,
+    partition: &[(String, String)],
+) -> Option<crate::filter::Possible> {
+    let rows = stats.get("numRecords").and_then(|n| n.as_u64())?;
     let value = |kind: &str, f: &Field| -> Option<arrow_array::ArrayRef> {
         if matches!(f.data_type(), arrow_schema::DataType::Timestamp(..)) {
             return None;
@@ -131,20 +148,18 @@ pub(crate) fn table_stats_rule_out(
         let c = arrow::compute::cast(&a, f.data_type()).ok()?;
         c.is_valid(0).then_some(c)
     };
-    bound
-        .possible(rows, &|f: &Field| {
-            if let Some(s) = partition_stats(partition, f, rows) {
-                return Some(s);
-            }
-            Some(ColumnStats {
-                min: value("minValues", f),
-                max: value("maxValues", f),
-                nulls: stats
-                    .get("nullCount")
-                    .and_then(|n| n.get(f.name())?.as_u64()),
-            })
+    Some(bound.possible(rows, &|f: &Field| {
+        if let Some(s) = partition_stats(partition, f, rows) {
+            return Some(s);
+        }
+        Some(ColumnStats {
+            min: value("minValues", f),
+            max: value("maxValues", f),
+            nulls: stats
+                .get("nullCount")
+                .and_then(|n| n.get(f.name())?.as_u64()),
         })
-        .none_pass()
+    }))
 }
 
 /// The statistics that partition values give: one value, or all null.
@@ -185,7 +200,11 @@ pub(crate) fn count(
     let mut file_stats: Option<(String, Vec<Vec<Option<ColumnStats>>>)> = None;
     for (si, split) in plan.splits.iter().enumerate() {
         let raw = split.raw_units();
+        // A table's file planned unread under a filter: only where the table's statistics
+        // said every row passes (`crate::unread_splits`), so its rows are those not deleted.
+        let unread = split.unit == crate::split::SplitUnit::File;
         let stats_of_file = match split.format {
+            _ if unread => None,
             Format::Parquet | Format::Orc => {
                 if file_stats.as_ref().map(|(p, _)| p) != Some(&split.path) {
                     let file_cols: Vec<Field> = cols
@@ -239,7 +258,10 @@ pub(crate) fn count(
                 let i = cols.iter().position(|c| c.name() == f.name())?;
                 stats_of_file?.get(first + u)?.get(i)?.clone()
             });
-            if alive == 0 || p.none_pass() {
+            if unread {
+                cost.all_by_stats += 1;
+                pass.push(alive);
+            } else if alive == 0 || p.none_pass() {
                 cost.none_by_stats += 1;
                 pass.push(0);
             } else if p.all_pass() {

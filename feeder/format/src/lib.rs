@@ -425,7 +425,7 @@ fn plan_files(
                 continue;
             }
         }
-        if let Some(mut sp) = unread_splits(files, f, opts, splits.len() as u32) {
+        if let Some(mut sp) = unread_splits(files, f, opts, bound.as_ref(), splits.len() as u32) {
             if let (None, Some(t)) = (&first, &files.columns) {
                 first = Some((f.status.path.clone(), t.schema()));
             }
@@ -480,24 +480,32 @@ fn plan_files(
 
 /// A table's data file planned from its metadata alone, without reading the file: where the
 /// table states its columns (each file's are resolved when a split is opened), records the
-/// file's row count, no filter needs its rows counted, the format is one of row groups or
-/// stripes, and the file is no larger than a split (so its footer would make it one split
+/// file's row count, no filter needs its rows counted (none, or the table's statistics say
+/// every row passes: `bound`, the filter bound to the table), the format is one of row groups
+/// or stripes, and the file is no larger than a split (so its footer would make it one split
 /// anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of no rows.
 /// `None`: plan it from its footer.
 fn unread_splits(
     files: &listing::Listing,
     f: &listing::Listed,
     opts: &ReadOptions,
+    bound: Option<&filter::Bound>,
     id: u32,
 ) -> Option<Vec<Split>> {
+    let stats = f.stats.as_ref()?;
+    let counted = match (&opts.filter, bound) {
+        (None, _) => true,
+        (Some(_), Some(b)) => filtered::table_stats_all_pass(b, stats, &f.partition),
+        (Some(_), None) => false,
+    };
     if files.columns.is_none()
-        || opts.filter.is_some()
+        || !counted
         || !matches!(files.format, Format::Parquet | Format::Orc)
         || f.status.len > opts.split_bytes
     {
         return None;
     }
-    let rows = f.stats.as_ref()?.get("numRecords")?.as_u64()?;
+    let rows = stats.get("numRecords")?.as_u64()?;
     if rows == 0 {
         return Some(Vec::new());
     }

@@ -27,7 +27,7 @@ use arrow_array::{
     new_null_array, Array, ArrayRef, FixedSizeListArray, LargeListArray, ListArray, MapArray,
     RecordBatch, StructArray,
 };
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
 use crate::{Error, Result, SkipStats, SkippedRows, SplitReader};
 
@@ -158,39 +158,65 @@ pub struct MappedField {
 }
 
 impl NameMapping {
-    /// `file` with the field ids the mapping gives its top-level columns by name. A table
-    /// column of a nested type found this way is refused: the nested fields' ids are not
-    /// given yet.
-    fn annotate(&self, path: &str, file: &Schema, columns: &[Column]) -> Result<Schema> {
-        let mut fields = Vec::with_capacity(file.fields().len());
-        for f in file.fields() {
-            let id = self
-                .0
-                .iter()
-                .find(|m| m.names.iter().any(|n| n == f.name()))
-                .and_then(|m| m.field_id);
-            let Some(id) = id else {
-                fields.push(f.as_ref().clone());
-                continue;
-            };
-            if let Some(c) = columns.iter().find(|c| c.key == Key::Id(id)) {
-                if !matches!(c.kind, Kind::Primitive(_)) {
-                    return Err(Error::Schema {
-                        path: path.to_string(),
-                        detail: format!(
-                            "the data file carries no field ids and the table's column {:?} \
-                             is nested: the name mapping of nested fields is not read yet",
-                            c.name
-                        ),
-                    });
-                }
-            }
-            let mut md = f.metadata().clone();
-            md.insert(FIELD_ID.to_string(), id.to_string());
-            fields.push(f.as_ref().clone().with_metadata(md));
-        }
-        Ok(Schema::new(fields))
+    /// `file` with the field ids the mapping gives its columns by name, nested fields
+    /// included: a struct's fields by their names among the entry's `fields`, a list's element
+    /// by the entry named `element`, a map's key and value by `key` and `value` (the spec's
+    /// names, whatever the file calls them). A field the mapping does not name keeps no id, so
+    /// the table finds no column in it (null, as the spec says).
+    fn annotate(&self, file: &Schema) -> Schema {
+        let fields: Vec<Field> = file
+            .fields()
+            .iter()
+            .map(|f| annotate(f, mapped(&self.0, f.name())))
+            .collect();
+        Schema::new_with_metadata(fields, file.metadata().clone())
     }
+}
+
+/// The entry of `fields` written under `name`.
+fn mapped<'a>(fields: &'a [MappedField], name: &str) -> Option<&'a MappedField> {
+    fields.iter().find(|m| m.names.iter().any(|n| n == name))
+}
+
+/// `f` with the field id of `entry` (when it gives one), its children annotated by the
+/// entry's nested fields.
+fn annotate(f: &Field, entry: Option<&MappedField>) -> Field {
+    let children: &[MappedField] = entry.map_or(&[], |e| e.fields.as_slice());
+    let by_role = |child: &FieldRef, role: &str| Arc::new(annotate(child, mapped(children, role)));
+    let data_type = match f.data_type() {
+        DataType::Struct(fs) => DataType::Struct(
+            fs.iter()
+                .map(|c| Arc::new(annotate(c, mapped(children, c.name()))))
+                .collect(),
+        ),
+        DataType::List(e) => DataType::List(by_role(e, "element")),
+        DataType::LargeList(e) => DataType::LargeList(by_role(e, "element")),
+        DataType::FixedSizeList(e, n) => DataType::FixedSizeList(by_role(e, "element"), *n),
+        DataType::Map(entries, sorted) => {
+            let kv = match entries.data_type() {
+                DataType::Struct(kv) if kv.len() == 2 => DataType::Struct(Fields::from(vec![
+                    by_role(&kv[0], "key"),
+                    by_role(&kv[1], "value"),
+                ])),
+                t => t.clone(),
+            };
+            DataType::Map(
+                Arc::new(entries.as_ref().clone().with_data_type(kv)),
+                *sorted,
+            )
+        }
+        t => t.clone(),
+    };
+    let mut md = f.metadata().clone();
+    match entry.and_then(|e| e.field_id) {
+        Some(id) => {
+            md.insert(FIELD_ID.to_string(), id.to_string());
+        }
+        None => {
+            md.remove(FIELD_ID);
+        }
+    }
+    f.clone().with_data_type(data_type).with_metadata(md)
 }
 
 impl TableColumns {
@@ -211,7 +237,7 @@ impl TableColumns {
             && !has_ids(file.fields())
         {
             if let Some(m) = &self.name_mapping {
-                mapped = m.annotate(path, file, &self.columns)?;
+                mapped = m.annotate(file);
                 lookup = &mapped;
                 &self.columns
             } else if !self.names_without_ids {
@@ -239,7 +265,8 @@ impl TableColumns {
             // the same columns at the same places.
             from.push(match find(lookup.fields(), &c.key) {
                 Some(i) => {
-                    let f = file.field(i);
+                    // (Its nested fields' ids too are the mapping's: `lookup`'s.)
+                    let f = lookup.field(i);
                     Some((i, resolve(path, &c.name, f.data_type(), c)?))
                 }
                 None if c.nullable => None,
