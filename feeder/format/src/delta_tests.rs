@@ -133,8 +133,10 @@ fn mapped_meta(mode: &str) -> String {
     meta.to_string()
 }
 
-fn mapped_add(path: &str, p: &str) -> String {
-    let stats = r#"{"numRecords":2,"minValues":{"col-id":1,"col-st":{"col-w":3}},"maxValues":{"col-id":2},"nullCount":{"col-v":0}}"#;
+fn mapped_add(path: &str, p: &str, rows: u64) -> String {
+    let stats = format!(
+        r#"{{"numRecords":{rows},"minValues":{{"col-id":1,"col-st":{{"col-w":3}}}},"maxValues":{{"col-id":2}},"nullCount":{{"col-v":0}}}}"#
+    );
     serde_json::json!({"add": {"path": path, "partitionValues": {"col-p": p}, "size": 10,
         "modificationTime": 5, "dataChange": true, "stats": stats}})
     .to_string()
@@ -146,7 +148,7 @@ fn column_mapping_gives_the_tables_names_to_partition_values_stats_and_columns()
     let (d, s) = table(&[vec![
         r#"{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}"#.into(),
         mapped_meta("name"),
-        mapped_add("ab/x.parquet", "7"),
+        mapped_add("ab/x.parquet", "7", 2),
     ]]);
     let t = snapshot(&s, d.path().to_str().unwrap(), None).unwrap();
     let f = &t.files[0];
@@ -172,7 +174,7 @@ fn column_mapping_gives_the_tables_names_to_partition_values_stats_and_columns()
             ("st", &Key::Name("col-st".into()))
         ]
     );
-    let (d, s) = table(&[vec![mapped_meta("id"), mapped_add("x.parquet", "7")]]);
+    let (d, s) = table(&[vec![mapped_meta("id"), mapped_add("x.parquet", "7", 2)]]);
     let t = snapshot(&s, d.path().to_str().unwrap(), None).unwrap();
     assert_eq!(t.columns.as_ref().unwrap().columns[1].key, Key::Id(2));
     // Without column mapping the files are read as they are.
@@ -192,8 +194,8 @@ fn id_mode_reads_the_files_by_field_id() {
     let (d, s) = table(&[vec![
         r#"{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}"#.into(),
         mapped_meta("id"),
-        mapped_add("a.parquet", "1"),
-        mapped_add("b.parquet", "2"),
+        mapped_add("a.parquet", "1", 2),
+        mapped_add("b.parquet", "2", 1),
     ]]);
     let id = |f: Field, i: i32| {
         f.with_metadata(HashMap::from([(

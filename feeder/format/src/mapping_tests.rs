@@ -259,13 +259,65 @@ fn a_name_mapping_gives_a_file_without_ids_its_columns() {
     let read = fc.file_schema(&table.schema()).unwrap();
     assert_eq!(read.fields().len(), 2);
     assert_eq!(read.field(1).name(), "x");
-    // A nested table column found through the mapping: not read yet, said so.
-    table.columns[1] = Column::new(
-        "x2",
-        Key::Id(2),
-        true,
-        Kind::Struct(vec![col("y", 3, DataType::Int32)]),
+    // Nested fields through the mapping's nested entries: a struct's field by its name, a
+    // list's element and a map's key and value by the spec's names, whatever the file calls
+    // them; a field the mapping does not name has no id, so its table column is null.
+    table.columns = vec![
+        Column::new(
+            "st",
+            Key::Id(2),
+            true,
+            Kind::Struct(vec![col("y2", 3, DataType::Int32), col("q", 9, DataType::Int32)]),
+        ),
+        Column::new(
+            "l",
+            Key::Id(4),
+            true,
+            Kind::List(Box::new(Column::new(
+                "element",
+                Key::Id(5),
+                true,
+                Kind::Struct(vec![col("u", 6, DataType::Int64)]),
+            ))),
+        ),
+    ];
+    table.name_mapping = Some(
+        serde_json::from_str(
+            r#"[{"names":["st"],"field-id":2,"fields":[{"names":["y","y2"],"field-id":3},
+                {"names":["other"],"field-id":9}]},
+               {"names":["l"],"field-id":4,"fields":[{"names":["element"],"field-id":5,
+                "fields":[{"names":["u"],"field-id":6}]}]}]"#,
+        )
+        .unwrap(),
     );
-    let e = table.file("imp.parquet", &file).unwrap_err().to_string();
-    assert!(e.contains("nested") && e.contains("x2"), "{e}");
+    let item = Field::new(
+        "item",
+        DataType::Struct(vec![Field::new("u", DataType::Int64, true)].into()),
+        true,
+    );
+    let file = Schema::new(vec![
+        Field::new(
+            "st",
+            DataType::Struct(
+                vec![
+                    Field::new("y", DataType::Int32, true),
+                    Field::new("q", DataType::Int32, true),
+                ]
+                .into(),
+            ),
+            true,
+        ),
+        Field::new("l", DataType::List(Arc::new(item)), true),
+    ]);
+    let fc = table.file("imp.parquet", &file).unwrap();
+    let Some((0, Conv::Struct(st))) = &fc.from[0] else {
+        panic!("{:?}", fc.from[0]);
+    };
+    // y2 is the file's y (mapped by its old name); q is not the file's q (id 9 is "other").
+    assert!(matches!(st[0], Some((0, Conv::Same))), "{st:?}");
+    assert!(st[1].is_none(), "{st:?}");
+    let Some((1, Conv::List(e))) = &fc.from[1] else {
+        panic!("{:?}", fc.from[1]);
+    };
+    assert!(matches!(e.as_ref(), Conv::Struct(u) if matches!(u[..], [Some((0, Conv::Same))])));
 }
