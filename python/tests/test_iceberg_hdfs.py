@@ -10,7 +10,9 @@ directory that mirrors the HDFS paths; Hadoop's own client then puts the tree on
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,10 +66,13 @@ def rows(a: int, b: int) -> pa.Table:
 
 
 @pytest.mark.hdfs
-def test_a_table_written_with_hdfs_locations_reads_at_every_snapshot(minidfs, tmp_path: Path) -> None:  # noqa: F811
+def test_a_table_written_with_hdfs_locations_reads_at_every_snapshot(
+    hf_bin: str, minidfs, tmp_path: Path  # noqa: F811
+) -> None:
     """Snapshots: append 0..2000, append 2000..3000, delete id < 700 (copy-on-write), a column
     added and 5000..5200 appended with it: each read over ``hdfs://`` (the metadata file named)
-    gives the rows pyiceberg's scan gives."""
+    gives the rows pyiceberg's scan gives; planning over ``hdfs://`` opens no data file (the
+    manifests' row counts plan them)."""
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.types import LongType
 
@@ -98,6 +103,12 @@ def test_a_table_written_with_hdfs_locations_reads_at_every_snapshot(minidfs, tm
     conf = os.environ.get("HADOOP_CONF_DIR")
     os.environ["HADOOP_CONF_DIR"] = str(minidfs.conf_dir)
     try:
+        r = subprocess.run([hf_bin, "inspect", t.metadata_location, "--json"],
+                           capture_output=True, text=True, env=dict(os.environ))
+        assert r.returncode == 0, r.stderr[-3000:]
+        plan = json.loads(r.stdout)
+        assert plan["planning"]["data_files_opened"] == 0, plan["planning"]
+        assert plan["total_rows"] == t.scan().to_arrow().num_rows
         snaps = [s.snapshot_id for s in t.snapshots()]
         assert len(snaps) >= 4
         for snap in [*snaps, None]:
