@@ -23,9 +23,12 @@
 //! Under a filter, the manifest list's partition summaries rule out whole manifests of data
 //! files before they are read, by the spec's identity fields (`iceberg_partition.rs`).
 //!
-//! Refused by name, never read wrong: data files not in Parquet, columns with an
-//! `initial-default` (v3), types this reader does not know, a type change that is no widening
-//! the spec allows (naming the column and the file).
+//! A column added with an `initial-default` holds it in the files written before (filled in
+//! by [`crate::mapping`]).
+//!
+//! Refused by name, never read wrong: data files not in Parquet, nested fields with an
+//! `initial-default`, types this reader does not know, a type change that is no widening the
+//! spec allows (naming the column and the file).
 
 use std::sync::Arc;
 
@@ -358,18 +361,30 @@ fn iceberg_field(
         .as_i64()
         .and_then(|i| i32::try_from(i).ok())
         .ok_or_else(|| bad(meta_path, format!("column {dotted:?} has no field id")))?;
-    if f.get("initial-default").is_some_and(|d| !d.is_null()) {
-        return Err(bad(
-            meta_path,
-            format!(
-                "column {dotted:?} has an initial default (format v3): data files written \
-                 before it was added hold that value, which this reader does not fill in yet"
-            ),
-        ));
-    }
     let required = f["required"].as_bool().unwrap_or(false);
     let kind = iceberg_type(meta_path, &dotted, &f["type"])?;
-    Ok(Column::new(name, Key::Id(id), !required, kind))
+    let column = Column::new(name, Key::Id(id), !required, kind);
+    // The value of the files written before the column was added: checked here, filled in
+    // where a file lacks the column (`mapping`). Nested fields' defaults are not filled yet.
+    let default = match f.get("initial-default") {
+        Some(d) if !d.is_null() => {
+            let t = column.field().data_type().clone();
+            let why = if parent.is_empty() {
+                crate::mapping::default_array(&t, d).err()
+            } else {
+                Some("a nested field's default is not filled in yet".to_string())
+            };
+            if let Some(why) = why {
+                return Err(bad(
+                    meta_path,
+                    format!("column {dotted:?} has the initial default {d}: {why}"),
+                ));
+            }
+            Some(d.to_string())
+        }
+        _ => None,
+    };
+    Ok(column.with_default(default))
 }
 
 /// An Iceberg type as the Arrow type of a table column.
@@ -725,11 +740,30 @@ mod tests {
                 .contains(r#"column "v" is of Iceberg type "variant""#),
             "{e}"
         );
+        // A default that is no value of its type, and a nested field's: refused by name (a
+        // top-level one of its type is read: `mapping` fills it in).
         let m = meta(
             r#"{"schema-id":1,"type":"struct","fields":[
-            {"id":1,"name":"d","required":false,"type":"int","initial-default":4}]}"#,
+            {"id":1,"name":"d","required":false,"type":"int","initial-default":"four"}]}"#,
         );
         let e = snapshot_columns("m.json", &m, &snap(None)).unwrap_err();
-        assert!(e.to_string().contains("initial default"), "{e}");
+        assert!(
+            e.to_string()
+                .contains(r#"column "d" has the initial default"#),
+            "{e}"
+        );
+        let m = meta(
+            r#"{"schema-id":1,"type":"struct","fields":[
+            {"id":1,"name":"st","required":false,"type":{"type":"struct","fields":[
+              {"id":2,"name":"z","required":false,"type":"int","initial-default":4}]}}]}"#,
+        );
+        let e = snapshot_columns("m.json", &m, &snap(None)).unwrap_err();
+        assert!(e.to_string().contains("nested field's default"), "{e}");
+        let m = meta(
+            r#"{"schema-id":1,"type":"struct","fields":[
+            {"id":1,"name":"d","required":true,"type":"int","initial-default":4}]}"#,
+        );
+        let c = snapshot_columns("m.json", &m, &snap(None)).unwrap();
+        assert_eq!(c.columns[0].default.as_deref(), Some("4"));
     }
 }

@@ -31,6 +31,10 @@ use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
 use crate::{Error, Result, SkipStats, SkippedRows, SplitReader};
 
+#[path = "mapping_default.rs"]
+mod default;
+pub(crate) use default::default_array;
+
 /// The field metadata key under which the parquet crate (and pyarrow) give a Parquet field id.
 pub const FIELD_ID: &str = "PARQUET:field_id";
 
@@ -54,6 +58,9 @@ pub struct Column {
     pub nullable: bool,
     /// Its type.
     pub kind: Kind,
+    /// The value of the data files written before it was added (Iceberg's `initial-default`,
+    /// in the spec's JSON form); `None`: null there.
+    pub default: Option<String>,
 }
 
 /// A table column's type.
@@ -77,7 +84,13 @@ impl Column {
             key,
             nullable,
             kind,
+            default: None,
         }
+    }
+
+    /// The column with `default` (JSON) for the files written before it was added.
+    pub fn with_default(self, default: Option<String>) -> Self {
+        Self { default, ..self }
     }
 
     /// Its Arrow field (list elements named `element`, map entries `key_value`, as the parquet
@@ -269,7 +282,8 @@ impl TableColumns {
                     let f = lookup.field(i);
                     Some((i, resolve(path, &c.name, f.data_type(), c)?))
                 }
-                None if c.nullable => None,
+                // Not in the file: its default there, or null.
+                None if c.nullable || c.default.is_some() => None,
                 None => return Err(missing_required(path, &c.name)),
             });
         }
@@ -278,6 +292,7 @@ impl TableColumns {
             logical: self.schema().fields().clone(),
             file: file.fields().clone(),
             from,
+            defaults: columns.iter().map(|c| c.default.clone()).collect(),
         }))
     }
 }
@@ -457,6 +472,8 @@ pub struct FileColumns {
     file: Fields,
     /// Per table column: the file's column and its conversion (`None`: the file lacks it).
     from: Vec<Option<(usize, Conv)>>,
+    /// Per table column: its default (JSON) where the file lacks it.
+    defaults: Vec<Option<String>>,
 }
 
 impl FileColumns {
@@ -474,14 +491,30 @@ impl FileColumns {
 
     /// Where the table's column `name` comes from.
     fn source(&self, name: &str) -> Result<&Option<(usize, Conv)>> {
-        let i = self
-            .logical
+        Ok(&self.from[self.index(name)?])
+    }
+
+    fn index(&self, name: &str) -> Result<usize> {
+        self.logical
             .iter()
             .position(|f| f.name() == name)
             .ok_or_else(|| {
                 Error::Internal(format!("{}: the table has no column {name:?}", self.path))
-            })?;
-        Ok(&self.from[i])
+            })
+    }
+
+    /// The one-row array the table's column `f` takes where the file lacks it (its default),
+    /// or `None` (nulls).
+    fn fill(&self, f: &Field) -> Result<Option<ArrayRef>> {
+        let Some(text) = &self.defaults[self.index(f.name())?] else {
+            return Ok(None);
+        };
+        let bad = |e: String| Error::Schema {
+            path: self.path.clone(),
+            detail: format!("the default of column {:?}: {e}", f.name()),
+        };
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        default_array(f.data_type(), &v).map(Some).map_err(bad)
     }
 
     /// `inner` (yielding [`Self::file_schema`] of `schema`) with its batches as `schema`:
@@ -492,20 +525,26 @@ impl FileColumns {
         schema: SchemaRef,
     ) -> Result<Box<dyn SplitReader>> {
         let mut cols = Vec::with_capacity(schema.fields().len());
+        let mut fills = Vec::with_capacity(schema.fields().len());
         let mut at = 0;
         for f in schema.fields() {
             cols.push(match self.source(f.name())? {
                 Some((_, conv)) => {
                     at += 1;
+                    fills.push(None);
                     Some((at - 1, conv.clone()))
                 }
-                None => None,
+                None => {
+                    fills.push(self.fill(f)?);
+                    None
+                }
             });
         }
         Ok(Box::new(Mapped {
             inner,
             schema,
             cols,
+            fills,
             path: self.path.clone(),
         }))
     }
@@ -515,8 +554,11 @@ impl FileColumns {
 struct Mapped {
     inner: Box<dyn SplitReader>,
     schema: SchemaRef,
-    /// Per output column: the inner batch's column and its conversion, or `None` (nulls).
+    /// Per output column: the inner batch's column and its conversion, or `None` (nulls, or
+    /// `fills`' value).
     cols: Vec<Option<(usize, Conv)>>,
+    /// Per output column the file lacks: its default, one row (`None`: nulls).
+    fills: Vec<Option<ArrayRef>>,
     path: String,
 }
 
@@ -524,10 +566,14 @@ impl Mapped {
     fn as_table(&self, b: RecordBatch) -> Result<RecordBatch> {
         let n = b.num_rows();
         let mut out: Vec<ArrayRef> = Vec::with_capacity(self.cols.len());
-        for (f, c) in self.schema.fields().iter().zip(&self.cols) {
-            out.push(match c {
-                None => new_null_array(f.data_type(), n),
-                Some((i, conv)) => {
+        for ((f, c), fill) in self.schema.fields().iter().zip(&self.cols).zip(&self.fills) {
+            out.push(match (c, fill) {
+                (None, None) => new_null_array(f.data_type(), n),
+                (None, Some(one)) => {
+                    let zeros = arrow_array::UInt32Array::from(vec![0u32; n]);
+                    arrow::compute::take(one, &zeros, None).map_err(|e| self.error(f.name(), e))?
+                }
+                (Some((i, conv)), _) => {
                     let a = b.columns().get(*i).ok_or_else(|| {
                         Error::Internal(format!("{}: reader yielded no column {i}", self.path))
                     })?;

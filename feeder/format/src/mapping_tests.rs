@@ -267,7 +267,10 @@ fn a_name_mapping_gives_a_file_without_ids_its_columns() {
             "st",
             Key::Id(2),
             true,
-            Kind::Struct(vec![col("y2", 3, DataType::Int32), col("q", 9, DataType::Int32)]),
+            Kind::Struct(vec![
+                col("y2", 3, DataType::Int32),
+                col("q", 9, DataType::Int32),
+            ]),
         ),
         Column::new(
             "l",
