@@ -275,6 +275,18 @@ def test_manifest_bounds_rule_files_out_unopened(hf_bin: str, tmp_path: Path) ->
     assert r.schema.names == ["id", "n", "x", "s", "day", "m"] and not list(r)
 
 
+def every_snapshot_as_pyiceberg_scans_it(t) -> pa.Table:  # noqa: ANN001
+    """Reads every snapshot of ``t`` and compares it, row by row, with pyiceberg's scan of it;
+    returns the current snapshot's rows, by ``id``."""
+    path = metadata_file(t)
+    got = pa.table({})
+    for s in t.snapshots():
+        want = t.scan(snapshot_id=s.snapshot_id).to_arrow().sort_by("id")
+        got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
+        assert got.to_pylist() == want.to_pylist(), s.snapshot_id
+    return got
+
+
 def test_imported_files_without_field_ids_read_by_the_name_mapping(tmp_path: Path) -> None:
     """A file written without field ids (pyarrow) added to the table as it is (`add_files`,
     which records the table's name mapping), then the column renamed and widened and a file
@@ -296,11 +308,7 @@ def test_imported_files_without_field_ids_read_by_the_name_mapping(tmp_path: Pat
     t.append(pa.table({"id": pa.array(range(100, 150), pa.int64()),
                        "x2": pa.array([i * 10**10 for i in range(100, 150)], pa.int64())}))
     t = c.load_table("db.imp")
-    path = metadata_file(t)
-    for s in t.snapshots():
-        want = t.scan(snapshot_id=s.snapshot_id).to_arrow().sort_by("id")
-        got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
-        assert got.to_pydict() == want.to_pydict(), s.snapshot_id
+    got = every_snapshot_as_pyiceberg_scans_it(t)
     assert got.schema.field("x2").type == pa.int64() and got.num_rows == 150
 
 
@@ -341,11 +349,7 @@ def test_imported_nested_columns_read_by_the_name_mapping(tmp_path: Path) -> Non
         [{"a2": i, "b": f"b{i}", "c": i * 10} for i in range(60, 90)], t.schema().as_arrow().field("st").type))
     t.append(more.cast(t.schema().as_arrow()))
     t = c.load_table("db.nest")
-    path = metadata_file(t)
-    for s in t.snapshots():
-        want = t.scan(snapshot_id=s.snapshot_id).to_arrow().sort_by("id")
-        got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
-        assert got.to_pylist() == want.to_pylist(), s.snapshot_id
+    got = every_snapshot_as_pyiceberg_scans_it(t)
     by_id = {r["id"]: r for r in got.to_pylist()}
     assert by_id[7]["st"] == {"a2": 7, "b": "b7", "c": None}
     assert by_id[7]["ls"] == [{"u": 7, "v": 1.75}, {"u": -7, "v": None}]
@@ -381,10 +385,7 @@ def test_columns_added_with_a_default_read_it_in_older_files(tmp_path: Path) -> 
     t.append(new)
     t = c.load_table("db.dflt")
     path = metadata_file(t)
-    for s in t.snapshots():
-        want = t.scan(snapshot_id=s.snapshot_id).to_arrow().sort_by("id")
-        got = pa.Table.from_batches(list(hydrofeed.read(path, snapshot=s.snapshot_id))).sort_by("id")
-        assert got.to_pylist() == want.to_pylist(), s.snapshot_id
+    got = every_snapshot_as_pyiceberg_scans_it(t)
     old = got.to_pylist()[0]
     assert (old["k"], old["s"], old["d"], old["f"], old["b"]) == (42, "dflt", dt.date(2026, 1, 2), 1.5, True)
     assert got.to_pylist()[55]["k"] == 5 and got.to_pylist()[55]["f"] is None
