@@ -41,7 +41,7 @@ fn unit_text(u: &SplitUnit) -> String {
         }
         SplitUnit::Stripes { first, count } if *count == 1 => format!("stripe {first}"),
         SplitUnit::Stripes { first, count } => format!("stripes {first}..{}", first + count),
-        SplitUnit::File => "the whole file (rows by the table's metadata)".into(),
+        SplitUnit::File => "the whole file".into(),
         SplitUnit::Bytes { start, end } => format!("bytes {start}..{end}"),
     }
 }
