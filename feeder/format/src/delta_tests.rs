@@ -259,7 +259,12 @@ fn id_mode_reads_the_files_by_field_id() {
     assert_eq!(names, ["id", "v", "st", "p"]);
     let mut rows = Vec::new();
     for sp in &plan.splits {
-        for b in crate::open_split(&s, &plan, sp, &opts).unwrap() {
+        let opened = Arc::new(Opened::default());
+        let metered = hydrofeed_storage::metered::metered(&s, opened.clone());
+        for b in crate::open_split(&metered, &plan, sp, &opts).unwrap() {
+            // Planned unread: its footer read once when opened, for its columns and the read.
+            assert_eq!(sp.unit, crate::split::SplitUnit::File);
+            assert_eq!(*opened.0.lock().unwrap(), vec![sp.path.clone()]);
             let b = b.unwrap();
             for i in 0..b.num_rows() {
                 let st = b.column(2).as_struct();
@@ -302,4 +307,15 @@ fn snapshots_parse_as_versions_or_times() {
     );
     assert!(SnapshotSpec::parse("yesterday").is_err());
     assert_eq!(crate::listing::unescape("a%20b%3Dc"), "a b=c");
+}
+
+/// The paths a storage opened, in order.
+#[derive(Default)]
+struct Opened(std::sync::Mutex<Vec<String>>);
+
+impl hydrofeed_storage::metered::Meter for Opened {
+    fn opened(&self, path: &str) {
+        self.0.lock().unwrap().push(path.to_string());
+    }
+    fn ended(&self, _bytes: u64, _took: std::time::Duration) {}
 }

@@ -202,10 +202,43 @@ pub fn plan_file(
 }
 
 /// The schema of a Parquet file as its reader yields it (what [`plan_file`] gives): read from
-/// the footer.
+/// the footer, which is handed on to the next [`open`] of the same file on this thread (a
+/// table's file planned unread is opened for its columns, then read: one footer read).
 pub(crate) fn file_schema(storage: &Arc<dyn Storage>, path: &str) -> Result<SchemaRef> {
+    let file = storage.open(path)?;
+    let meta = load(&StorageChunks::new(file.clone()), path)?;
+    let schema = meta.schema().clone();
+    HANDED.with(|h| *h.borrow_mut() = Some((path.to_string(), file, meta)));
+    Ok(schema)
+}
+
+/// A file handle and its footer.
+type Footer = (
+    String,
+    Arc<dyn hydrofeed_storage::RandomAccess>,
+    ArrowReaderMetadata,
+);
+
+thread_local! {
+    /// The footer [`file_schema`] loaded last on this thread, taken by the next open of the
+    /// same file (any other open drops it).
+    static HANDED: std::cell::RefCell<Option<Footer>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The file and its footer: those [`file_schema`] handed on, or opened and loaded.
+fn open_footer(
+    storage: &Arc<dyn Storage>,
+    path: &str,
+) -> Result<(StorageChunks, ArrowReaderMetadata)> {
+    if let Some((_, file, meta)) = HANDED
+        .with(|h| h.borrow_mut().take())
+        .filter(|(p, ..)| p == path)
+    {
+        return Ok((StorageChunks::new(file), meta));
+    }
     let chunks = StorageChunks::new(storage.open(path)?);
-    Ok(load(&chunks, path)?.schema().clone())
+    let meta = load(&chunks, path)?;
+    Ok((chunks, meta))
 }
 
 /// Checks that the fields a reader yields are those of the plan's schema.
@@ -289,8 +322,7 @@ fn open_reader(
     opts: &ReadOptions,
     prune: Option<Arc<crate::filter::Bound>>,
 ) -> Result<UnitReader<RowGroups>> {
-    let chunks = StorageChunks::new(storage.open(&split.path)?);
-    let meta = load(&chunks, &split.path)?;
+    let (chunks, meta) = open_footer(storage, &split.path)?;
     let n_rg = meta.metadata().num_row_groups();
     let (first, count) = match split.unit {
         SplitUnit::RowGroups { first, count } => (first, count),
