@@ -481,9 +481,9 @@ fn plan_files(
 /// A table's data file planned from its metadata alone, without reading the file: where the
 /// table states its columns (each file's are resolved when a split is opened), records the
 /// file's row count, no filter needs its rows counted (none, or the table's statistics say
-/// every row passes: `bound`, the filter bound to the table), the format is one of row groups
-/// or stripes, and the file is no larger than a split (so its footer would make it one split
-/// anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of no rows.
+/// every row passes: `bound`, the filter bound to the table), the file is Parquet (the tables
+/// read here hold their rows in Parquet), and it is no larger than a split (so its footer would
+/// make it one split anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of no rows.
 /// `None`: plan it from its footer.
 fn unread_splits(
     files: &listing::Listing,
@@ -500,7 +500,7 @@ fn unread_splits(
     };
     if files.columns.is_none()
         || !counted
-        || !matches!(files.format, Format::Parquet | Format::Orc)
+        || files.format != Format::Parquet
         || f.status.len > opts.split_bytes
     {
         return None;
@@ -618,8 +618,7 @@ pub(crate) fn open_projected(
         (None, Some(t)) => {
             let file = match split.format {
                 Format::Parquet => parquet::file_schema(storage, &split.path)?,
-                Format::Orc => orc::file_schema(storage, &split.path, opts)?,
-                Format::Avro | Format::Tfrecord => {
+                Format::Orc | Format::Avro | Format::Tfrecord => {
                     return Err(Error::Internal(format!(
                         "{}: a {} split planned without its footer",
                         split.path,

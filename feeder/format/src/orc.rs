@@ -125,18 +125,6 @@ pub fn plan_file(
     Ok((b.schema(), splits))
 }
 
-/// The schema of an ORC file as its reader yields it (what [`plan_file`] gives): read from the
-/// footer.
-pub(crate) fn file_schema(
-    storage: &Arc<dyn Storage>,
-    path: &str,
-    opts: &ReadOptions,
-) -> Result<SchemaRef> {
-    let chunks = StorageChunks::new(storage.open(path)?);
-    check_head_magic(chunks.file(), b"ORC", FORMAT)?;
-    Ok(builder(&chunks, path, opts)?.schema())
-}
-
 /// Opens one split for reading, yielding batches of `schema` projected by `opts.columns`.
 pub fn open(
     storage: &Arc<dyn Storage>,
@@ -166,24 +154,16 @@ fn open_reader(
     schema: &SchemaRef,
     opts: &ReadOptions,
 ) -> Result<UnitReader<Stripes>> {
+    let SplitUnit::Stripes { first, count } = split.unit else {
+        return Err(Error::InvalidArgument(format!(
+            "{}: an ORC split must be stripes, got {:?}",
+            split.path, split.unit
+        )));
+    };
     let chunks = StorageChunks::new(storage.open(&split.path)?);
     check_head_magic(chunks.file(), b"ORC", FORMAT)?;
     let b = builder(&chunks, &split.path, opts)?;
     let stripes = stripes(&b);
-    let (first, count) = match split.unit {
-        SplitUnit::Stripes { first, count } => (first, count),
-        SplitUnit::File => {
-            let rows = stripes.iter().map(|s| s.size.rows).sum();
-            crate::split::check_file_rows(split, rows, "stripes")?;
-            (0, stripes.len() as u32)
-        }
-        _ => {
-            return Err(Error::InvalidArgument(format!(
-                "{}: an ORC split must be stripes, got {:?}",
-                split.path, split.unit
-            )))
-        }
-    };
     if (first as usize) + (count as usize) > stripes.len() {
         return Err(Error::InvalidArgument(format!(
             "{}: split {} asks for stripes {first}..{} of a file with {}",

@@ -328,11 +328,7 @@ fn open_reader(
         SplitUnit::RowGroups { first, count } => (first, count),
         SplitUnit::File => {
             let rows = meta.metadata().row_groups().iter().map(|rg| rg.num_rows());
-            crate::split::check_file_rows(
-                split,
-                rows.map(|r| r.max(0) as u64).sum(),
-                "row groups",
-            )?;
+            crate::split::check_file_rows(split, rows.map(|r| r.max(0) as u64).sum())?;
             (0, n_rg as u32)
         }
         _ => {

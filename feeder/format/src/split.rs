@@ -46,9 +46,9 @@ pub enum SplitUnit {
         /// Number of stripes.
         count: u32,
     },
-    /// Every row group or stripe of the file: a table's file planned from the row count its
-    /// metadata records, without reading the footer (the reader finds the units when it opens
-    /// the file, and refuses one whose footer holds another count).
+    /// Every row group of a Parquet file: a table's file planned from the row count its
+    /// metadata records, without reading the footer (the reader finds the row groups when it
+    /// opens the file, and refuses one whose footer holds another count).
     File,
     /// Byte range `[start, end)`: records (Avro blocks, TFRecord records) that *start* in the
     /// range belong to the split; readers resynchronise at `start`.
@@ -149,9 +149,9 @@ impl Split {
 }
 
 /// Checks that a [`SplitUnit::File`] split's file holds the rows its table's metadata said
-/// (`held`, by the footer's `units`): the plan's counts are what equal steps and exactly-once
+/// (`held`, by the footer's row groups): the plan's counts are what equal steps and exactly-once
 /// are made of, so a file that disagrees is refused, never read with other counts.
-pub(crate) fn check_file_rows(split: &Split, held: u64, units: &str) -> crate::Result<()> {
+pub(crate) fn check_file_rows(split: &Split, held: u64) -> crate::Result<()> {
     let said: u64 = split.raw_units().iter().sum();
     if said == held {
         return Ok(());
@@ -160,7 +160,7 @@ pub(crate) fn check_file_rows(split: &Split, held: u64, units: &str) -> crate::R
         loc: crate::io::loc(&split.path, Some(split.id), None, Some("footer".into())),
         format: split.format.name(),
         detail: format!(
-            "the table's metadata says the file holds {said} rows, its footer's {units} hold \
+            "the table's metadata says the file holds {said} rows, its footer's row groups hold \
              {held}: the file is not the one the table committed (rewritten in place?)"
         ),
     })
