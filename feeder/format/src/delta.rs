@@ -26,9 +26,13 @@
 //!   the `add` actions' partition values and statistics, keyed by physical names, are read by
 //!   the table's.
 //!
+//! - without column mapping, the files are read through the table's columns too, by their own
+//!   names ([`crate::mapping`]): a file's other encoding of a type (`string_view`), a type
+//!   widened since (`typeWidening`) or a column added since (nulls) reads as the table's.
+//!
 //! Refused by name, never read wrong: another column mapping mode, V2 checkpoints and any
-//! reader feature this reader does not know (type widening among them); a Delta type it does
-//! not know; a snapshot whose commits were cleaned up (the log no longer reaches it).
+//! reader feature this reader does not know; a Delta type it does not know; a snapshot whose
+//! commits were cleaned up (the log no longer reaches it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -424,13 +428,11 @@ pub fn snapshot(
         .ok_or_else(|| bad(&log, format!("no metaData action up to version {version}")))?;
     check_protocol(&log, replay.protocol.as_ref(), &meta)?;
     let types = partition_types(&log, &meta)?;
-    let widened = replay.protocol.as_ref().is_some_and(|p| {
-        p.reader_features
-            .iter()
-            .flatten()
-            .any(|f| f.starts_with("typeWidening"))
-    });
-    let mapped = column_mapping(&log, &meta, widened)?;
+    // Without column mapping too, every file is read through the table's schema (by the
+    // columns' own names): files written with another encoding of a column's type (delta-rs
+    // writes `string` then `string_view` into one table), written before a type was widened,
+    // or before a column was added (nulls there) read as the table's columns.
+    let mapped = column_mapping(&log, &meta, true)?;
     let mut out = Vec::with_capacity(replay.live.len());
     for ((path, _), a) in replay.live {
         let deletion = match a.deletion_vector.as_ref().filter(|d| !d.is_null()) {

@@ -425,7 +425,10 @@ fn plan_files(
                 continue;
             }
         }
-        if let Some(mut sp) = unread_splits(files, f, opts, bound.as_ref(), splits.len() as u32) {
+        let known = first.is_some() || files.columns.is_some();
+        if let Some(mut sp) =
+            unread_splits(files, f, opts, bound.as_ref(), known, splits.len() as u32)
+        {
             if let (None, Some(t)) = (&first, &files.columns) {
                 first = Some((f.status.path.clone(), t.schema()));
             }
@@ -479,17 +482,20 @@ fn plan_files(
 }
 
 /// A table's data file planned from its metadata alone, without reading the file: where the
-/// table states its columns (each file's are resolved when a split is opened), records the
-/// file's row count, no filter needs its rows counted (none, or the table's statistics say
-/// every row passes: `bound`, the filter bound to the table), the file is Parquet (the tables
-/// read here hold their rows in Parquet), and it is no larger than a split (so its footer would
-/// make it one split anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of no rows.
-/// `None`: plan it from its footer.
+/// plan's schema is `known` (the table states its columns, each file's resolved when a split is
+/// opened; or, for a table whose files are read by their own names, the first file's footer
+/// told it, and each file is checked against it when opened), the table records the file's
+/// row count, no filter needs its rows counted (none, or the table's statistics say every row
+/// passes: `bound`, the filter bound to the table), the file is Parquet (the tables read here
+/// hold their rows in Parquet), and it is no larger than a split (so its footer would make it
+/// one split anyway). One split of the whole file ([`SplitUnit::File`]); none for a file of
+/// no rows. `None`: plan it from its footer.
 fn unread_splits(
     files: &listing::Listing,
     f: &listing::Listed,
     opts: &ReadOptions,
     bound: Option<&filter::Bound>,
+    known: bool,
     id: u32,
 ) -> Option<Vec<Split>> {
     let stats = f.stats.as_ref()?;
@@ -498,7 +504,8 @@ fn unread_splits(
         (Some(_), Some(b)) => filtered::table_stats_all_pass(b, stats, &f.partition),
         (Some(_), None) => false,
     };
-    if files.columns.is_none()
+    if files.table.is_none()
+        || !known
         || !counted
         || files.format != Format::Parquet
         || f.status.len > opts.split_bytes
@@ -653,11 +660,13 @@ pub(crate) fn open_projected(
     };
     file_opts.columns = Some(read.fields().iter().map(|f| f.name().clone()).collect());
     let inner = match split.format {
-        // (A table file read by other names than the filter's is not pruned.)
-        Format::Parquet => match prune.filter(|_| split.columns.is_none()) {
-            Some(b) => parquet::open_pruned(storage, split, &read, &file_opts, b.clone())?,
-            None => parquet::open(storage, split, &read, &file_opts)?,
-        },
+        // (A table file read by other names or types than the filter's is not pruned.)
+        Format::Parquet => {
+            match prune.filter(|_| split.columns.as_ref().is_none_or(|c| c.is_identity())) {
+                Some(b) => parquet::open_pruned(storage, split, &read, &file_opts, b.clone())?,
+                None => parquet::open(storage, split, &read, &file_opts)?,
+            }
+        }
         Format::Orc => orc::open(storage, split, &read, &file_opts)?,
         Format::Avro => avro::open(storage, split, &read, &file_opts)?,
         Format::Tfrecord => tfrecord::open(storage, split, &read, &file_opts)?,

@@ -489,6 +489,15 @@ impl FileColumns {
         Ok(Arc::new(Schema::new(fields)))
     }
 
+    /// Whether every table column is the file's column of the same name and type: the file
+    /// reads as the table (what a filter's page pruning, by the file's names, needs).
+    pub fn is_identity(&self) -> bool {
+        self.from.len() == self.logical.len()
+            && self.from.iter().zip(&self.logical).all(
+                |(c, t)| matches!(c, Some((i, Conv::Same)) if self.file[*i].name() == t.name()),
+            )
+    }
+
     /// Where the table's column `name` comes from.
     fn source(&self, name: &str) -> Result<&Option<(usize, Conv)>> {
         Ok(&self.from[self.index(name)?])
