@@ -432,7 +432,7 @@ pub fn snapshot(
     // columns' own names): files written with another encoding of a column's type (delta-rs
     // writes `string` then `string_view` into one table), written before a type was widened,
     // or before a column was added (nulls there) read as the table's columns.
-    let mapped = column_mapping(&log, &meta, true)?;
+    let mapped = column_mapping(&log, &meta)?;
     let mut out = Vec::with_capacity(replay.live.len());
     for ((path, _), a) in replay.live {
         let deletion = match a.deletion_vector.as_ref().filter(|d| !d.is_null()) {
@@ -451,10 +451,10 @@ pub fn snapshot(
             .stats
             .as_deref()
             .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok());
-        if let (Some(st), Some(m)) = (stats.as_mut(), &mapped) {
+        if let Some(st) = stats.as_mut() {
             for k in ["minValues", "maxValues", "nullCount"] {
                 if let Some(v) = st.get_mut(k) {
-                    rename_stats(v, &m.names);
+                    rename_stats(v, &mapped.names);
                 }
             }
         }
@@ -472,8 +472,9 @@ pub fn snapshot(
                 .map(|c| {
                     // Under column mapping, keyed by the column's physical name.
                     let key = mapped
-                        .as_ref()
-                        .and_then(|m| m.names.iter().find(|n| &n.logical == c))
+                        .names
+                        .iter()
+                        .find(|n| &n.logical == c)
                         .map_or(c, |n| &n.physical);
                     (c.clone(), a.partition_values.get(key).cloned().flatten())
                 })
@@ -496,7 +497,7 @@ pub fn snapshot(
             .iter()
             .map(|c| (c.clone(), types.get(c).copied().unwrap_or(false)))
             .collect(),
-        columns: mapped.map(|m| Arc::new(m.columns)),
+        columns: Some(Arc::new(mapped.columns)),
         manifests_ruled_out: 0,
     })
 }

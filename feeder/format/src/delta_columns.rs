@@ -5,8 +5,8 @@
 use super::{bad, MetaData};
 use crate::Result;
 
-/// A column-mapped table's columns and the physical names its log keys statistics and
-/// partition values by.
+/// A table's columns and the physical names its log keys statistics and partition values by
+/// (their own names without column mapping).
 pub(super) struct Mapped {
     pub(super) columns: crate::mapping::TableColumns,
     pub(super) names: Vec<Physical>,
@@ -27,15 +27,15 @@ enum Keys {
     Physical,
     /// By Parquet field id (column mapping `id`).
     Id,
-    /// By the table's own name: no column mapping, but types widened since files were written
-    /// (the `typeWidening` feature), so every file is read through the table's schema.
+    /// By the table's own name: no column mapping. Every file is still read through the
+    /// table's schema, so a file's other encoding of a type, a type widened since it was
+    /// written (`typeWidening`) or a column added since read as the table's.
     Logical,
 }
 
-/// The table's columns under column mapping (`name`: found by physical name; `id`: by Parquet
-/// field id) or type widening (`widened`: by their own names, cast to the table's types), its
-/// partition columns left out; `None` with neither.
-pub(super) fn column_mapping(log: &str, meta: &MetaData, widened: bool) -> Result<Option<Mapped>> {
+/// The table's columns, its partition columns left out: under column mapping found by
+/// physical name (`name`) or Parquet field id (`id`), else by their own names.
+pub(super) fn column_mapping(log: &str, meta: &MetaData) -> Result<Mapped> {
     use crate::mapping::{Column, Key, Kind};
     let mode = meta
         .configuration
@@ -46,8 +46,7 @@ pub(super) fn column_mapping(log: &str, meta: &MetaData, widened: bool) -> Resul
     let keys = match mode.as_str() {
         "name" => Keys::Physical,
         "id" => Keys::Id,
-        _ if widened => Keys::Logical,
-        _ => return Ok(None),
+        _ => Keys::Logical,
     };
     let schema: serde_json::Value = serde_json::from_str(&meta.schema_string)
         .map_err(|e| bad(log, format!("metaData.schemaString: {e}")))?;
@@ -179,14 +178,14 @@ pub(super) fn column_mapping(log: &str, meta: &MetaData, widened: bool) -> Resul
         }
         names.push(p);
     }
-    Ok(Some(Mapped {
+    Ok(Mapped {
         columns: crate::mapping::TableColumns {
             columns,
             names_without_ids: false,
             name_mapping: None,
         },
         names,
-    }))
+    })
 }
 
 /// A file's statistics (one of `minValues`, `maxValues`, `nullCount`), keyed by physical

@@ -251,6 +251,11 @@ pub(crate) fn count(
             cost.units += 1;
             cost.rows_before += rows;
             let alive = rows - deleted.map_or(0, |d| d.count_in(at, at + rows));
+            if unread {
+                cost.all_by_stats += 1;
+                pass.push(alive);
+                continue;
+            }
             let p = bound.possible(rows, &|f: &Field| {
                 if let Some(s) = partition_stats(&split.partition, f, rows) {
                     return Some(s);
@@ -258,10 +263,7 @@ pub(crate) fn count(
                 let i = cols.iter().position(|c| c.name() == f.name())?;
                 stats_of_file?.get(first + u)?.get(i)?.clone()
             });
-            if unread {
-                cost.all_by_stats += 1;
-                pass.push(alive);
-            } else if alive == 0 || p.none_pass() {
+            if alive == 0 || p.none_pass() {
                 cost.none_by_stats += 1;
                 pass.push(0);
             } else if p.all_pass() {

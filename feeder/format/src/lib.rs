@@ -425,10 +425,7 @@ fn plan_files(
                 continue;
             }
         }
-        let known = first.is_some() || files.columns.is_some();
-        if let Some(mut sp) =
-            unread_splits(files, f, opts, bound.as_ref(), known, splits.len() as u32)
-        {
+        if let Some(mut sp) = unread_splits(files, f, opts, bound.as_ref(), splits.len() as u32) {
             if let (None, Some(t)) = (&first, &files.columns) {
                 first = Some((f.status.path.clone(), t.schema()));
             }
@@ -482,9 +479,7 @@ fn plan_files(
 }
 
 /// A table's data file planned from its metadata alone, without reading the file: where the
-/// plan's schema is `known` (the table states its columns, each file's resolved when a split is
-/// opened; or, for a table whose files are read by their own names, the first file's footer
-/// told it, and each file is checked against it when opened), the table records the file's
+/// table states its columns (each file's resolved when a split is opened), records the file's
 /// row count, no filter needs its rows counted (none, or the table's statistics say every row
 /// passes: `bound`, the filter bound to the table), the file is Parquet (the tables read here
 /// hold their rows in Parquet), and it is no larger than a split (so its footer would make it
@@ -495,7 +490,6 @@ fn unread_splits(
     f: &listing::Listed,
     opts: &ReadOptions,
     bound: Option<&filter::Bound>,
-    known: bool,
     id: u32,
 ) -> Option<Vec<Split>> {
     let stats = f.stats.as_ref()?;
@@ -504,8 +498,7 @@ fn unread_splits(
         (Some(_), Some(b)) => filtered::table_stats_all_pass(b, stats, &f.partition),
         (Some(_), None) => false,
     };
-    if files.table.is_none()
-        || !known
+    if files.columns.is_none()
         || !counted
         || files.format != Format::Parquet
         || f.status.len > opts.split_bytes
