@@ -2,7 +2,8 @@
 //!
 //! 1. The producer binds a socket file (mode 0600) and listens ([`Listener::bind`]).
 //! 2. The consumer connects ([`connect`]); each side checks the other's uid with `SO_PEERCRED`.
-//! 3. The producer creates a sealed memfd with a fresh ring and sends [`wire::Hello`] with the
+//! 3. The producer creates a sealed memfd with a fresh ring (or takes the one
+//!    [`Listener::prepare`] made before the consumer came) and sends [`wire::Hello`] with the
 //!    memfd attached (`SCM_RIGHTS`), then closes its copy of the fd (its mapping remains).
 //! 4. The consumer verifies the seals (`F_GET_SEALS`), the size, and the header's magic,
 //!    version and geometry against the hello, maps it, writes its pid into the header and
@@ -13,7 +14,7 @@
 use crate::layout::{LAYOUT_VERSION, MAX_CAPACITY, MIN_CAPACITY, SLOT_HEADER_SIZE};
 use crate::peer::Peer;
 use crate::ring::{RingConsumer, RingProducer, Shared};
-use crate::segment::{create_memfd, open_memfd};
+use crate::segment::{create_memfd, open_memfd, MemfdSegment};
 use crate::{AttachError, AttachStage, Consumer, Producer, RingConfig};
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::net::{
@@ -148,15 +149,30 @@ fn check_uid(sock: &OwnedFd) -> Result<u32, AttachError> {
     Ok(cred.pid.as_raw_nonzero().get() as u32)
 }
 
-/// The producer's listening socket; [`accept`](Listener::accept) makes one ring per consumer.
-/// The socket file is removed when the listener is dropped.
-#[derive(Debug)]
+/// The producer's listening socket; [`accept`](Listener::accept) makes one ring per consumer
+/// (or hands over the one [`prepare`](Listener::prepare) made ahead). The socket file is
+/// removed when the listener is dropped.
 pub struct Listener {
     fd: OwnedFd,
     path: PathBuf,
     cap: usize,
     max_frame: usize,
     ino: (u64, u64),
+    /// The ring made ahead for the next consumer.
+    ready: std::sync::Mutex<Option<Fresh>>,
+}
+
+/// A fresh ring's sealed memfd and its mapping, not offered to anyone yet.
+type Fresh = (OwnedFd, MemfdSegment);
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listener")
+            .field("path", &self.path)
+            .field("cap", &self.cap)
+            .field("max_frame", &self.max_frame)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Listener {
@@ -241,7 +257,20 @@ impl Listener {
             cap,
             max_frame,
             ino: (st.st_dev, st.st_ino),
+            ready: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Makes the next consumer's ring now: the memfd is created, sized, sealed and its pages
+    /// allocated and mapped here (tens of milliseconds for a ring of tens of MiB), so that the
+    /// consumer's attach does not wait for them. The next [`accept`](Listener::accept) offers
+    /// it; later ones make their own. Does nothing when one is ready already.
+    pub fn prepare(&self) -> Result<(), AttachError> {
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.is_none() {
+            *ready = Some(create_memfd(self.cap, self.max_frame)?);
+        }
+        Ok(())
     }
 
     /// The socket's path.
@@ -269,7 +298,16 @@ impl Listener {
         wait_readable(self.fd.as_fd(), deadline)?;
         let sock = rustix::net::accept_with(&self.fd, SocketFlags::CLOEXEC)
             .map_err(|e| AttachError::io(AttachStage::Accept, e))?;
-        offer_on(sock, self.cap, self.max_frame, deadline)
+        offer_on(sock, || self.fresh(), deadline)
+    }
+
+    /// The prepared ring (a ring offered once is never offered again), or a new one.
+    fn fresh(&self) -> Result<Fresh, AttachError> {
+        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match ready {
+            Some(f) => Ok(f),
+            None => create_memfd(self.cap, self.max_frame),
+        }
     }
 }
 
@@ -280,20 +318,25 @@ impl Listener {
 /// [`take`]. The socket stays the ring's control channel.
 pub fn offer(sock: OwnedFd, cfg: RingConfig, timeout: Duration) -> Result<Producer, AttachError> {
     let (cap, max_frame) = geometry(&cfg)?;
-    offer_on(sock, cap, max_frame, crate::ring::deadline_after(timeout))
+    offer_on(
+        sock,
+        || create_memfd(cap, max_frame),
+        crate::ring::deadline_after(timeout),
+    )
 }
 
+/// Offers the ring `fresh` gives on `sock`, once the peer's uid passed.
 fn offer_on(
     sock: OwnedFd,
-    cap: usize,
-    max_frame: usize,
+    fresh: impl FnOnce() -> Result<Fresh, AttachError>,
     deadline: Instant,
 ) -> Result<Producer, AttachError> {
     let pid = check_uid(&sock)?;
-    let (memfd, seg) = create_memfd(cap, max_frame)?;
+    let (memfd, seg) = fresh()?;
+    let (capacity, max_frame) = seg.geometry();
     let hello = wire::Hello {
         version: LAYOUT_VERSION,
-        capacity: cap as u64,
+        capacity,
         max_frame: max_frame as u64,
     }
     .encode();

@@ -183,6 +183,11 @@ impl MemfdSegment {
         }
     }
 
+    /// The ring's `(capacity, max_frame)`.
+    pub(crate) fn geometry(&self) -> (u64, usize) {
+        self.geometry
+    }
+
     pub(crate) fn base(&self) -> *mut u8 {
         // SYNC: Acquire, pairs with the Release store in `detach` (the new mapping exists
         // before its address is seen).

@@ -133,3 +133,51 @@ fn a_producer_that_dials_offers_its_ring() {
     assert_eq!(got, vec![b"one".to_vec(), b"two".to_vec()]);
     assert!(matches!(second, Err(AttachError::PeerLost)), "{second:?}");
 }
+
+/// Shared memory resident in this process, in KiB (`RssShmem` of /proc/self/status).
+fn rss_shmem_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = s.lines().find(|l| l.starts_with("RssShmem:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `prepare` makes the next consumer's ring before it connects (its pages resident at once);
+/// that consumer gets it, and a later consumer a ring of its own, never the first one's frames.
+#[test]
+fn a_prepared_ring_goes_to_the_next_consumer_alone() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sock");
+    let big = RingConfig {
+        capacity: 8 << 20,
+        max_frame: None,
+    };
+    let l = Listener::bind(&path, big).unwrap();
+    let before = rss_shmem_kib();
+    l.prepare().unwrap();
+    l.prepare().unwrap(); // one ring ready, not two
+    let grew = rss_shmem_kib() - before;
+    assert!(
+        (8 << 10..12 << 10).contains(&grew),
+        "prepare made {grew} KiB resident, not one 8 MiB ring"
+    );
+    let reader = |p: std::path::PathBuf| {
+        std::thread::spawn(move || {
+            let mut c = hydrofeed_ipc::connect(&p, Duration::from_secs(5)).unwrap();
+            let mut got = Vec::new();
+            while let Some(slot) = c.next(Duration::from_secs(5)).unwrap() {
+                got.push(slot.to_vec());
+            }
+            got
+        })
+    };
+    for word in [&b"first"[..], b"second"] {
+        let t = reader(path.clone());
+        let mut p = l.accept(Duration::from_secs(5)).unwrap();
+        let mut r = p.reserve(word.len(), Duration::from_secs(5)).unwrap();
+        r.copy_from_slice(word);
+        r.commit();
+        p.close();
+        assert_eq!(t.join().unwrap(), vec![word.to_vec()]);
+    }
+}

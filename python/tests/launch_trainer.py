@@ -7,7 +7,8 @@ Environment: ``OUT`` (directory for ``rank-<r>.jsonl``), ``STOP_AFTER`` (steps, 
 ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for, or one per rank
 "10,20"; default: none), ``PAUSE_AT`` ("rank:step:secs": that rank sleeps there), ``HOLD_AT``
 ("rank:step": that rank keeps its batches and stops calling ``next()`` there, for 120 s),
-``FEED_TIMEOUT`` ("rank:secs": that rank's ``DataFeed`` timeout; default 60).
+``FEED_TIMEOUT`` ("rank:secs": that rank's ``DataFeed`` timeout; default 60), ``WAIT_FOR`` (a path:
+the trainer attaches once it exists).
 On SIGINT the trainer finishes its step, acks what it recorded and exits 0 (``interrupted``).
 """
 
@@ -47,6 +48,9 @@ late = os.environ.get("BATCH_LATE") == "1"
 pause = os.environ.get("PAUSE_AT", "").split(":")
 feed_timeout = os.environ.get("FEED_TIMEOUT", "").split(":")
 timeout = float(feed_timeout[1]) if feed_timeout[0] == str(rank) else 60.0
+wait_for = os.environ.get("WAIT_FOR")
+while wait_for and not os.path.exists(wait_for):
+    time.sleep(0.05)
 feed = hydrofeed.DataFeed(batch_size=None if late else batch_size, timeout=timeout)
 log = open(os.path.join(out, f"rank-{rank}.jsonl"), "w")
 sock_dir = os.path.dirname(os.environ["HYDROFEED_FEED_SOCKET"])

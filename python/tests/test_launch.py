@@ -674,3 +674,87 @@ def test_the_error_is_the_last_line_with_rust_backtrace_set(hf_bin: str, tmp_pat
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert lines[-1].startswith("Error: ") and str(missing) in lines[-1], r.stderr[-3000:]
     assert sum(ln.startswith("Error: ") for ln in lines) == 1, r.stderr[-3000:]
+
+
+def feeder_metric(port: int, name: str) -> float:
+    """The sum over ranks of one of the feeder's Prometheus counters."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith(f"hydrofeed_feeder_{name}{{"))
+
+
+def test_the_feeder_reads_before_its_trainers_attach(hf_bin: str, data7: Path, tmp_path: Path) -> None:
+    """With the job's batch size given, each rank leases, reads and decodes while its trainer
+    is still starting (the trainers here wait for a file): storage is read before any trainer
+    attached, nothing goes into a ring yet, and once they attach every row comes once, in equal
+    steps. Before, a rank read nothing until its trainer attached."""
+    import socket
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    out, go = tmp_path / "out", tmp_path / "go"
+    out.mkdir()
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "2", "--input", str(data7), "--batch-size", str(BATCH),
+         "--feeder-metrics", f"127.0.0.1:{port}", "--", sys.executable, TRAINER],
+        env=dict(os.environ, OUT=str(out), WAIT_FOR=str(go)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        read, deadline = 0.0, time.time() + 60
+        while time.time() < deadline:
+            try:
+                read = feeder_metric(port, "storage_bytes_total")
+            except OSError:
+                read = 0.0  # the endpoint is not up yet
+            if read > 0:
+                break
+            time.sleep(0.05)
+        assert read > 0, "no rank read its input before its trainer attached"
+        assert not list(out.glob("rank-*.jsonl")), "a trainer attached before the file existed"
+        assert feeder_metric(port, "batches_total") == 0, "batches went into a ring with no trainer"
+        go.touch()
+        _, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+        p.communicate()
+    assert p.returncode == 0, err[-3000:]
+    steps = [steps_of(records(out, k)) for k in range(2)]
+    assert len(steps[0]) == len(steps[1]) > 0
+    ids = [i for st in steps for s in st for i in s["ids"]]
+    assert len(ids) == len(set(ids)) == TOTAL - dropped(err)
+    no_leftovers(str(tmp_path))
+
+
+def test_a_rank_whose_trainer_never_comes_stops_reading_ahead(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """`hydrofeed coordinator` and one `hydrofeed feeder`, and no trainer: the rank reads ahead,
+    then its attach timeout ends it naming the socket; the reader stops with it (the feeder
+    exits, no hang), and its socket and ring are gone."""
+    shm0 = shm_listing()
+    coord = subprocess.Popen(
+        [hf_bin, "coordinator", "--input", str(data7), "--workers", "1", "--batch-size",
+         str(BATCH), "--listen", "127.0.0.1:0", "--token-file", str(tmp_path / "token")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert coord.stdout is not None
+        line = coord.stdout.readline()
+        assert "listening on" in line, line
+        r = subprocess.run(
+            [hf_bin, "feeder", "--input", str(data7), "--coordinator", line.split()[-1],
+             "--token-file", str(tmp_path / "token"), "--socket-dir", str(tmp_path / "sock"),
+             "--accept-timeout", "3", "--memory-mb", "32"],
+            capture_output=True, text=True, timeout=60,
+        )
+    finally:
+        coord.kill()
+        coord.communicate()
+    assert r.returncode != 0
+    assert "a trainer to connect to" in r.stderr and "rank-0.sock" in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / "sock" / "rank-0.sock").exists()
+    assert shm_listing() <= shm0

@@ -9,7 +9,7 @@ use hydrofeed_tfbridge::{Control, Piece};
 
 use super::FeederOptions;
 use crate::writer;
-use crate::Result;
+use crate::{Error, Result};
 
 /// A trainer attached to a rank's ring, before any batch.
 pub(super) struct Attached {
@@ -33,6 +33,12 @@ pub(super) struct Rejoin {
 /// Binds `rank`'s socket, takes its trainer's attach and `Hello` (and with `rejoin`, its
 /// `Rejoin` report).
 pub(super) fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<Attached> {
+    take(bind(opts, rank)?, opts, rejoin)
+}
+
+/// Binds `rank`'s socket and makes its trainer's ring before the trainer comes (the ring's
+/// pages allocated now, not between the trainer's connect and its first batch).
+pub(super) fn bind(opts: &FeederOptions, rank: u32) -> Result<Listener> {
     let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
     let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
     let listener = writer::bind(
@@ -42,7 +48,16 @@ pub(super) fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<At
             max_frame: None,
         },
     )?;
-    tracing::info!(rank, socket = %socket.display(), "waiting for the trainer");
+    listener
+        .prepare()
+        .map_err(|e| Error::external(format!("making the ring of {}", socket.display()), e))?;
+    Ok(listener)
+}
+
+/// Takes the trainer's attach on `listener` and its `Hello` (and with `rejoin`, its `Rejoin`
+/// report).
+pub(super) fn take(listener: Listener, opts: &FeederOptions, rejoin: bool) -> Result<Attached> {
+    tracing::info!(socket = %listener.path().display(), "waiting for the trainer");
     let mut producer = writer::accept(&listener, opts.accept_timeout)?;
     let asked = writer::hello(&mut producer, opts.accept_timeout)?;
     let rejoin = if rejoin {

@@ -84,7 +84,7 @@ pub fn render_metrics(stats: &[Arc<RankStats>], uptime: f64) -> String {
     let up = uptime.max(1e-9);
     metric(
         "hydrofeed_feeder_rows_total",
-        "Rows written into the ring",
+        "Rows read and decoded (ahead of the ring by at most the rank's memory budget)",
         "counter",
         &|st| st.rows_read.load(Ordering::Relaxed) as f64,
     );

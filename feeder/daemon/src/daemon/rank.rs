@@ -1,5 +1,5 @@
-//! The writer side of a rank ([`feed_rank`]): takes the trainer, agrees the batch size,
-//! starts the rank's [`Reader`], and writes what it reads through the pipeline's
+//! The writer side of a rank ([`feed_rank`]): starts the rank's [`Reader`] (before the trainer
+//! comes, where the batch size is the job's), takes the trainer, agrees the batch size, and writes what it reads through the pipeline's
 //! [`EpochWriter`] (batches of the job's size with their lineage, the markers), booking every
 //! batch for the trainer's acks, which go on to the coordinator.
 
@@ -14,7 +14,7 @@ use hydrofeed_coord::{SkippedRange, Stage};
 use hydrofeed_format::OnError;
 
 use super::acks::AckBook;
-use super::attach::{attach, Attached, Rejoin};
+use super::attach::{bind, take, Attached, Rejoin};
 use super::batch_size::agree_batch_size;
 use super::stats::RankStats;
 use super::work::{metered, Asker, Reader, SkipSink, LEASES_IN_FLIGHT};
@@ -31,6 +31,11 @@ pub(super) type Fed = (u64, u64, u64);
 
 /// Feeds one registered rank until the end of the feed: its trainer (`attached` when a
 /// restarted feeder took it back before registering), its reader, its writer.
+///
+/// Where the batch size is the job's (not agreed among the trainers) and no trainer is attached
+/// yet, the reader starts before the trainer comes: the first leases are read and decoded (within
+/// the rank's memory budget) while the trainer starts up, and its ring is made ahead, so its
+/// first batch waits for neither.
 pub(super) fn feed_rank(
     f: &Feeder,
     st: &Arc<RankStats>,
@@ -39,17 +44,35 @@ pub(super) fn feed_rank(
     attached: Option<Attached>,
 ) -> Result<Fed> {
     let opts = &f.opts;
-    let (rank, inc) = (reg.rank, reg.incarnation);
+    let rank = reg.rank;
     let mut batch_size = reg.batch_size as usize;
+    let early = attached.is_none() && !opts.batch_size_from_trainers;
+    let enc = writer::encoder(&f.plan)?;
+    let (attached, mut reading) = match attached {
+        Some(a) => (Ok(a), None),
+        None => {
+            let listener = bind(opts, rank)?;
+            let reading = early
+                .then(|| ReaderRun::start(f, st, reg, batch_size))
+                .transpose()?;
+            (take(listener, opts, false), reading)
+        }
+    };
+    let attached = match attached {
+        Ok(a) => a,
+        Err(e) => {
+            if let Some(r) = reading {
+                r.halt();
+            }
+            return Err(e);
+        }
+    };
     let Attached {
         listener,
         producer,
         asked,
         rejoin,
-    } = match attached {
-        Some(a) => a,
-        None => attach(opts, rank, false)?,
-    };
+    } = attached;
     let mut told =
         format!("`--batch-size {batch_size}` of `hydrofeed launch` or `hydrofeed coordinator`");
     if opts.batch_size_from_trainers && rejoin.is_none() {
@@ -61,7 +84,7 @@ pub(super) fn feed_rank(
         acked: Default::default(),
         client,
         rank,
-        inc,
+        inc: reg.incarnation,
         st: st.clone(),
     }));
     // The trainer reads this rank's stage from its ring's header from now on.
@@ -72,7 +95,7 @@ pub(super) fn feed_rank(
     // of the feed and the epoch barrier wait for acks) asks again at once.
     let reader_thread: Arc<OnceLock<thread::Thread>> = Arc::new(OnceLock::new());
     let pid = producer.peer_pid();
-    let mut w = Writer::builder(producer, writer::encoder(&f.plan)?)
+    let mut w = Writer::builder(producer, enc)
         .stall_timeout(opts.stall_timeout)
         .batch_size(batch_size)
         .trainer(format!("trainer rank {rank}"))
@@ -90,49 +113,24 @@ pub(super) fn feed_rank(
             ));
             w.error(&e);
             w.close();
+            if let Some(r) = reading {
+                r.halt();
+            }
             // The trainer's mistake, and it was told: the rank ends as if its trainer left.
             return Err(Error::PeerLost(e.to_string()));
         }
     }
-    let (tx, mut rx) = crossbeam_channel::unbounded();
-    let reader_stop = Arc::new(AtomicBool::new(false));
-    let mut read = opts.read.clone();
-    read.batch_rows = batch_size;
-    let budget = Budget::new(f.rank_memory(), LEASES_IN_FLIGHT);
-    let report: Option<SkipSink> = if opts.read.on_error == OnError::Skip {
-        let c = Mutex::new(connect(opts)?);
-        Some(Arc::new(move |r: &SkippedRange| {
-            c.lock()
-                .map_err(|_| Error::Internal("coordinator client poisoned".into()))?
-                .skipped(rank, inc, r)
-        }))
-    } else {
-        None
+    let reading = match reading.take() {
+        Some(r) => r,
+        None => ReaderRun::start(f, st, reg, batch_size)?,
     };
-    let reader = Arc::new(Reader {
-        storage: metered(&f.storage, st),
-        plan: f.plan.clone(),
-        read,
-        st: st.clone(),
-        pool: f.pool.clone(),
-        budget: budget.clone(),
-        report,
-    });
-    let ask = Asker {
-        client: connect(opts)?,
-        rank,
-        inc,
-        host: opts.host.clone(),
-        known: 0,
-    };
-    let reader = {
-        let stop = reader_stop.clone();
-        thread::Builder::new()
-            .name(format!("hf-read{rank}"))
-            .spawn(move || reader.run(ask, tx, stop))
-            .map_err(|e| Error::external("spawning a reader thread", e))?
-    };
-    let _ = reader_thread.set(reader.thread().clone());
+    let _ = reader_thread.set(reading.thread.thread().clone());
+    let ReaderRun {
+        thread: reader,
+        events: mut rx,
+        stop: reader_stop,
+        budget,
+    } = reading;
     let mut ew = EpochWriter::new(w, batch_size)
         .with_acks(book_sink(&book, st))
         .stop_when(stop_or_lost);
@@ -170,6 +168,74 @@ pub(super) fn feed_rank(
     w.finish(&r);
     drop(listener);
     r.map(|steps| (w.report().rows, w.report().batches, steps))
+}
+
+/// A rank's reader thread and what stops it.
+struct ReaderRun {
+    thread: thread::JoinHandle<()>,
+    events: Receiver<Event>,
+    stop: Arc<AtomicBool>,
+    budget: Arc<Budget>,
+}
+
+impl ReaderRun {
+    /// Starts the rank's reader: its leases read and decoded into batches of `batch_size` rows,
+    /// within the rank's memory budget.
+    fn start(f: &Feeder, st: &Arc<RankStats>, reg: &Registered, batch_size: usize) -> Result<Self> {
+        let opts = &f.opts;
+        let (rank, inc) = (reg.rank, reg.incarnation);
+        let (tx, events) = crossbeam_channel::unbounded();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut read = opts.read.clone();
+        read.batch_rows = batch_size;
+        let budget = Budget::new(f.rank_memory(), LEASES_IN_FLIGHT);
+        let report: Option<SkipSink> = if opts.read.on_error == OnError::Skip {
+            let c = Mutex::new(connect(opts)?);
+            Some(Arc::new(move |r: &SkippedRange| {
+                c.lock()
+                    .map_err(|_| Error::Internal("coordinator client poisoned".into()))?
+                    .skipped(rank, inc, r)
+            }))
+        } else {
+            None
+        };
+        let reader = Arc::new(Reader {
+            storage: metered(&f.storage, st),
+            plan: f.plan.clone(),
+            read,
+            st: st.clone(),
+            pool: f.pool.clone(),
+            budget: budget.clone(),
+            report,
+        });
+        let ask = Asker {
+            client: connect(opts)?,
+            rank,
+            inc,
+            host: opts.host.clone(),
+            known: 0,
+        };
+        let s = stop.clone();
+        let thread = thread::Builder::new()
+            .name(format!("hf-read{rank}"))
+            .spawn(move || reader.run(ask, tx, s))
+            .map_err(|e| Error::external("spawning a reader thread", e))?;
+        Ok(Self {
+            thread,
+            events,
+            stop,
+            budget,
+        })
+    }
+
+    /// Stops the reader (no trainer came to take what it reads) and waits for it.
+    fn halt(self) {
+        self.budget.close();
+        self.stop.store(true, Ordering::Relaxed);
+        drop(self.events);
+        self.thread.thread().unpark();
+        let _ = self.thread.join();
+    }
 }
 
 /// The epoch a re-attached trainer is in the middle of (its end-of-epoch frame still to come
