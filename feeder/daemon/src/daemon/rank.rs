@@ -1,7 +1,8 @@
 //! The writer side of a rank ([`feed_rank`]): starts the rank's [`Reader`] (before the trainer
 //! comes, where the batch size is the job's), takes the trainer, agrees the batch size, and
-//! writes what it reads through the pipeline's [`EpochWriter`] (batches of the job's size with their lineage, the markers), booking every
-//! batch for the trainer's acks, which go on to the coordinator.
+//! writes what it reads through the pipeline's [`EpochWriter`] (batches of the job's size with
+//! their lineage, the markers), booking every batch for the trainer's acks, which go on to the
+//! coordinator.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
