@@ -150,9 +150,16 @@ pub(crate) fn varint(buf: &[u8], at: &mut usize, what: &str) -> Result<u64, Stri
     Err(format!("a run header of {what} is not a varint"))
 }
 
-/// The value of an RLE run: its little-endian bytes.
+/// The value of an RLE run: its little-endian bytes (at most four are read: a run value is
+/// at most 32 bits). One load for each width, not a loop over the bytes.
 pub(crate) fn run_value(bytes: &[u8]) -> u32 {
-    bytes.iter().rev().fold(0, |v, b| (v << 8) | u32::from(*b))
+    match *bytes {
+        [] => 0,
+        [a] => u32::from(a),
+        [a, b] => u32::from(u16::from_le_bytes([a, b])),
+        [a, b, c] => u32::from_le_bytes([a, b, c, 0]),
+        [a, b, c, d, ..] => u32::from_le_bytes([a, b, c, d]),
+    }
 }
 
 fn le64(s: &[u8], at: usize) -> u64 {
@@ -320,7 +327,19 @@ impl<T: Native> Indices<T> {
                 let v = dict
                     .get(self.index)
                     .ok_or_else(|| out_of_range(self.index, dict.len))?;
-                out[o..o + k].fill(MaybeUninit::new(v));
+                // Whole groups of 8 stores where `out` has room past the run: the slots past
+                // its end are written again by the runs after it (this call fills `out` from
+                // front to back), and a short run is one or two vector stores, not a loop with
+                // a tail.
+                let span = k.next_multiple_of(8);
+                if o + span <= out.len() {
+                    let eight = [MaybeUninit::new(v); 8];
+                    for c in out[o..o + span].chunks_exact_mut(8) {
+                        c.copy_from_slice(&eight);
+                    }
+                } else {
+                    out[o..o + k].fill(MaybeUninit::new(v));
+                }
                 self.repeat -= k;
                 o += k;
             } else if self.packed > 0 {
@@ -595,6 +614,15 @@ mod tests {
     fn taken(v: &[MaybeUninit<f32>]) -> Vec<f32> {
         // SAFETY: the tests read only slots the decoder wrote.
         v.iter().map(|s| unsafe { s.assume_init() }).collect()
+    }
+
+    #[test]
+    fn run_values_are_their_little_endian_bytes() {
+        let bytes = [0x11u8, 0x22, 0x33, 0x44, 0x55];
+        let want = [0, 0x11, 0x2211, 0x33_2211, 0x4433_2211, 0x4433_2211];
+        for (n, w) in want.iter().enumerate() {
+            assert_eq!(run_value(&bytes[..n]), *w, "{n} bytes");
+        }
     }
 
     #[test]
