@@ -8,7 +8,7 @@ ending the feed), ``SLOW`` (seconds per step), ``BATCH`` (batch size to ask for,
 "10,20"; default: none), ``PAUSE_AT`` ("rank:step:secs": that rank sleeps there), ``HOLD_AT``
 ("rank:step": that rank keeps its batches and stops calling ``next()`` there, for 120 s),
 ``FEED_TIMEOUT`` ("rank:secs": that rank's ``DataFeed`` timeout; default 60), ``WAIT_FOR`` (a path:
-the trainer attaches once it exists).
+the trainer attaches once it exists), ``WAIT_FOR_RANK`` ("rank:path": the same for that rank only).
 On SIGINT the trainer finishes its step, acks what it recorded and exits 0 (``interrupted``).
 """
 
@@ -49,6 +49,9 @@ pause = os.environ.get("PAUSE_AT", "").split(":")
 feed_timeout = os.environ.get("FEED_TIMEOUT", "").split(":")
 timeout = float(feed_timeout[1]) if feed_timeout[0] == str(rank) else 60.0
 wait_for = os.environ.get("WAIT_FOR")
+wait_rank, _, wait_path = os.environ.get("WAIT_FOR_RANK", "").partition(":")
+if wait_rank == str(rank):
+    wait_for = wait_path
 while wait_for and not os.path.exists(wait_for):
     time.sleep(0.05)
 feed = hydrofeed.DataFeed(batch_size=None if late else batch_size, timeout=timeout)

@@ -96,8 +96,11 @@ def test_busy_trainer_survives_a_feeder_restart_longer_than_dead_after(
         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        # The header line and 10 steps: rank 0 has begun its 6 s pause.
+        # The header line and 10 steps: rank 0 has begun its 6 s pause; rank 1's trainer is
+        # attached and reading too (the busy trainer is the subject here; a trainer not yet
+        # attached when its feeder dies is `test_a_trainer_attaching_first_to_a_restarted_feeder`).
         wait_for(lambda: lines(out / "rank-0.jsonl") >= 11, "rank 0's pause", p)
+        wait_for(lambda: lines(out / "rank-1.jsonl") >= 2, "rank 1's first step", p)
         pids = feeder_pids(str(data_wide))
         assert len(pids) == 1, pids
         os.kill(pids[0], signal.SIGKILL)
@@ -253,3 +256,37 @@ def test_a_state_file_of_an_earlier_run_is_replaced_at_the_start(
     for d in Path("/tmp").glob(f"hydrofeed-launch-{p.pid}-*"):
         shutil.rmtree(d)
     no_leftovers(str(tmp_path))
+
+
+@pytest.mark.xfail(strict=True, reason="a trainer whose first attach is to a feeder restarted with "
+                   "--rejoin sends its Hello and no Rejoin report, which that feeder waits for")
+def test_a_trainer_attaching_first_to_a_restarted_feeder(
+    hf_bin: str, data_wide: Path, tmp_path: Path
+) -> None:
+    """Rank 1's trainer is still starting (it waits for a file) when the feeder is `kill -9`ed;
+    `launch` restarts the feeder, which takes its trainers back with `--rejoin`; rank 1's
+    trainer then attaches for the first time. The job should end 0 with every row once."""
+    out, go = tmp_path / "out", tmp_path / "go"
+    out.mkdir()
+    e = dict(os.environ, OUT=str(out), SLOW="0.005", WAIT_FOR_RANK=f"1:{go}",
+             FEED_TIMEOUT="1:15")
+    p = subprocess.Popen(
+        [hf_bin, "launch", "--workers", "2", "--input", str(data_wide), "--batch-size", str(BATCH),
+         "--memory-mb", "48", "--", sys.executable, TRAINER],
+        env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(lambda: lines(out / "rank-0.jsonl") >= 3, "rank 0's first steps", p)
+        pids = feeder_pids(str(data_wide))
+        assert len(pids) == 1, pids
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(lambda: [q for q in feeder_pids(str(data_wide)) if q != pids[0]],
+                 "the restarted feeder", p)
+        go.touch()
+        _, err = p.communicate(timeout=180)
+    finally:
+        p.kill()
+        p.communicate()
+    assert p.returncode == 0, err[-3000:]
+    ids = [i for k in range(2) for s in steps_of(records(out, k)) for i in s["ids"]]
+    assert len(ids) == len(set(ids)) == WIDE_TOTAL - dropped(err)
