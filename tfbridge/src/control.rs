@@ -2,7 +2,7 @@
 //!
 //! Small JSON objects (the channel carries a few per run, never per batch):
 //! - `Hello` right after attach: the batch size the trainer wants (the producer rebatches to
-//!   it) and the trainer's pid, for log messages.
+//!   it), the trainer's pid, for log messages, and whether this is its first attach.
 //! - `Results`: how many results the trainer handed to `batch_results` (TFoS inference mode).
 //! - `Bye`: the trainer stops reading on purpose (the producer ends without an error).
 //! - `Ack`: frames consumed so far (a few per second at most; `hydrofeed feeder` forwards them
@@ -28,6 +28,11 @@ pub enum Control {
         batch_size: Option<u64>,
         /// The trainer's pid.
         pid: u32,
+        /// The trainer's first attach (it read nothing before): a feeder restarted with
+        /// `--rejoin` takes it without waiting for a `Rejoin` report. A re-attaching trainer
+        /// (and one that predates the field) says `false`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        first: bool,
     },
     /// Results handed back by the trainer.
     Results {
@@ -133,10 +138,12 @@ mod tests {
             Control::Hello {
                 batch_size: Some(100),
                 pid: 7,
+                first: true,
             },
             Control::Hello {
                 batch_size: None,
                 pid: 7,
+                first: false,
             },
             Control::Results { count: 3 },
             Control::Bye,

@@ -173,7 +173,7 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
         .prepare()
         .map_err(|e| Error::external(format!("making the ring of {}", opts.socket.display()), e))?;
     let mut producer = accept(&listener, opts.accept_timeout)?;
-    let asked = hello(&mut producer, opts.accept_timeout)?;
+    let (asked, _) = hello(&mut producer, opts.accept_timeout)?;
     let batch_size = asked.unwrap_or(opts.batch_size);
     let mut w = Writer::builder(producer, encoder(&plan)?)
         .stall_timeout(opts.stall_timeout)
@@ -328,6 +328,7 @@ mod tests {
             &Control::Hello {
                 batch_size: Some(batch),
                 pid: 1,
+                first: true,
             }
             .to_bytes(),
         )
@@ -640,6 +641,7 @@ mod tests {
             &Control::Hello {
                 batch_size: Some(100),
                 pid: 1,
+                first: true,
             }
             .to_bytes(),
         )

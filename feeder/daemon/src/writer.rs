@@ -465,10 +465,13 @@ pub(crate) fn await_control<T>(
     }
 }
 
-/// Waits for the trainer's `Hello`; returns the batch size it asked for.
-pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<Option<usize>> {
+/// Waits for the trainer's `Hello`; returns the batch size it asked for, and whether this is
+/// the trainer's first attach.
+pub(crate) fn hello(p: &mut Producer, timeout: Duration) -> Result<(Option<usize>, bool)> {
     await_control(p, timeout, "Hello", "send its batch size", |c| match c {
-        Control::Hello { batch_size, .. } => ControlFlow::Break(batch_size.map(|b| b as usize)),
+        Control::Hello {
+            batch_size, first, ..
+        } => ControlFlow::Break((batch_size.map(|b| b as usize), first)),
         other => ControlFlow::Continue(Some(other)),
     })
 }

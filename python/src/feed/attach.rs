@@ -57,20 +57,23 @@ impl Feed {
         inner.hello_sent = true;
         let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
         match inner.consumer.as_mut() {
-            Some(c) => send_hello(c, bs, &self.address),
+            Some(c) => send_hello(c, bs, &self.address, true),
             None => Ok(()),
         }
     }
 }
 
+/// `first`: the trainer's first attach (not a re-attach to a restarted feeder).
 pub(super) fn send_hello(
     consumer: &mut Consumer,
     batch_size: Option<u64>,
     address: &str,
+    first: bool,
 ) -> PyResult<()> {
     let hello = Control::Hello {
         batch_size,
         pid: std::process::id(),
+        first,
     }
     .to_bytes();
     consumer.send_control(&hello).map_err(|e| {
@@ -137,7 +140,7 @@ impl Feed {
             ))
         })?;
         let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
-        send_hello(&mut c, bs, &self.address)?;
+        send_hello(&mut c, bs, &self.address, false)?;
         let consumed: Vec<Piece> = inner.consumed.values().copied().collect();
         let mut parts: Vec<&[Piece]> = consumed.chunks(REJOIN_LEASES_PER_MESSAGE).collect();
         if parts.is_empty() {

@@ -294,7 +294,7 @@ impl Feed {
         let peer = consumer.peer_pid();
         let hello_sent = batch_size.is_some();
         if hello_sent {
-            send_hello(&mut consumer, batch_size, address)?;
+            send_hello(&mut consumer, batch_size, address, true)?;
         }
         let ring_bytes = consumer.capacity();
         let feeder_status = Some(consumer.producer_status());

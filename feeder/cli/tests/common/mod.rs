@@ -39,6 +39,7 @@ pub fn read_feed(batch_size: u64, mut on: impl FnMut(Got<'_>)) {
         &Control::Hello {
             batch_size: Some(batch_size),
             pid: std::process::id(),
+            first: true,
         }
         .to_bytes(),
     )

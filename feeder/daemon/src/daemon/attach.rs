@@ -59,11 +59,15 @@ pub(super) fn bind(opts: &FeederOptions, rank: u32) -> Result<Listener> {
 pub(super) fn take(listener: Listener, opts: &FeederOptions, rejoin: bool) -> Result<Attached> {
     tracing::info!(socket = %listener.path().display(), "waiting for the trainer");
     let mut producer = writer::accept(&listener, opts.accept_timeout)?;
-    let asked = writer::hello(&mut producer, opts.accept_timeout)?;
-    let rejoin = if rejoin {
-        Some(rejoin_report(&mut producer, opts.accept_timeout)?)
-    } else {
-        None
+    let (asked, first) = writer::hello(&mut producer, opts.accept_timeout)?;
+    let rejoin = match (rejoin, first) {
+        (false, _) => None,
+        // A trainer still starting when the feeder before died: it read nothing.
+        (true, true) => {
+            tracing::info!(socket = %listener.path().display(), "the trainer attaches for the first time");
+            Some(Rejoin::default())
+        }
+        (true, false) => Some(rejoin_report(&mut producer, opts.accept_timeout)?),
     };
     Ok(Attached {
         listener,
