@@ -168,10 +168,6 @@ pub fn serve(opts: &ServeOptions) -> Result<ServeReport> {
         opts.input
     );
     let listener = bind(&opts.socket, opts.ring)?;
-    // The trainer's ring made now, its pages allocated before the trainer connects.
-    listener
-        .prepare()
-        .map_err(|e| Error::external(format!("making the ring of {}", opts.socket.display()), e))?;
     let mut producer = accept(&listener, opts.accept_timeout)?;
     let (asked, _) = hello(&mut producer, opts.accept_timeout)?;
     let batch_size = asked.unwrap_or(opts.batch_size);

@@ -491,15 +491,20 @@ pub(crate) fn accept(l: &Listener, timeout: Duration) -> Result<Producer> {
     })
 }
 
-/// Binds the trainer socket.
+/// Binds the trainer socket and makes the trainer's ring now (`Listener::prepare`: its pages
+/// allocated before the trainer connects, not between its connect and its first batch).
 pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
-    Listener::bind(socket, ring).map_err(|e| Error::Io {
+    let listener = Listener::bind(socket, ring).map_err(|e| Error::Io {
         loc: Location {
             path: socket.display().to_string(),
             ..Default::default()
         },
         source: std::io::Error::other(e.to_string()),
-    })
+    })?;
+    listener
+        .prepare()
+        .map_err(|e| Error::external(format!("making the ring of {}", socket.display()), e))?;
+    Ok(listener)
 }
 
 /// The frame encoder for a plan's schema.

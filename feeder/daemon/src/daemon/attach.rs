@@ -9,7 +9,7 @@ use hydrofeed_tfbridge::{Control, Piece};
 
 use super::FeederOptions;
 use crate::writer;
-use crate::{Error, Result};
+use crate::Result;
 
 /// A trainer attached to a rank's ring, before any batch.
 pub(super) struct Attached {
@@ -41,17 +41,13 @@ pub(super) fn attach(opts: &FeederOptions, rank: u32, rejoin: bool) -> Result<At
 pub(super) fn bind(opts: &FeederOptions, rank: u32) -> Result<Listener> {
     let socket = opts.socket_dir.join(format!("rank-{rank}.sock"));
     let ring_bytes = (opts.memory_budget / 2 / opts.trainers as usize).clamp(8 << 20, 64 << 20);
-    let listener = writer::bind(
+    writer::bind(
         &socket,
         RingConfig {
             capacity: ring_bytes,
             max_frame: None,
         },
-    )?;
-    listener
-        .prepare()
-        .map_err(|e| Error::external(format!("making the ring of {}", socket.display()), e))?;
-    Ok(listener)
+    )
 }
 
 /// Takes the trainer's attach on `listener` and its `Hello` (and with `rejoin`, its `Rejoin`

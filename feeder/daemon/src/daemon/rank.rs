@@ -121,31 +121,23 @@ pub(super) fn feed_rank(
             return Err(Error::PeerLost(e.to_string()));
         }
     }
-    let reading = match reading.take() {
+    let mut reading = match reading.take() {
         Some(r) => r,
         None => ReaderRun::start(f, st, reg, batch_size)?,
     };
     let _ = reader_thread.set(reading.thread.thread().clone());
-    let ReaderRun {
-        thread: reader,
-        events: mut rx,
-        stop: reader_stop,
-        budget,
-    } = reading;
     let mut ew = EpochWriter::new(w, batch_size)
         .with_acks(book_sink(&book, st))
         .stop_when(stop_or_lost);
     if let Some((e, r)) = rejoin.as_ref().and_then(|r| Some((resumed_epoch(r)?, r))) {
         ew = ew.resume_in(e, r.epoch_rows);
     }
-    let mut r = write_rank(&mut ew, &mut rx, &book, opts.stall_timeout);
+    let mut r = write_rank(&mut ew, &mut reading.events, &book, opts.stall_timeout);
     if let Err(e) = &r {
         note_lost(e);
     }
     // Readers waiting for room or a unit stop; the reader thread at its next ask.
-    budget.close();
-    reader_stop.store(true, Ordering::Relaxed);
-    drop(rx);
+    reading.stop();
     let mut w = ew.into_writer();
     // Whatever ended the rank, what the trainer's code was handed is consumed (its hand-out
     // count is in the ring's header, also when it left without a last ack).
@@ -165,7 +157,7 @@ pub(super) fn feed_rank(
         );
         r = Ok(0);
     }
-    let _ = reader.join();
+    reading.halt();
     w.finish(&r);
     drop(listener);
     r.map(|steps| (w.report().rows, w.report().batches, steps))
@@ -229,10 +221,16 @@ impl ReaderRun {
         })
     }
 
-    /// Stops the reader (no trainer came to take what it reads) and waits for it.
-    fn halt(self) {
+    /// Tells the reader to stop: readers waiting for room or a unit stop at once, the reader
+    /// thread at its next ask.
+    fn stop(&self) {
         self.budget.close();
         self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the reader and waits for it (its events, unread, are dropped first).
+    fn halt(self) {
+        self.stop();
         drop(self.events);
         self.thread.thread().unpark();
         let _ = self.thread.join();
