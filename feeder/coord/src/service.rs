@@ -34,6 +34,7 @@ use super::token::Token;
 use crate::{Error, Result};
 
 mod commit;
+mod held;
 mod run;
 mod session;
 #[cfg(test)]
@@ -80,9 +81,9 @@ struct Inner {
     /// The cluster spec's JSON, made once for every `WaitClusterSpec` (at 10,000 workers it
     /// is ~300 KB: making it per call was quadratic); cleared by each registration.
     cluster_json: Option<Arc<str>>,
-    /// Bumped when work may have come free for a rank told to wait (an epoch opened, the
-    /// feed ended, a rank died and its rows went back): a session's held request asks again.
-    freed: tokio::sync::watch::Sender<u64>,
+    /// Sessions' requests told to wait, asked again when work may have come free (an epoch
+    /// opened, the feed ended, a rank died and its rows went back): `service::held`.
+    held: held::HeldRequests,
 }
 
 impl Inner {
@@ -125,8 +126,15 @@ impl Inner {
         }
     }
 
-    /// Writes the records kept since [`Inner::hold`] and hands them to the group commit.
+    /// Writes the records kept since [`Inner::hold`], hands them to the group commit, and
+    /// sends the held requests' answers granted meanwhile ([`Inner::deliver`]).
     fn release(&mut self, first_seq: u64) -> Result<()> {
+        let r = self.write_kept(first_seq);
+        self.deliver(r.as_ref().err());
+        r
+    }
+
+    fn write_kept(&mut self, first_seq: u64) -> Result<()> {
         let Some(j) = self.journal.as_mut() else {
             return Ok(());
         };
@@ -185,9 +193,7 @@ impl Inner {
         self.m
             .ack_ranges(r.rank, r.incarnation, r.lease, r.split, &ranges, now)
             .map_err(status_of)?;
-        if (self.m.epoch(), self.m.finished()) != before {
-            self.freed.send_modify(|n| *n += 1);
-        }
+        let freed = (self.m.epoch(), self.m.finished()) != before;
         let seq = self
             .record(&Entry::Ack {
                 rank: r.rank,
@@ -199,6 +205,10 @@ impl Inner {
             })
             .map_err(status_of)?;
         commit::compact(self, now);
+        if freed {
+            // After the ack's record: the grants it allows follow it in the journal.
+            self.grant_held(now);
+        }
         flush_log(self, false);
         Ok(seq)
     }
@@ -309,7 +319,7 @@ impl Shared {
                 seq: 0,
                 commit_gen: 0,
                 cluster_json: None,
-                freed: tokio::sync::watch::channel(0).0,
+                held: Default::default(),
             }),
             start: Instant::now(),
             clock_base_ms,
@@ -373,13 +383,13 @@ impl Shared {
         let mut g = self.lock();
         for ev in g.m.tick(now) {
             if let LivenessEvent::Dead { rank, .. } = &ev {
-                g.freed.send_modify(|n| *n += 1);
                 if let Err(e) = g.record(&Entry::Dead {
                     rank: *rank,
                     now_ms: now,
                 }) {
                     tracing::error!("journal: {e}");
                 }
+                g.grant_held(now);
             }
             match ev {
                 LivenessEvent::Stalled {

@@ -97,8 +97,8 @@ pub(super) fn hold_for(stall_after_ms: u64) -> Result<Duration, String> {
 }
 
 /// Applies one message and waits until what it recorded is durable. A request that would be
-/// told to wait is held until work may have come free (`Inner::freed`) or [`HOLD_ENV`]'s time passed,
-/// and asked once more: a feeder at an epoch barrier sends one message, not one a retry.
+/// told to wait is held (`service::held`) until the call that frees work answers it or
+/// [`HOLD_ENV`]'s time passed: a feeder at an epoch barrier sends one message, not one a retry.
 async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
     sh.count(true);
     let now = sh.now_ms();
@@ -106,7 +106,6 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
     let mut seq = 0;
     let held = {
         let mut g = sh.lock();
-        let freed = g.freed.subscribe();
         // The message's records in one write.
         let first = g.seq;
         g.hold();
@@ -124,14 +123,17 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
         let hold = sh
             .hold
             .min(Duration::from_millis(g.m.config().stall_after_ms / 2));
-        (told_to_wait(&reply) && !hold.is_zero()).then_some((freed, hold))
+        match &msg.work {
+            Some(w) if told_to_wait(&reply) && !hold.is_zero() => {
+                Some((g.hold_request(w.clone()), hold))
+            }
+            _ => None,
+        }
     };
-    if let (Some((mut freed, hold)), Some(w)) = (held, &msg.work) {
+    if let Some((granted, hold)) = held {
         let t0 = std::time::Instant::now();
-        if let Ok(Ok(())) = tokio::time::timeout(hold, freed.changed()).await {
-            let now = sh.now_ms();
-            let mut g = sh.lock();
-            match g.request_work(w, now) {
+        if let Ok(Ok((work, epoch))) = tokio::time::timeout(hold, granted).await {
+            match work {
                 Ok((s, work)) => {
                     seq = seq.max(s);
                     reply.work = Some(work_reply(work));
@@ -141,7 +143,7 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
                     reply.error = Some(error("request_work", msg.acks.len() as u32, &s));
                 }
             }
-            reply.epoch = g.m.epoch();
+            reply.epoch = epoch;
         }
         reply.held_ms = t0.elapsed().as_millis() as u32;
     }

@@ -389,3 +389,90 @@ fn a_request_at_the_barrier_is_answered_when_the_epoch_opens() {
         assert!(r.held_ms >= 200, "{r:?}");
     });
 }
+
+/// Five requests held at the barrier are all answered with a lease of the next epoch when the
+/// sixth rank's ack opens it (granted together, in the acking message's lock), and the
+/// journal holds those grants after that ack: a coordinator recovered from it has the same
+/// five leases outstanding in the same epoch.
+#[test]
+fn requests_held_at_the_barrier_are_granted_together_and_journaled_after_the_ack() {
+    let dir = tempfile::tempdir().unwrap();
+    let splits = || (0..6).map(|i| SplitInfo::new(i, 10)).collect::<Vec<_>>();
+    let cfg = Config {
+        epochs: 2,
+        ..Config::new(6, 10)
+    };
+    let m = Machine::new(splits(), cfg.clone()).unwrap();
+    let roster = Roster::new(6, 0, 0);
+    let journal = Journal::create(dir.path(), &m, &roster, 0).unwrap();
+    let token = Token::generate().unwrap();
+    let secret = token.as_str().to_string();
+    let opts = ServiceOptions {
+        ps: 0,
+        evaluators: 0,
+        reservation_timeout: Duration::from_secs(60),
+        heartbeat_interval: Duration::from_secs(1),
+        log_path: None,
+        token,
+        tls: None,
+        filter_counts: None,
+    };
+    let j = Journaled {
+        journal,
+        roster,
+        now_ms: 0,
+    };
+    let svc = spawn_journaled(m, Some(j), opts, "127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let granted = rt().block_on(async {
+        let mut open = Vec::new();
+        for rank in 0..6 {
+            let mut c = client(svc.addr, &secret).await;
+            let inc = register(&mut c, rank).await;
+            let mut s = Session::open(&mut c, rank, inc).await.unwrap();
+            let l = lease_of(&s.send(vec![], true).await);
+            assert_eq!((l.epoch, l.rows), (0, 10), "{l:?}");
+            open.push((s, l));
+        }
+        let (mut last, last_lease) = open.pop().unwrap();
+        let waiting: Vec<_> = open
+            .into_iter()
+            .map(|(mut s, l)| {
+                tokio::spawn(async move {
+                    let acks = vec![s.ack_of(&l)];
+                    s.send(acks, true).await
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            waiting.iter().all(|w| !w.is_finished()),
+            "answered at the barrier, not held"
+        );
+        let acks = vec![last.ack_of(&last_lease)];
+        assert_eq!(last.send(acks, false).await.epoch, 1);
+        let mut granted = Vec::new();
+        for w in waiting {
+            let r = w.await.unwrap();
+            assert!(r.error.is_none() && r.held_ms >= 200, "{r:?}");
+            let l = lease_of(&r);
+            assert_eq!((l.epoch, r.epoch), (1, 1), "{r:?}");
+            granted.push(l.split);
+        }
+        granted
+    });
+    granted.iter().for_each(|s| assert!(*s < 6));
+    let mut distinct = granted.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 5, "{granted:?}");
+    let want = svc.shared.with_machine(|m| (m.epoch(), m.outstanding()));
+    assert_eq!(want, (1, 5));
+    svc.shutdown().unwrap();
+    let rec = journal::recover(
+        dir.path(),
+        |st| Machine::resume(splits(), cfg.clone(), st),
+        Roster::new(6, 0, 0),
+    )
+    .unwrap();
+    assert_eq!((rec.machine.epoch(), rec.machine.outstanding()), want);
+}
