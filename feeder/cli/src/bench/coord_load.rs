@@ -105,6 +105,12 @@ struct Tally {
     lease: Lat,
     ack: Lat,
     heartbeat: Lat,
+    /// Session messages: the lease latency of replies held at a barrier (from the end of the
+    /// hold) and of the others; and how late the generator sent each message after its
+    /// scheduled time (its own lag, inside every latency above).
+    lease_held: Lat,
+    lease_unheld: Lat,
+    send_lag: Lat,
     /// Calls scheduled inside the window and answered before its end plus the grace.
     answered: u64,
     errors: u64,
@@ -275,7 +281,17 @@ async fn unary_feeder(
         };
         t.count(res.map_err(|s| s.to_string()), r, grace);
     }
+    linger(grace, c).await;
     t
+}
+
+/// Keeps a feeder's connection (and session) open until the measured answers' deadline: the
+/// feeders whose window ended do not close their connections while others' answers are still
+/// measured (thousands of streams closing at once, inside the last barrier's answers, is the
+/// bench's end, not the coordinator's steady state).
+async fn linger<T>(until: Instant, conn: T) {
+    tokio::time::sleep_until(until).await;
+    drop(conn);
 }
 
 impl Tally {
@@ -357,6 +373,7 @@ async fn session_feeder(
         // A message due while the last one was held at a barrier goes when that one was
         // answered: the feeder could not send it sooner, and the hold is not latency.
         let at = at.max(free);
+        t.send_lag.add(at.elapsed());
         let acks: Vec<proto::AckRequest> = held
             .take()
             .map(|(lease, split, rows)| proto::AckRequest {
@@ -407,6 +424,11 @@ async fn session_feeder(
             let d = at.elapsed().saturating_sub(hold);
             t.heartbeat.add(d);
             t.lease.add(d);
+            if hold.is_zero() {
+                t.lease_unheld.add(d);
+            } else {
+                t.lease_held.add(d);
+            }
             if acked {
                 t.ack.add(d);
             }
@@ -429,6 +451,7 @@ async fn session_feeder(
             break;
         }
     }
+    linger(grace, (tx, replies, _client)).await;
     t
 }
 
@@ -499,6 +522,9 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
             all.lease.0.extend(t.lease.0);
             all.ack.0.extend(t.ack.0);
             all.heartbeat.0.extend(t.heartbeat.0);
+            all.lease_held.0.extend(t.lease_held.0);
+            all.lease_unheld.0.extend(t.lease_unheld.0);
+            all.send_lag.0.extend(t.send_lag.0);
             all.answered += t.answered;
             all.errors += t.errors;
             all.leases += t.leases;
@@ -549,6 +575,9 @@ async fn load(a: &LoadArgs) -> anyhow::Result<serde_json::Value> {
         "lease_latency": all.lease.summary(),
         "ack_latency": all.ack.summary(),
         "heartbeat_latency": all.heartbeat.summary(),
+        "lease_latency_held": all.lease_held.summary(),
+        "lease_latency_unheld": all.lease_unheld.summary(),
+        "send_lag": all.send_lag.summary(),
         "coordinator_cpu_s": coord_cpu,
         "coordinator_cores": coord_cpu / secs,
         "coordinator_us_per_message": coord_cpu * 1e6 / all.answered.max(1) as f64,
