@@ -41,16 +41,7 @@ fn coordinator(workers: u32, epochs: u32, dead_after_ms: u64) -> (RunningService
     };
     let token = Token::generate().unwrap();
     let secret = token.as_str().to_string();
-    let opts = ServiceOptions {
-        ps: 0,
-        evaluators: 0,
-        reservation_timeout: Duration::from_secs(60),
-        heartbeat_interval: Duration::from_secs(1),
-        log_path: None,
-        token,
-        tls: None,
-        filter_counts: None,
-    };
+    let opts = super::tests::options(token);
     let m = Machine::new(splits, cfg).unwrap();
     let s = spawn(m, opts, "127.0.0.1:0".parse().unwrap(), None).unwrap();
     (s, secret)
@@ -407,16 +398,7 @@ fn requests_held_at_the_barrier_are_granted_together_and_journaled_after_the_ack
     let journal = Journal::create(dir.path(), &m, &roster, 0).unwrap();
     let token = Token::generate().unwrap();
     let secret = token.as_str().to_string();
-    let opts = ServiceOptions {
-        ps: 0,
-        evaluators: 0,
-        reservation_timeout: Duration::from_secs(60),
-        heartbeat_interval: Duration::from_secs(1),
-        log_path: None,
-        token,
-        tls: None,
-        filter_counts: None,
-    };
+    let opts = super::tests::options(token);
     let j = Journaled {
         journal,
         roster,

@@ -14,18 +14,23 @@ use crate::{Config, SplitInfo};
 fn service(workers: u32) -> CoordService {
     let splits = (0..4).map(|i| SplitInfo::new(i, 10)).collect();
     let m = Machine::new(splits, Config::new(workers, 1)).unwrap();
-    let opts = ServiceOptions {
+    let opts = options(Token::generate().unwrap());
+    CoordService {
+        shared: Shared::new(m, opts).unwrap(),
+    }
+}
+
+/// The options of a test's service: no parameter servers or evaluators, plain HTTP/2.
+pub(super) fn options(token: Token) -> ServiceOptions {
+    ServiceOptions {
         ps: 0,
         evaluators: 0,
         reservation_timeout: Duration::from_secs(60),
         heartbeat_interval: Duration::from_secs(1),
         log_path: None,
-        token: Token::generate().unwrap(),
+        token,
         tls: None,
         filter_counts: None,
-    };
-    CoordService {
-        shared: Shared::new(m, opts).unwrap(),
     }
 }
 
