@@ -12,9 +12,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use tokio::sync::oneshot;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::{Status, Streaming};
 
+use super::held::Granted;
 use super::{work_reply, Inner, Shared};
 use crate::proto;
 
@@ -132,7 +134,7 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
     };
     if let Some((granted, hold)) = held {
         let t0 = std::time::Instant::now();
-        if let Ok(Ok((work, epoch))) = tokio::time::timeout(hold, granted).await {
+        if let Some((work, epoch)) = wait_held(sh, granted, hold).await {
             match work {
                 Ok((s, work)) => {
                     seq = seq.max(s);
@@ -154,6 +156,25 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
         reply.error = Some(error("journal", acks_applied, &s));
     }
     reply
+}
+
+/// A held request's answer, waited for until `hold` passed. A grant made as the hold ran out
+/// is taken, not lost: the receiver is read and dropped under the lock that grants, so no grant
+/// comes after it. (Dropped outside it, a grant made in between would leave a lease outstanding
+/// that nobody was told of, and its epoch could not close before the dead-after rule.)
+async fn wait_held(
+    sh: &Shared,
+    mut granted: oneshot::Receiver<Granted>,
+    hold: Duration,
+) -> Option<Granted> {
+    if let Ok(r) = tokio::time::timeout(hold, &mut granted).await {
+        return r.ok();
+    }
+    let g = sh.lock();
+    let r = granted.try_recv().ok();
+    drop(granted);
+    drop(g);
+    r
 }
 
 fn told_to_wait(r: &proto::SessionReply) -> bool {
