@@ -29,22 +29,37 @@ impl tonic::service::Interceptor for Bearer {
 
 type Client = CoordinatorClient<InterceptedService<Channel, Bearer>>;
 
-/// A coordinator for `workers` ranks over 6 splits of 10 rows, batch 10: 2 steps per rank
-/// and epoch when `workers` is 3, each split one lease.
-fn coordinator(workers: u32, epochs: u32, dead_after_ms: u64) -> (RunningService, String) {
-    let splits = (0..6).map(|i| SplitInfo::new(i, 10)).collect();
-    let cfg = Config {
+/// 6 splits of 10 rows.
+fn splits() -> Vec<SplitInfo> {
+    (0..6).map(|i| SplitInfo::new(i, 10)).collect()
+}
+
+/// `workers` ranks over [`splits`], batch 10: 2 steps per rank and epoch when `workers` is 3,
+/// each split one lease.
+fn config(workers: u32, epochs: u32, dead_after_ms: u64) -> Config {
+    Config {
         epochs,
         stall_after_ms: dead_after_ms / 2,
         dead_after_ms,
         ..Config::new(workers, 10)
-    };
+    }
+}
+
+/// A coordinator of `m`, with `journal` when given; and its token.
+fn coordinator_with(m: Machine, journal: Option<Journaled>) -> (RunningService, String) {
     let token = Token::generate().unwrap();
     let secret = token.as_str().to_string();
     let opts = super::tests::options(token);
-    let m = Machine::new(splits, cfg).unwrap();
-    let s = spawn(m, opts, "127.0.0.1:0".parse().unwrap(), None).unwrap();
-    (s, secret)
+    let addr = "127.0.0.1:0".parse().unwrap();
+    (
+        spawn_journaled(m, journal, opts, addr, None).unwrap(),
+        secret,
+    )
+}
+
+fn coordinator(workers: u32, epochs: u32, dead_after_ms: u64) -> (RunningService, String) {
+    let m = Machine::new(splits(), config(workers, epochs, dead_after_ms)).unwrap();
+    coordinator_with(m, None)
 }
 
 async fn client(addr: std::net::SocketAddr, token: &str) -> Client {
@@ -388,23 +403,15 @@ fn a_request_at_the_barrier_is_answered_when_the_epoch_opens() {
 #[test]
 fn requests_held_at_the_barrier_are_granted_together_and_journaled_after_the_ack() {
     let dir = tempfile::tempdir().unwrap();
-    let splits = || (0..6).map(|i| SplitInfo::new(i, 10)).collect::<Vec<_>>();
-    let cfg = Config {
-        epochs: 2,
-        ..Config::new(6, 10)
-    };
-    let m = Machine::new(splits(), cfg.clone()).unwrap();
+    let cfg = config(6, 2, 30_000);
     let roster = Roster::new(6, 0, 0);
-    let journal = Journal::create(dir.path(), &m, &roster, 0).unwrap();
-    let token = Token::generate().unwrap();
-    let secret = token.as_str().to_string();
-    let opts = super::tests::options(token);
+    let m = Machine::new(splits(), cfg.clone()).unwrap();
     let j = Journaled {
-        journal,
+        journal: Journal::create(dir.path(), &m, &roster, 0).unwrap(),
         roster,
         now_ms: 0,
     };
-    let svc = spawn_journaled(m, Some(j), opts, "127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let (svc, secret) = coordinator_with(m, Some(j));
     let granted = rt().block_on(async {
         let mut open = Vec::new();
         for rank in 0..6 {
