@@ -40,7 +40,7 @@ pub mod layout;
 
 pub use control::{Control, FeedReport, REJOIN_LEASES_PER_MESSAGE};
 pub use frame::{
-    error_frame, lineage, marker, owned_buffer, Encoded, ErrorCode, Frame, FrameDecoder,
+    error_frame, lineage, marker, owned_buffer, Encoded, ErrorCode, FillPart, Frame, FrameDecoder,
     FrameEncoder, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, HEADER_LEN, NO_SPLIT,
     PIECE_LEN,
 };

@@ -136,7 +136,6 @@ fn read_epoch_ordered(
         };
         let mut open = true;
         let r = read_segment(ctx, &o, batch_size, |batch, permit| {
-            let permit = Some(permit);
             open = tx.send(Event::Rows(Rows { tag, batch, permit })).is_ok();
             open
         });
@@ -389,6 +388,51 @@ mod tests {
         assert_ne!(ids[0], ids[1]);
         assert_eq!(run("b.sock", 3), ids);
         assert_ne!(run("c.sock", 4)[0], ids[0]);
+    }
+
+    /// A shuffle buffer over Parquet of fixed-width columns (the rows the writer copies from
+    /// the window's batches straight into the ring): each row arrives whole, with the values
+    /// its id was generated with, every row once.
+    #[test]
+    fn shuffled_rows_written_straight_from_their_window_arrive_whole() {
+        use hydrofeed_format::gen::mnist_rows;
+        use hydrofeed_format::split::Format;
+        let d = tempfile::tempdir().unwrap();
+        let data = d.path().join("data");
+        let gen = GenOptions {
+            format: Format::Parquet,
+            rows: 2000,
+            files: 3,
+            ..Default::default()
+        };
+        write_dataset(&data, &gen).unwrap();
+        let sock = d.path().join("p.sock");
+        let o = ServeOptions {
+            order: Some(ServeOrder {
+                seed: 9,
+                spec: OrderSpec::new(300, 3),
+            }),
+            ..opts(&data, &sock, 1)
+        };
+        let server = thread::spawn(move || serve(&o));
+        let frames = drain(&sock, 64);
+        assert_eq!(server.join().unwrap().unwrap().rows, 2000);
+        let mut ids = Vec::new();
+        for f in &frames {
+            if let Frame::Batch(_, b) = f {
+                let id = b.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+                let want = mnist_rows(Format::Parquet, 0, 0, 0).schema();
+                assert_eq!(b.schema(), want);
+                for (r, &i) in id.values().iter().enumerate() {
+                    let row = mnist_rows(Format::Parquet, 0, i as u64, 1);
+                    assert_eq!(b.slice(r, 1), row, "row {r} of a batch: id {i}");
+                }
+                ids.extend(id.values().iter().copied());
+            }
+        }
+        assert_ne!(ids, (0..2000).collect::<Vec<i64>>(), "not shuffled");
+        ids.sort_unstable();
+        assert_eq!(ids, (0..2000).collect::<Vec<i64>>());
     }
 
     /// Random crops and flips differ from one epoch to the next and repeat in a rerun: the

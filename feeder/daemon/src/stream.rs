@@ -17,9 +17,10 @@ use crossbeam_channel::bounded;
 use hydrofeed_coord::order::{ChunkStream, EpochSeq, Span, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
+use hydrofeed_format::gather::Keep;
 use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
-use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
+use hydrofeed_format::{Gather, Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::Storage;
 use rayon::prelude::*;
 
@@ -187,12 +188,14 @@ pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Er
 
 /// Reads the stream positions of `o`'s segment and hands them to `emit` in order, in batches
 /// of at most `batch_size` rows, each with the permit of its bytes (the caller drops it once
-/// the rows are taken); stops early (`Ok`) when `emit` returns `false` or the budget closed.
+/// the rows are taken), or, with a shuffle buffer, as gathers of the window's rows that hold
+/// the window's permit until the last of them is dropped; stops early (`Ok`) when `emit`
+/// returns `false` or the budget closed.
 pub fn read_segment<'a>(
     ctx: &StreamCtx<'a>,
     o: &OrderLease,
     batch_size: usize,
-    emit: impl FnMut(RecordBatch, Permit) -> bool,
+    emit: impl FnMut(Gather, Option<Permit>) -> bool,
 ) -> Result<()> {
     let seg = o.segment;
     if seg.is_empty() {
@@ -287,7 +290,7 @@ pub fn read_segment<'a>(
             }
             let lo = seg.from.saturating_sub(w.start) as usize;
             let hi = (seg.to - w.start).min(w.rows) as usize;
-            if !send_window(cs, &w, &batches, lo, hi, &mut out)? {
+            if !send_window(cs, &w, batches, permit, lo, hi, &mut out)? {
                 return Ok(());
             }
         }
@@ -310,21 +313,24 @@ struct Out<'a, F> {
     emit: F,
 }
 
-impl<F: FnMut(RecordBatch, Permit) -> bool> Out<'_, F> {
+impl<F: FnMut(Gather, Option<Permit>) -> bool> Out<'_, F> {
     /// Hands `b` on; `false` when the receiver stopped or the budget closed.
     fn send(&mut self, b: RecordBatch) -> bool {
         match self.budget.permit(batch_bytes(&b), Place::Front) {
-            Some(p) => (self.emit)(b, p),
+            Some(p) => (self.emit)(Gather::from(b), Some(p)),
             None => false,
         }
     }
 }
 
-/// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped.
-fn send_window<F: FnMut(RecordBatch, Permit) -> bool>(
+/// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped. The
+/// window's `permit` is dropped once its rows are handed on, or, in a permutation, once the
+/// last gather of them is (the writer copies them from the window's batches).
+fn send_window<F: FnMut(Gather, Option<Permit>) -> bool>(
     cs: &ChunkStream,
     w: &Window,
-    batches: &[RecordBatch],
+    batches: Vec<RecordBatch>,
+    permit: Option<Permit>,
     lo: usize,
     hi: usize,
     out: &mut Out<'_, F>,
@@ -332,7 +338,7 @@ fn send_window<F: FnMut(RecordBatch, Permit) -> bool>(
     if !cs.permutes() {
         // No shuffle buffer: the lanes' batches as they are, cut to [lo, hi).
         let mut at = 0usize;
-        for b in batches {
+        for b in &batches {
             let n = b.num_rows();
             let (a, z) = (lo.max(at), hi.min(at + n));
             if a < z && !out.send(b.slice(a - at, z - a)) {
@@ -343,18 +349,18 @@ fn send_window<F: FnMut(RecordBatch, Permit) -> bool>(
         return Ok(true);
     }
     let perm = cs.permutation(w.index);
-    // Gathered from the lanes' batches as they are: joining them into one batch first and
-    // taking from it measured slower (one more copy of the window).
+    // The rows stay in the lanes' batches: the writer copies each batch's rows from them into
+    // the ring (making the batch first would copy every row once more).
     let mut index: Vec<(usize, usize)> = Vec::with_capacity(w.rows as usize);
     for (i, b) in batches.iter().enumerate() {
         index.extend((0..b.num_rows()).map(|r| (i, r)));
     }
-    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    let sources: Arc<[RecordBatch]> = Arc::from(batches);
+    let keep: Keep = Arc::new(permit);
     for chunk in perm[lo..hi].chunks(out.batch_size) {
         let idx: Vec<(usize, usize)> = chunk.iter().map(|&j| index[j as usize]).collect();
-        let b = arrow_select::interleave::interleave_record_batch(&refs, &idx)
-            .map_err(|e| Error::external("gathering a window's rows", e))?;
-        if !out.send(b) {
+        let g = Gather::rows(sources.clone(), &idx).keeping(keep.clone());
+        if !(out.emit)(g, None) {
             return Ok(false);
         }
     }

@@ -8,16 +8,17 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
+use arrow_buffer::{Buffer, MutableBuffer};
 use hydrofeed_ipc::{AttachError, ControlError, Listener, Producer, ReserveError, RingConfig};
 use hydrofeed_tfbridge::{
-    error_frame, marker, Control, Encoded, ErrorCode, FeedReport, FrameEncoder, FrameError,
-    FrameKind, FrameMeta, Piece,
+    error_frame, marker, Control, Encoded, ErrorCode, FeedReport, FillPart, FrameEncoder,
+    FrameError, FrameKind, FrameMeta, Piece,
 };
 
 use crate::serve::ServeReport;
 use crate::{Error, Result};
 use hydrofeed_error::Location;
-use hydrofeed_format::Plan;
+use hydrofeed_format::{Gather, Plan, Rowset};
 
 /// Short wait used for every ring operation, so peer death and stalls are seen promptly.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
@@ -79,6 +80,8 @@ pub(crate) struct Writer {
     last_poll: Instant,
     /// Frames the trainer's hand-out count (in the ring's header) covered when last forwarded.
     handed: u64,
+    /// The placeholder values of gathered batches ([`Gathered`]), never touched.
+    zeros: Buffer,
 }
 
 /// Settings of a [`Writer`]: the stall timeout, the batch size it reports, the ack sink and
@@ -145,6 +148,7 @@ impl WriterBuilder {
             bye: false,
             last_poll: Instant::now(),
             handed: 0,
+            zeros: Buffer::from_vec(Vec::<u8>::new()),
         }
     }
 }
@@ -246,6 +250,11 @@ impl Writer {
     }
 
     pub(crate) fn put(&mut self, f: &Encoded) -> Result<()> {
+        self.put_filling(f, &mut |_, _| Ok(false))
+    }
+
+    /// [`Writer::put`], with the parts `fill` writes itself ([`Encoded::write_filling`]).
+    fn put_filling(&mut self, f: &Encoded, fill: &mut FillPart<'_>) -> Result<()> {
         let started = Instant::now();
         if self.on_ack.is_some() && self.last_poll.elapsed() >= ACK_POLL {
             self.poll_control()?;
@@ -256,7 +265,7 @@ impl Writer {
                     if let Some(w) = &self.on_wait {
                         w(Duration::ZERO);
                     }
-                    f.write_to(&mut r)
+                    f.write_filling(&mut r, fill)
                         .map_err(|e| Error::external("frame encoding", e))?;
                     r.commit();
                     self.seq += 1;
@@ -340,6 +349,40 @@ impl Writer {
             .commit(&f)
             .map_err(|e| Error::external("frame encoding", e))?;
         self.report.rows += b.num_rows() as u64;
+        self.report.batches += 1;
+        Ok(())
+    }
+
+    /// Writes the rows of `g` as one batch, as [`Writer::batch`] does: the rows of one batch
+    /// as they are; rows of several batches copied straight from them into the ring slot when
+    /// every column is fixed-width ([`Gather::row_bytes`], see [`Gathered`]); otherwise the
+    /// batch is made first.
+    pub(crate) fn gathered(
+        &mut self,
+        epoch: u32,
+        split: u32,
+        g: &Gather,
+        pieces: &[Piece],
+    ) -> Result<()> {
+        if let Some(b) = g.as_slice() {
+            return self.batch(epoch, split, &b, pieces);
+        }
+        let meta = self.meta(epoch, split, 0);
+        let Some(f) = Gathered::encode(&mut self.enc, g, meta, &mut self.zeros)? else {
+            return self.batch(epoch, split, &g.materialize()?, pieces);
+        };
+        let f = f.with_lineage(pieces);
+        if f.frame.len() > self.producer.max_frame() && g.num_rows() > 1 {
+            let half = g.num_rows() / 2;
+            let (head, tail) = split_pieces(pieces, half as u64);
+            self.gathered(epoch, split, &g.slice(0, half), &head)?;
+            return self.gathered(epoch, split, &g.slice(half, g.num_rows() - half), &tail);
+        }
+        self.put_filling(&f.frame, &mut |i, slot| f.fill(g, i, slot))?;
+        self.enc
+            .commit(&f.frame)
+            .map_err(|e| Error::external("frame encoding", e))?;
+        self.report.rows += g.num_rows() as u64;
         self.report.batches += 1;
         Ok(())
     }
@@ -507,7 +550,75 @@ pub(crate) fn bind(socket: &Path, ring: RingConfig) -> Result<Listener> {
     Ok(listener)
 }
 
+/// The frame of a [`Gather`]'s rows, encoded from a placeholder batch of its layout: the
+/// parts that are a column's values are written straight from the rows' batches.
+pub(crate) struct Gathered {
+    frame: Encoded,
+    /// Each payload part's column, for the parts that are a column's values.
+    column_of: Vec<Option<usize>>,
+    widths: Vec<usize>,
+}
+
+impl Gathered {
+    /// Encodes the frame of `g`'s rows without making their batch; `None` when a column is
+    /// not fixed-width, or the encoder copied a placeholder instead of passing it on (the
+    /// frame is dropped uncommitted: the caller makes the batch). `zeros` is the placeholder
+    /// memory, grown as needed.
+    pub(crate) fn encode(
+        enc: &mut FrameEncoder,
+        g: &Gather,
+        meta: FrameMeta,
+        zeros: &mut Buffer,
+    ) -> Result<Option<Gathered>> {
+        let Some(widths) = g.row_bytes() else {
+            return Ok(None);
+        };
+        let need = g.placeholder_bytes(&widths);
+        if zeros.len() < need {
+            // Zeroed pages that nothing writes or reads: they cost address space, not memory.
+            *zeros = MutableBuffer::from_len_zeroed(need.next_power_of_two()).into();
+        }
+        let (layout, holders) = g.placeholder(&widths, zeros)?;
+        let frame = enc
+            .batch(&layout, meta)
+            .map_err(|e| Error::Internal(format!("frame encoding: {e}")))?;
+        let mut column_of = vec![None; frame.parts().len()];
+        for (c, h) in holders.iter().enumerate().filter(|(_, h)| !h.is_empty()) {
+            let same = |p: &Buffer| p.as_ptr() == h.as_ptr() && p.len() == h.len();
+            match frame.parts().iter().position(same) {
+                Some(i) => column_of[i] = Some(c),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(Gathered {
+            frame,
+            column_of,
+            widths,
+        }))
+    }
+
+    fn with_lineage(mut self, pieces: &[Piece]) -> Self {
+        self.frame = self.frame.with_lineage(pieces);
+        self
+    }
+
+    /// Writes payload part `i` into `slot` when it is a column's values (`Ok(true)`).
+    fn fill(&self, g: &Gather, i: usize, slot: &mut [u8]) -> std::result::Result<bool, FrameError> {
+        match self.column_of[i] {
+            Some(c) => g
+                .fill(c, self.widths[c], slot)
+                .map(|()| true)
+                .map_err(|e| FrameError::Fill(e.to_string())),
+            None => Ok(false),
+        }
+    }
+}
+
 /// The frame encoder for a plan's schema.
 pub(crate) fn encoder(plan: &Plan) -> Result<FrameEncoder> {
     FrameEncoder::new(plan.schema.clone()).map_err(|e| Error::external("frame encoder", e))
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

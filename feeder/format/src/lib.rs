@@ -19,6 +19,7 @@ pub mod deletion;
 pub mod delta;
 pub mod filter;
 pub mod filtered;
+pub mod gather;
 pub mod gen;
 pub mod gen_images;
 pub mod iceberg;
@@ -38,7 +39,8 @@ pub mod split;
 pub mod tfrecord;
 mod units;
 
-pub use rebatch::Rebatcher;
+pub use gather::Gather;
+pub use rebatch::{Rebatcher, Rowset};
 
 /// What to do with a corrupt record or block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,7 +4,9 @@
 //! Readers decode in their own units (row groups, blocks, `batch_rows`); a trainer's batches
 //! are `batch_size` rows that may span units and splits. Every place that re-cuts (`serve`, the
 //! feeder daemon with each piece's lease for the lineage, Avro's blocks, `hydrofeed.read`)
-//! goes through this type. A batch that is one piece is handed out as is, never copied.
+//! goes through this type. A batch that is one piece is handed out as is, never copied; the
+//! feeder's writer cuts [`Gather`](crate::gather::Gather)s, whose pieces it copies straight
+//! into the ring ([`Rebatcher::take_parts`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,17 +17,36 @@ use arrow_schema::{ArrowError, DataType, SchemaRef};
 
 use crate::{Error, Result};
 
+/// Rows that can be counted and cut: a `RecordBatch`, or a [`Gather`](crate::gather::Gather).
+pub trait Rowset {
+    /// Rows held.
+    fn num_rows(&self) -> usize;
+    /// Rows `[offset, offset + len)`.
+    fn slice(&self, offset: usize, len: usize) -> Self;
+}
+
+impl Rowset for RecordBatch {
+    fn num_rows(&self) -> usize {
+        RecordBatch::num_rows(self)
+    }
+
+    fn slice(&self, offset: usize, len: usize) -> Self {
+        RecordBatch::slice(self, offset, len)
+    }
+}
+
 /// Batches pushed in, cut and concatenated into batches of the size asked for.
 ///
 /// `T` tags each pushed batch (the feeder: which lease and split its rows came from); a batch
-/// taken out reports the tag and rows of each of its pieces, in order.
+/// taken out reports the tag and rows of each of its pieces, in order. `B` is what is pushed:
+/// record batches (glued on the way out), or the feeder's gathers (handed out as pieces).
 #[derive(Debug)]
-pub struct Rebatcher<T = ()> {
-    pending: VecDeque<(RecordBatch, T)>,
+pub struct Rebatcher<T = (), B = RecordBatch> {
+    pending: VecDeque<(B, T)>,
     rows: usize,
 }
 
-impl<T> Default for Rebatcher<T> {
+impl<T, B> Default for Rebatcher<T, B> {
     fn default() -> Self {
         Self {
             pending: VecDeque::new(),
@@ -37,9 +58,12 @@ impl<T> Default for Rebatcher<T> {
 /// A batch taken out of a [`Rebatcher`], with the tag and rows of each of its pieces in order.
 pub type Tagged<T> = (RecordBatch, Vec<(T, usize)>);
 
-impl<T: Clone> Rebatcher<T> {
+/// The pieces of a batch taken out of a [`Rebatcher`], with the tag and rows of each.
+pub type Parts<B, T> = (Vec<B>, Vec<(T, usize)>);
+
+impl<T: Clone, B: Rowset> Rebatcher<T, B> {
     /// Appends a batch with its tag (empty batches are dropped).
-    pub fn push_tagged(&mut self, b: RecordBatch, tag: T) {
+    pub fn push_tagged(&mut self, b: B, tag: T) {
         if b.num_rows() > 0 {
             self.rows += b.num_rows();
             self.pending.push_back((b, tag));
@@ -62,31 +86,21 @@ impl<T: Clone> Rebatcher<T> {
         self.rows = 0;
     }
 
-    /// Takes the first `n` rows pending (fewer when fewer are pending) as one batch, with the
-    /// tag and rows of each piece; `None` when nothing is pending.
-    pub fn take_tagged(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
-        self.take_within(n, false)
-    }
-
-    /// As [`Rebatcher::take_tagged`], but a batch ends before the first pending piece of
-    /// another schema (fewer than `n` rows then): rows of Spark partitions whose types were
-    /// inferred apart (a column of ints in one, of floats in the next) are cut in order
-    /// without being forced into one schema.
-    pub fn take_tagged_one_schema(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
-        self.take_within(n, true)
-    }
-
-    fn take_within(&mut self, n: usize, one_schema: bool) -> Result<Option<Tagged<T>>> {
+    /// Takes the first `n` rows pending (fewer when fewer are pending) as pieces, with the tag
+    /// and rows of each; a batch ends before a pending piece `cut(first, next)` says to leave
+    /// for the next one. `None` when nothing is pending.
+    pub fn take_parts(&mut self, n: usize, cut: impl Fn(&B, &B) -> bool) -> Option<Parts<B, T>> {
         if self.rows == 0 || n == 0 {
-            return Ok(None);
+            return None;
         }
-        let schema = self.pending.front().map(|(b, _)| b.schema());
-        let mut parts: Vec<RecordBatch> = Vec::new();
+        let mut parts: Vec<B> = Vec::new();
         let mut tags = Vec::new();
         let mut got = 0;
         while got < n {
-            if one_schema && got > 0 && self.pending.front().map(|(b, _)| b.schema()) != schema {
-                break;
+            if let (Some(first), Some((next, _))) = (parts.first(), self.pending.front()) {
+                if cut(first, next) {
+                    break;
+                }
             }
             let Some((b, tag)) = self.pending.pop_front() else {
                 break;
@@ -105,6 +119,30 @@ impl<T: Clone> Rebatcher<T> {
             }
         }
         self.rows -= got;
+        Some((parts, tags))
+    }
+}
+
+impl<T: Clone> Rebatcher<T, RecordBatch> {
+    /// Takes the first `n` rows pending (fewer when fewer are pending) as one batch, with the
+    /// tag and rows of each piece; `None` when nothing is pending.
+    pub fn take_tagged(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
+        self.take_within(n, false)
+    }
+
+    /// As [`Rebatcher::take_tagged`], but a batch ends before the first pending piece of
+    /// another schema (fewer than `n` rows then): rows of Spark partitions whose types were
+    /// inferred apart (a column of ints in one, of floats in the next) are cut in order
+    /// without being forced into one schema.
+    pub fn take_tagged_one_schema(&mut self, n: usize) -> Result<Option<Tagged<T>>> {
+        self.take_within(n, true)
+    }
+
+    fn take_within(&mut self, n: usize, one_schema: bool) -> Result<Option<Tagged<T>>> {
+        let cut = |a: &RecordBatch, b: &RecordBatch| one_schema && a.schema() != b.schema();
+        let Some((mut parts, tags)) = self.take_parts(n, cut) else {
+            return Ok(None);
+        };
         let out = if parts.len() == 1 {
             parts.pop().unwrap_or_else(|| unreachable!("one part"))
         } else {
@@ -121,7 +159,10 @@ impl<T: Clone> Rebatcher<T> {
 /// (arrow's `concat` takes a fixed-size list through its generic path, which extends the
 /// values one list at a time: several times a copy of the values, for the image of an
 /// MNIST-like row).
-fn glue(schema: &SchemaRef, parts: &[RecordBatch]) -> std::result::Result<RecordBatch, ArrowError> {
+pub(crate) fn glue(
+    schema: &SchemaRef,
+    parts: &[RecordBatch],
+) -> std::result::Result<RecordBatch, ArrowError> {
     if let Some(b) = parts.iter().find(|b| b.schema() != *schema) {
         return Err(ArrowError::InvalidArgumentError(format!(
             "batches of different schemas: {schema:?} and {:?}",

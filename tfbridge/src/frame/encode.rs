@@ -14,6 +14,10 @@ use super::{
     ErrorCode, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, ALIGN, HEADER_LEN, PIECE_LEN,
 };
 
+/// Asked for each payload part `i` of a frame being written: writes the part into the slot
+/// itself (`Ok(true)`), or leaves it to be copied (`Ok(false)`).
+pub type FillPart<'a> = dyn FnMut(usize, &mut [u8]) -> Result<bool, FrameError> + 'a;
+
 /// A frame ready to be copied into a ring slot: header plus payload parts that still point at
 /// the source batch's buffers.
 #[derive(Debug, Clone)]
@@ -60,6 +64,18 @@ impl Encoded {
     /// Copies the frame into `dst`, which must be exactly [`Encoded::len`] bytes. This is the
     /// one copy of the producer side.
     pub fn write_to(&self, dst: &mut [u8]) -> Result<(), FrameError> {
+        self.write_filling(dst, &mut |_, _| Ok(false))
+    }
+
+    /// The payload's parts, in order (the encoded message, and buffers of the batch).
+    pub fn parts(&self) -> &[Buffer] {
+        &self.parts
+    }
+
+    /// As [`Encoded::write_to`], but `fill(i, slot)` is asked first for each payload part `i`
+    /// ([`Encoded::parts`]) to write its bytes into `slot` itself (`Ok(true)`): a frame encoded
+    /// from a placeholder batch gets its values written straight from where they are.
+    pub fn write_filling(&self, dst: &mut [u8], fill: &mut FillPart<'_>) -> Result<(), FrameError> {
         if dst.len() != self.len() {
             return Err(FrameError::Size {
                 need: self.len(),
@@ -68,8 +84,11 @@ impl Encoded {
         }
         dst[..HEADER_LEN].copy_from_slice(&self.header.to_bytes());
         let mut at = HEADER_LEN;
-        for p in &self.parts {
-            dst[at..at + p.len()].copy_from_slice(p.as_slice());
+        for (i, p) in self.parts.iter().enumerate() {
+            let slot = &mut dst[at..at + p.len()];
+            if !fill(i, slot)? {
+                slot.copy_from_slice(p.as_slice());
+            }
             at += p.len();
         }
         dst[at..at + self.inline.len()].copy_from_slice(&self.inline);

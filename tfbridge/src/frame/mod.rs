@@ -36,7 +36,7 @@ mod encode;
 mod header;
 
 pub use decode::{owned_buffer, Frame, FrameDecoder};
-pub use encode::{error_frame, marker, Encoded, FrameEncoder};
+pub use encode::{error_frame, marker, Encoded, FillPart, FrameEncoder};
 pub use header::{lineage, FrameHeader, FrameMeta, Piece};
 
 /// `b"HFFR"`: hydrofeed frame.
@@ -158,6 +158,9 @@ pub enum FrameError {
     /// [`FrameEncoder::commit`] of a frame that is not the latest encoded batch frame.
     #[error("only the latest encoded batch frame can be committed, once")]
     NotLatest,
+    /// Writing a part's values straight into the slot failed.
+    #[error("writing a frame's values: {0}")]
+    Fill(String),
     /// The destination slice has the wrong length.
     #[error("frame needs {need} bytes, got a slot of {got}")]
     Size {

@@ -257,10 +257,16 @@ fn measure(a: &Args, input: &str) -> anyhow::Result<()> {
         let storage_ratio = count.get() as f64 / input_bytes as f64;
         let t0 = Instant::now();
         let mut n = 0u64;
-        read_segment(&ctx, &lease(1, 0), b as usize, |batch, _permit| {
-            n += batch.num_rows() as u64;
-            true
+        let mut made = Ok(());
+        // Each batch made, as a reader of rows without a ring would get it.
+        read_segment(&ctx, &lease(1, 0), b as usize, |rows, _permit| {
+            match rows.materialize() {
+                Ok(batch) => n += batch.num_rows() as u64,
+                Err(e) => made = Err(e),
+            }
+            made.is_ok()
         })?;
+        made?;
         let secs = t0.elapsed().as_secs_f64();
         let held = if buffer > 0 {
             2 * (buffer + u64::from(a.cycle_length))

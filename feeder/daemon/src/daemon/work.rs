@@ -14,7 +14,7 @@ use hydrofeed_coord::client::CoordClient;
 use hydrofeed_coord::{Lease, OrderLease, SkippedRange, Stage, Work};
 use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
-use hydrofeed_format::{Plan, ReadOptions, SkippedRows};
+use hydrofeed_format::{Gather, Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::metered::Meter;
 use hydrofeed_storage::Storage;
 
@@ -168,7 +168,6 @@ impl Reader {
             self.st
                 .rows_read
                 .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-            let permit = Some(permit);
             tx.send(Event::Rows(Rows { tag, batch, permit })).is_ok()
         })
     }
@@ -241,6 +240,7 @@ impl Reader {
                 self.padded(l.data_epoch, split, g)?;
             }
             reported = reader.padded().len();
+            let batch = Gather::from(batch);
             if tx.send(Event::Rows(Rows { tag, batch, permit })).is_err() {
                 return Ok(()); // the writer is gone; it reports why
             }
@@ -436,7 +436,13 @@ mod tests {
         let mut px = Vec::new();
         for e in rx {
             if let Event::Rows(r) = e {
-                let mut col = r.batch.column_by_name("image").unwrap().clone();
+                let mut col = r
+                    .batch
+                    .materialize()
+                    .unwrap()
+                    .column_by_name("image")
+                    .unwrap()
+                    .clone();
                 for _ in 0..3 {
                     col = col.as_fixed_size_list().values().clone();
                 }

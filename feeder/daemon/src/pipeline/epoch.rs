@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hydrofeed_format::Rebatcher;
+use hydrofeed_format::{Gather, Rebatcher};
 use hydrofeed_tfbridge::{FrameKind, Piece};
 
 use super::{Event, Pull, Rows, Source, Tag};
@@ -37,7 +37,8 @@ pub(crate) enum Ended {
 pub(crate) struct EpochWriter {
     w: Writer,
     batch_size: usize,
-    pending: Rebatcher<Tag>,
+    /// Rows pending, cut into batches as pieces: a batch is written straight from them.
+    pending: Rebatcher<Tag, Gather>,
     /// Split ends waiting for the batch that holds their last row.
     split_ends: Vec<(u32, u64)>,
     /// Rows the trainer already holds of its current batch (one cut in frames before the
@@ -187,7 +188,8 @@ impl EpochWriter {
     /// ends waiting for it.
     pub(crate) fn flush(&mut self) -> Result<()> {
         let epoch = self.epoch.unwrap_or(0);
-        if let Some((b, tags)) = self.pending.take_tagged(self.batch_size - self.short)? {
+        let n = self.batch_size - self.short;
+        if let Some((parts, tags)) = self.pending.take_parts(n, |_, _| false) {
             self.short = 0;
             let pieces: Vec<Piece> = match self.on_batch {
                 Some(_) => tags
@@ -200,7 +202,8 @@ impl EpochWriter {
                     .collect(),
                 None => Vec::new(),
             };
-            self.w.batch(epoch, self.last_split, &b, &pieces)?;
+            let g = Gather::concat(parts);
+            self.w.gathered(epoch, self.last_split, &g, &pieces)?;
             if let Some(sink) = &mut self.on_batch {
                 sink(self.w.next_seq() - 1, pieces, self.w.report())?;
             }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   source (one per feed)                                 writer (the feed's own thread)
-//!   PlanOrder:   splits in plan order, decoded on the    EpochWriter: Rebatcher -> batches of
+//!   PlanOrder:   splits in plan order, decoded on the    EpochWriter: Rebatcher -> gathers of
 //!                decode pool, taken split by split         batch_size rows, lineage, EndOfSplit,
 //!   a channel:   the fixed order's stream (`stream`),      EndOfEpoch, EndOfFeed -> Writer -> ring
 //!                the coordinator's leases (`daemon`)
@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use hydrofeed_format::Gather;
 
 use crate::{Error, Result};
 
@@ -52,8 +53,10 @@ pub(crate) struct Tag {
 /// Decoded rows on their way to the writer, with the bytes they hold of the budget.
 pub(crate) struct Rows {
     pub(crate) tag: Tag,
-    pub(crate) batch: RecordBatch,
-    /// Given back once the writer took the rows.
+    /// A decoded batch (or part of one), or rows of a shuffle window in its permutation that
+    /// the writer copies straight into the ring.
+    pub(crate) batch: Gather,
+    /// Given back once the writer took the rows (a window's gathers hold its permit inside).
     pub(crate) permit: Option<Permit>,
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use hydrofeed_format::{self as format, Plan, ReadOptions};
+use hydrofeed_format::{self as format, Gather, Plan, ReadOptions};
 use hydrofeed_storage::Storage;
 
 use super::budget::Unit;
@@ -138,7 +138,7 @@ impl SplitRead {
                     let Some(permit) = self.budget.permit(batch_bytes(&batch), place) else {
                         return;
                     };
-                    let permit = Some(permit);
+                    let (batch, permit) = (Gather::from(batch), Some(permit));
                     if tx.send(Event::Rows(Rows { tag, batch, permit })).is_err() {
                         return;
                     }
@@ -207,7 +207,13 @@ mod tests {
                 most = most.max(budget.held());
                 match src.pull(Duration::from_secs(10)) {
                     Pull::Event(Event::Rows(r)) => {
-                        let col = r.batch.column_by_name("id").unwrap();
+                        let col = r
+                            .batch
+                            .as_slice()
+                            .unwrap()
+                            .column_by_name("id")
+                            .unwrap()
+                            .clone();
                         ids.extend(col.as_primitive::<Int64Type>().values().iter().copied());
                     }
                     Pull::Event(Event::SplitEnd(..)) => ends += 1,
