@@ -4,10 +4,13 @@
 //! window's rows go out in the window's permutation.
 //!
 //! Memory: the stream's [`Budget`] (the feed's one bound) holds its windows: each window read
-//! takes a unit and a permit for its bytes, given back once the window was sent. One window is
-//! read while the previous one is sent, so a stream holds two windows (`check_memory` refuses a
-//! shuffle buffer whose two windows do not fit the budget), plus the rows it handed out and
-//! the writer did not take yet (their own permits, at the budget's front).
+//! (or group of windows, without a shuffle buffer) takes a unit and a permit for its bytes,
+//! given back once its rows are handed on, each batch of them with a permit of its own (at the
+//! budget's front) until the writer takes it. One window is read while the previous one is
+//! sent, so a stream holds two windows (`check_memory` refuses a shuffle buffer whose two
+//! windows do not fit the budget) and the rows it handed out; with a shuffle buffer, the
+//! batches of a window stay until its last rows were written (the writer copies them from
+//! there), so up to one window more than the permits count.
 
 use std::sync::Arc;
 use std::thread;
@@ -17,7 +20,6 @@ use crossbeam_channel::bounded;
 use hydrofeed_coord::order::{ChunkStream, EpochSeq, Span, Window};
 use hydrofeed_coord::OrderLease;
 use hydrofeed_error::Location;
-use hydrofeed_format::gather::Keep;
 use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
 use hydrofeed_format::{Gather, Plan, ReadOptions, SkippedRows};
@@ -188,8 +190,8 @@ pub(crate) fn split_short(split: &Split, first: u64, rows: u64, left: u64) -> Er
 
 /// Reads the stream positions of `o`'s segment and hands them to `emit` in order, in batches
 /// of at most `batch_size` rows, each with the permit of its bytes (the caller drops it once
-/// the rows are taken), or, with a shuffle buffer, as gathers of the window's rows that hold
-/// the window's permit until the last of them is dropped; stops early (`Ok`) when `emit`
+/// the rows are taken), with a shuffle buffer as gathers of the window's rows (the writer
+/// copies them from the window's batches into the ring); stops early (`Ok`) when `emit`
 /// returns `false` or the budget closed.
 pub fn read_segment<'a>(
     ctx: &StreamCtx<'a>,
@@ -246,30 +248,49 @@ pub fn read_segment<'a>(
         let (wtx, wrx) = bounded::<Result<Held>>(0);
         let (cs, seq) = (&cs, &seq);
         s.spawn(move || {
-            for k in k0..=k1 {
-                // Waits while the window before is still being sent and this one would not fit.
+            let (mut k, mut group) = (k0, 1u64);
+            while k <= k1 {
+                // Waits while the windows before are still being sent and these would not fit.
                 let Some(unit) = ctx.budget.unit() else { break };
-                let w = cs.window(seq, k);
-                lanes.resize_with(w.lanes.len(), || Lane {
-                    batch_rows: lane_rows,
-                    ..Lane::default()
-                });
+                let ws: Vec<Window> = (k..=k1.min(k + group - 1))
+                    .map(|k| cs.window(seq, k))
+                    .collect();
+                k += ws.len() as u64;
+                let n_lanes = ws[0].lanes.len();
+                lanes.resize_with(n_lanes, Lane::default);
+                for lane in &mut lanes {
+                    lane.batch_rows = (lane_rows * ws.len()).min(LANE_BATCH_ROWS.1);
+                }
+                // Each lane reads its spans of every window of the group, in order.
                 let parts = ctx.pool.install(|| {
                     lanes
                         .par_iter_mut()
-                        .zip(&w.lanes)
-                        .map(|(lane, spans)| {
-                            let mut v = Vec::new();
-                            lane.read(ctx, spans, &mut v).map(|_| v)
+                        .enumerate()
+                        .map(|(j, lane)| {
+                            ws.iter()
+                                .map(|w| {
+                                    let mut v = Vec::new();
+                                    lane.read(ctx, &w.lanes[j], &mut v).map(|_| v)
+                                })
+                                .collect::<Result<Vec<_>>>()
                         })
                         .collect::<Result<Vec<_>>>()
                 });
                 let held = parts.map(|p| {
-                    let batches: Vec<RecordBatch> = p.into_iter().flatten().collect();
-                    let bytes = batches.iter().map(batch_bytes).sum();
-                    (w, batches, ctx.budget.permit(bytes, Place::Any), unit)
+                    let mut windows: Vec<Vec<RecordBatch>> = vec![Vec::new(); ws.len()];
+                    for of_lane in p {
+                        for (i, v) in of_lane.into_iter().enumerate() {
+                            windows[i].extend(v);
+                        }
+                    }
+                    let bytes: usize = windows.iter().flatten().map(batch_bytes).sum();
+                    if !cs.permutes() {
+                        group = group_size(bytes / ws.len(), ctx.budget.bytes());
+                    }
+                    let permit = ctx.budget.permit(bytes, Place::Any);
+                    (ws.into_iter().zip(windows).collect(), permit, unit)
                 });
-                let failed = !matches!(held, Ok((_, _, Some(_), _)));
+                let failed = !matches!(held, Ok((_, Some(_), _)));
                 if wtx.send(held).is_err() || failed {
                     break;
                 }
@@ -280,28 +301,46 @@ pub fn read_segment<'a>(
         });
         let mut checked = false;
         for msg in wrx {
-            let (w, batches, permit, _unit) = msg?;
+            let (windows, permit, _unit) = msg?;
             if permit.is_none() {
                 return Ok(()); // the budget closed: the feed is over
             }
-            if !checked {
-                checked = true;
-                check_memory(&batches, w.rows, o, ctx.budget.bytes())?;
-            }
-            let lo = seg.from.saturating_sub(w.start) as usize;
-            let hi = (seg.to - w.start).min(w.rows) as usize;
-            if !send_window(cs, &w, batches, permit, lo, hi, &mut out)? {
-                return Ok(());
+            // From here the rows are counted as they are handed on, each batch with its own
+            // permit (the writer always gets the next: see `Place::Front`); the reader may read
+            // the next group meanwhile.
+            drop(permit);
+            for (w, batches) in windows {
+                if !checked {
+                    checked = true;
+                    check_memory(&batches, w.rows, o, ctx.budget.bytes())?;
+                }
+                let lo = seg.from.saturating_sub(w.start) as usize;
+                let hi = (seg.to - w.start).min(w.rows) as usize;
+                if lo < hi && !send_window(cs, &w, batches, lo, hi, &mut out)? {
+                    return Ok(());
+                }
             }
         }
         Ok(())
     })
 }
 
-/// A window read and held: its rows, the permit of their bytes, its unit.
+/// Windows read in one go without a shuffle buffer (a window is a block of
+/// [`BLOCK_ROWS`](hydrofeed_coord::order::BLOCK_ROWS) rows per lane): each lane reads its blocks
+/// of several windows one after another, so the decode pool's threads wait for the slowest lane
+/// once a group, not once a window. A group holds at most this many windows, and at most an
+/// eighth of the budget (two groups are held: one read, one sent).
+const MAX_WINDOW_GROUP: u64 = 8;
+
+/// Windows the next group reads, from the bytes a window held.
+fn group_size(window_bytes: usize, budget: usize) -> u64 {
+    let fit = (budget / 8) / window_bytes.max(1);
+    (fit as u64).clamp(1, MAX_WINDOW_GROUP)
+}
+
+/// Windows read and held: each window with its rows, the permit of their bytes, the unit.
 type Held = (
-    Window,
-    Vec<RecordBatch>,
+    Vec<(Window, Vec<RecordBatch>)>,
     Option<Permit>,
     crate::pipeline::budget::Unit,
 );
@@ -314,23 +353,20 @@ struct Out<'a, F> {
 }
 
 impl<F: FnMut(Gather, Option<Permit>) -> bool> Out<'_, F> {
-    /// Hands `b` on; `false` when the receiver stopped or the budget closed.
-    fn send(&mut self, b: RecordBatch) -> bool {
-        match self.budget.permit(batch_bytes(&b), Place::Front) {
-            Some(p) => (self.emit)(Gather::from(b), Some(p)),
+    /// Hands `rows` (of `bytes`) on; `false` when the receiver stopped or the budget closed.
+    fn send(&mut self, rows: Gather, bytes: usize) -> bool {
+        match self.budget.permit(bytes, Place::Front) {
+            Some(p) => (self.emit)(rows, Some(p)),
             None => false,
         }
     }
 }
 
-/// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped. The
-/// window's `permit` is dropped once its rows are handed on, or, in a permutation, once the
-/// last gather of them is (the writer copies them from the window's batches).
+/// Sends rows `[lo, hi)` of a window in its permutation; `false` when `emit` stopped.
 fn send_window<F: FnMut(Gather, Option<Permit>) -> bool>(
     cs: &ChunkStream,
     w: &Window,
     batches: Vec<RecordBatch>,
-    permit: Option<Permit>,
     lo: usize,
     hi: usize,
     out: &mut Out<'_, F>,
@@ -341,8 +377,12 @@ fn send_window<F: FnMut(Gather, Option<Permit>) -> bool>(
         for b in &batches {
             let n = b.num_rows();
             let (a, z) = (lo.max(at), hi.min(at + n));
-            if a < z && !out.send(b.slice(a - at, z - a)) {
-                return Ok(false);
+            if a < z {
+                let b = b.slice(a - at, z - a);
+                let bytes = batch_bytes(&b);
+                if !out.send(Gather::from(b), bytes) {
+                    return Ok(false);
+                }
             }
             at += n;
         }
@@ -355,12 +395,14 @@ fn send_window<F: FnMut(Gather, Option<Permit>) -> bool>(
     for (i, b) in batches.iter().enumerate() {
         index.extend((0..b.num_rows()).map(|r| (i, r)));
     }
+    // Each batch of rows counts its share of the window's bytes while it is on its way (the
+    // window's batches live until its last rows were written: a stream holds up to one window
+    // more than its permits count, see the module doc).
+    let row_bytes = batches.iter().map(batch_bytes).sum::<usize>() / (w.rows as usize).max(1);
     let sources: Arc<[RecordBatch]> = Arc::from(batches);
-    let keep: Keep = Arc::new(permit);
     for chunk in perm[lo..hi].chunks(out.batch_size) {
         let idx: Vec<(usize, usize)> = chunk.iter().map(|&j| index[j as usize]).collect();
-        let g = Gather::rows(sources.clone(), &idx).keeping(keep.clone());
-        if !(out.emit)(g, None) {
+        if !out.send(Gather::rows(sources.clone(), &idx), chunk.len() * row_bytes) {
             return Ok(false);
         }
     }
@@ -398,3 +440,7 @@ fn check_memory(batches: &[RecordBatch], rows: u64, o: &OrderLease, memory: usiz
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

@@ -9,7 +9,6 @@
 //! them, without nulls), and makes the batch ([`Gather::materialize`]) for every other column
 //! type, as before.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -33,10 +32,6 @@ pub struct Run {
     pub len: u32,
 }
 
-/// Something the rows' memory is counted under (the feeder's budget permit of a shuffle
-/// window): released when the last gather holding rows of that memory is dropped.
-pub type Keep = Arc<dyn Any + Send + Sync>;
-
 /// Rows of source batches, in order, as one batch to be.
 #[derive(Clone, Default)]
 pub struct Gather {
@@ -44,7 +39,6 @@ pub struct Gather {
     /// Runs in order; `source` indexes the flattened sources (`starts`).
     runs: Vec<(u32, Run)>,
     rows: usize,
-    keep: Vec<Keep>,
 }
 
 impl fmt::Debug for Gather {
@@ -81,12 +75,6 @@ impl Gather {
             g.push_run(0, b as u32, r as u32, 1);
         }
         g
-    }
-
-    /// Also holds `k` until the gather (and every slice of it) is dropped.
-    pub fn keeping(mut self, k: Keep) -> Self {
-        self.keep.push(k);
-        self
     }
 
     fn push_run(&mut self, set: u32, source: u32, row: u32, len: usize) {
@@ -163,7 +151,6 @@ impl Gather {
             for (s, r) in p.runs {
                 out.push_run(map[s as usize], r.source, r.row, r.len as usize);
             }
-            out.keep.extend(p.keep);
         }
         out
     }
@@ -313,7 +300,6 @@ impl Rowset for Gather {
     fn slice(&self, offset: usize, len: usize) -> Self {
         let mut out = Gather {
             sources: self.sources.clone(),
-            keep: self.keep.clone(),
             ..Gather::default()
         };
         let (mut skip, mut want) = (offset, len);

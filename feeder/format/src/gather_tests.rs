@@ -142,18 +142,3 @@ fn strings_and_nulls_are_not_filled() {
     let b = RecordBatch::try_new(schema, vec![Arc::new(a)]).unwrap();
     assert!(Gather::from(b).row_bytes().is_none());
 }
-
-#[test]
-fn a_kept_guard_lives_as_long_as_a_slice_of_the_gather() {
-    let guard: Keep = Arc::new(5u8);
-    let weak = Arc::downgrade(&guard);
-    let (s, index) = sources(false);
-    let g = Gather::rows(s, &index).keeping(guard);
-    let part = g.slice(1, 2);
-    drop(g);
-    assert!(weak.upgrade().is_some());
-    let joined = Gather::concat(vec![Gather::from(rows(0, 2, false)), part]);
-    assert!(weak.upgrade().is_some());
-    drop(joined);
-    assert!(weak.upgrade().is_none());
-}

@@ -101,9 +101,18 @@ impl Source for Receiver<Event> {
     }
 }
 
-/// Bytes a decoded batch holds, as the budget counts them.
+/// Bytes a decoded batch holds, as the budget counts them: a slice its own rows' share, not
+/// the whole buffers it points into (the slices of one decoded batch handed on apart would
+/// each count all of it).
 pub(crate) fn batch_bytes(b: &RecordBatch) -> usize {
-    b.get_array_memory_size()
+    b.columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size())
+        })
+        .sum()
 }
 
 /// The decode pool: `threads` threads (0: one per CPU) that every reader of a feed runs on.

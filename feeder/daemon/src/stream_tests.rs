@@ -1,0 +1,92 @@
+use std::time::Duration;
+
+use hydrofeed_coord::order::{chunk_range, OrderSpec, Segment};
+use hydrofeed_format::gen::{write_dataset, GenOptions};
+use hydrofeed_format::split::Format;
+use hydrofeed_storage as storage;
+
+use super::*;
+use crate::pipeline::decode_pool;
+
+/// Bytes of one generated row (784 floats and an id, as read with every column).
+const ROW_BYTES: usize = 784 * 4 + 8 + 8;
+
+/// Rows a fixed-order stream hands on before its budget stops it, while nothing takes them (a
+/// trainer still starting): what it reads ahead.
+fn rows_read_ahead(buffer: u64, budget_bytes: usize) -> usize {
+    let d = tempfile::tempdir().unwrap();
+    let gen = GenOptions {
+        format: Format::Parquet,
+        rows: 12_000,
+        files: 2,
+        ..Default::default()
+    };
+    write_dataset(d.path(), &gen).unwrap();
+    let input = d.path().display().to_string();
+    let storage = storage::open_storage(&input).unwrap();
+    let read = ReadOptions::default();
+    let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
+    let pool = decode_pool(2).unwrap();
+    let budget = Budget::new(budget_bytes, 2);
+    let (_, total) = chunk_range(plan.split_rows().iter().sum(), 1, 100, 0);
+    let o = OrderLease {
+        segment: Segment {
+            data_epoch: 0,
+            workers: 1,
+            chunk: 0,
+            from: 0,
+            to: total,
+        },
+        seed: 1,
+        shuffle: true,
+        batch_size: 100,
+        spec: OrderSpec::new(buffer, 4),
+    };
+    let (tx, rx) = crossbeam_channel::unbounded();
+    thread::scope(|s| {
+        let b = budget.clone();
+        let (storage, plan, read, pool, o) = (&storage, &plan, &read, &pool, &o);
+        let reader = s.spawn(move || {
+            let ctx = StreamCtx {
+                storage,
+                plan,
+                read,
+                pool,
+                budget: &b,
+                on_skipped: None,
+                on_padded: None,
+                pad_source: None,
+            };
+            // Every permit is kept: nothing is taken.
+            read_segment(&ctx, o, 100, |g, p| tx.send((g, p)).is_ok())
+        });
+        thread::sleep(Duration::from_millis(1500));
+        let held: Vec<_> = rx.try_iter().collect();
+        let ahead = held.iter().map(|(g, _)| g.num_rows()).sum();
+        budget.close();
+        reader.join().unwrap().unwrap();
+        ahead
+    })
+}
+
+/// The budget counts what the stream holds, not more: rows handed on (and the window being
+/// read) fill most of it before the stream waits. A slice of a decoded batch counts its own
+/// rows, not the whole batch's buffers, and a window's rows are not counted twice (the
+/// window's permit and its rows' permits).
+#[test]
+fn a_stream_reads_ahead_as_far_as_its_budget_allows() {
+    let budget = 16 << 20;
+    for buffer in [0, 1000] {
+        let ahead = rows_read_ahead(buffer, budget);
+        let share = (ahead * ROW_BYTES) as f64 / budget as f64;
+        eprintln!("buffer {buffer}: {ahead} rows read ahead, {share:.2} of the budget");
+        assert!(
+            share >= 0.7,
+            "buffer {buffer}: {ahead} rows ({share:.2} of the budget) read ahead"
+        );
+        assert!(
+            share <= 1.3,
+            "buffer {buffer}: {ahead} rows, over the budget"
+        );
+    }
+}
