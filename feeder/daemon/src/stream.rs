@@ -4,13 +4,14 @@
 //! window's rows go out in the window's permutation.
 //!
 //! Memory: the stream's [`Budget`] (the feed's one bound) holds its windows: each window read
-//! (or group of windows, without a shuffle buffer) takes a unit and a permit for its bytes,
-//! given back once its rows are handed on, each batch of them with a permit of its own (at the
-//! budget's front) until the writer takes it. One window is read while the previous one is
-//! sent, so a stream holds two windows (`check_memory` refuses a shuffle buffer whose two
-//! windows do not fit the budget) and the rows it handed out; with a shuffle buffer, the
-//! batches of a window stay until its last rows were written (the writer copies them from
-//! there), so up to one window more than the permits count.
+//! (or group of windows, without a shuffle buffer) takes a permit for its bytes, given back
+//! once its rows are handed on, each batch of them with a permit of its own (at the budget's
+//! front) until the writer takes it. One window is read while the previous one is sent, so a
+//! stream holds two windows (`check_memory` refuses a shuffle buffer whose two windows do not
+//! fit the budget) and the rows it handed out; a third is read ahead when three fit (the lanes
+//! read as chains, `chains`). With a shuffle buffer, the batches of a window stay until its
+//! last rows were written (the writer copies them from there), so up to one window more than
+//! the permits count.
 
 use std::sync::Arc;
 use std::thread;
@@ -24,8 +25,8 @@ use hydrofeed_format::image::for_epoch;
 use hydrofeed_format::split::Split;
 use hydrofeed_format::{Gather, Plan, ReadOptions, SkippedRows};
 use hydrofeed_storage::Storage;
-use rayon::prelude::*;
 
+use self::chains::Chains;
 use crate::fill::{within, Filled, PadSource};
 use crate::pipeline::{batch_bytes, Budget, Permit, Place};
 use crate::{Error, Result};
@@ -34,6 +35,8 @@ use crate::{Error, Result};
 /// so that every window gives every lane about one batch to decode (lanes whose batch lasts
 /// many windows would leave the others decoding alone in the windows where it runs out).
 const LANE_BATCH_ROWS: (usize, usize) = (128, 8192);
+
+mod chains;
 
 /// What reading a segment needs.
 pub struct StreamCtx<'a> {
@@ -236,7 +239,6 @@ pub fn read_segment<'a>(
         )));
     }
     let (k0, k1) = (cs.window_of(seg.from), cs.window_of(seg.to - 1));
-    let mut lanes: Vec<Lane<'_>> = Vec::new();
     let lane_rows = (cs.len() / cs.windows() / u64::from(o.spec.cycle.max(1))) as usize;
     let lane_rows = lane_rows.clamp(LANE_BATCH_ROWS.0, LANE_BATCH_ROWS.1);
     let mut out = Out {
@@ -248,60 +250,51 @@ pub fn read_segment<'a>(
         let (wtx, wrx) = bounded::<Result<Held>>(0);
         let (cs, seq) = (&cs, &seq);
         s.spawn(move || {
-            let (mut k, mut group) = (k0, 1u64);
-            while k <= k1 {
-                // Waits while the windows before are still being sent and these would not fit.
-                let Some(unit) = ctx.budget.unit() else { break };
-                let ws: Vec<Window> = (k..=k1.min(k + group - 1))
-                    .map(|k| cs.window(seq, k))
-                    .collect();
-                k += ws.len() as u64;
-                let n_lanes = ws[0].lanes.len();
-                lanes.resize_with(n_lanes, Lane::default);
-                for lane in &mut lanes {
-                    lane.batch_rows = (lane_rows * ws.len()).min(LANE_BATCH_ROWS.1);
-                }
-                // Each lane reads its spans of every window of the group, in order.
-                let parts = ctx.pool.install(|| {
-                    lanes
-                        .par_iter_mut()
-                        .enumerate()
-                        .map(|(j, lane)| {
-                            ws.iter()
-                                .map(|w| {
-                                    let mut v = Vec::new();
-                                    lane.read(ctx, &w.lanes[j], &mut v).map(|_| v)
-                                })
-                                .collect::<Result<Vec<_>>>()
-                        })
-                        .collect::<Result<Vec<_>>>()
-                });
-                let held = parts.map(|p| {
-                    let mut windows: Vec<Vec<RecordBatch>> = vec![Vec::new(); ws.len()];
-                    for of_lane in p {
-                        for (i, v) in of_lane.into_iter().enumerate() {
-                            windows[i].extend(v);
+            let chains = Chains::new(ctx, cs.window(seq, k0).lanes.len());
+            // Groups read ahead of the one being sent: one, and two (a lane that finished its
+            // part of one group goes on with the next) once a group's bytes are known and
+            // three groups fit the budget.
+            let mut ahead = 1;
+            ctx.pool.in_place_scope(|scope| {
+                let (mut k, mut group) = (k0, 1u64);
+                loop {
+                    while k <= k1 && chains.pending() < ahead {
+                        let ws: Vec<Window> = (k..=k1.min(k + group - 1))
+                            .map(|k| cs.window(seq, k))
+                            .collect();
+                        k += ws.len() as u64;
+                        let rows = (lane_rows * ws.len()).min(LANE_BATCH_ROWS.1);
+                        let chains = &chains;
+                        chains.admit(ws, rows, |j| scope.spawn(move |_| chains.run_lane(j)));
+                    }
+                    let Some(read) = chains.take() else { break };
+                    let held = read.map(|windows| {
+                        let bytes: usize =
+                            windows.iter().flat_map(|(_, b)| b).map(batch_bytes).sum();
+                        if !cs.permutes() {
+                            group = group_size(bytes / windows.len(), ctx.budget.bytes());
                         }
+                        let next = bytes / windows.len() * group as usize;
+                        ahead = if next.saturating_mul(3) <= ctx.budget.bytes() {
+                            2
+                        } else {
+                            1
+                        };
+                        // Waits while the rows handed on and these would not fit.
+                        (windows, ctx.budget.permit(bytes, Place::Any))
+                    });
+                    let failed = !matches!(held, Ok((_, Some(_))));
+                    if wtx.send(held).is_err() || failed {
+                        break;
                     }
-                    let bytes: usize = windows.iter().flatten().map(batch_bytes).sum();
-                    if !cs.permutes() {
-                        group = group_size(bytes / ws.len(), ctx.budget.bytes());
-                    }
-                    let permit = ctx.budget.permit(bytes, Place::Any);
-                    (ws.into_iter().zip(windows).collect(), permit, unit)
-                });
-                let failed = !matches!(held, Ok((_, Some(_), _)));
-                if wtx.send(held).is_err() || failed {
-                    break;
                 }
-            }
-            for lane in &mut lanes {
-                lane.close(ctx);
-            }
+                chains.stop();
+            });
+            chains.close();
         });
         let mut checked = false;
         for msg in wrx {
-            let (windows, permit, _unit) = msg?;
+            let (windows, permit) = msg?;
             if permit.is_none() {
                 return Ok(()); // the budget closed: the feed is over
             }
@@ -338,12 +331,8 @@ fn group_size(window_bytes: usize, budget: usize) -> u64 {
     (fit as u64).clamp(1, MAX_WINDOW_GROUP)
 }
 
-/// Windows read and held: each window with its rows, the permit of their bytes, the unit.
-type Held = (
-    Vec<(Window, Vec<RecordBatch>)>,
-    Option<Permit>,
-    crate::pipeline::budget::Unit,
-);
+/// Windows read and held: each window with its rows, and the permit of their bytes.
+type Held = (chains::GroupRows, Option<Permit>);
 
 /// Where a stream's rows go: batches of at most `batch_size` rows, each with its permit.
 struct Out<'a, F> {

@@ -90,3 +90,72 @@ fn a_stream_reads_ahead_as_far_as_its_budget_allows() {
         );
     }
 }
+
+/// A lane that fails (a corrupt page in the second file) ends the stream with its error, named
+/// by file, while the other lanes are reading ahead: no hang, no rows after it.
+#[test]
+fn a_lane_that_fails_ends_the_stream_with_its_error() {
+    let d = tempfile::tempdir().unwrap();
+    let gen = GenOptions {
+        format: Format::Parquet,
+        rows: 12_000,
+        files: 2,
+        ..Default::default()
+    };
+    write_dataset(d.path(), &gen).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let bad = files.last().unwrap().clone();
+    let mut bytes = std::fs::read(&bad).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 4096].fill(0xff);
+    std::fs::write(&bad, bytes).unwrap();
+    let input = d.path().display().to_string();
+    let storage = storage::open_storage(&input).unwrap();
+    let read = ReadOptions::default();
+    let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
+    let pool = decode_pool(2).unwrap();
+    let budget = Budget::new(usize::MAX, 2);
+    let (_, total) = chunk_range(plan.split_rows().iter().sum(), 1, 100, 0);
+    let o = OrderLease {
+        segment: Segment {
+            data_epoch: 0,
+            workers: 1,
+            chunk: 0,
+            from: 0,
+            to: total,
+        },
+        seed: 1,
+        shuffle: true,
+        batch_size: 100,
+        spec: OrderSpec::new(0, 4),
+    };
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    thread::spawn(move || {
+        let ctx = StreamCtx {
+            storage: &storage,
+            plan: &plan,
+            read: &read,
+            pool: &pool,
+            budget: &budget,
+            on_skipped: None,
+            on_padded: None,
+            pad_source: None,
+        };
+        let mut rows = 0usize;
+        let r = read_segment(&ctx, &o, 100, |g, _| {
+            rows += g.num_rows();
+            true
+        });
+        let _ = tx.send((r, rows));
+    });
+    let (r, rows) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the stream ended");
+    let e = r.expect_err("a corrupt page is an error").to_string();
+    assert!(e.contains(&bad.display().to_string()), "{e}");
+    assert!(rows < 12_000, "{rows} rows");
+}
