@@ -1,3 +1,4 @@
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hydrofeed_coord::order::{chunk_range, OrderSpec, Segment};
@@ -11,23 +12,35 @@ use crate::pipeline::decode_pool;
 /// Bytes of one generated row (784 floats and an id, as read with every column).
 const ROW_BYTES: usize = 784 * 4 + 8 + 8;
 
-/// Rows a fixed-order stream hands on before its budget stops it, while nothing takes them (a
-/// trainer still starting): what it reads ahead.
-fn rows_read_ahead(buffer: u64, budget_bytes: usize) -> usize {
-    let d = tempfile::tempdir().unwrap();
+/// 12,000 generated rows in two Parquet files under `dir`; returns the files in order.
+fn dataset(dir: &Path) -> Vec<PathBuf> {
     let gen = GenOptions {
         format: Format::Parquet,
         rows: 12_000,
         files: 2,
         ..Default::default()
     };
-    write_dataset(d.path(), &gen).unwrap();
-    let input = d.path().display().to_string();
+    write_dataset(dir, &gen).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Reads the one-rank segment of `dir`'s data (batches of 100, 4 lanes, a shuffle buffer of
+/// `buffer` rows) within `budget`, handing every gather and permit to `emit`.
+fn read_all(
+    dir: &Path,
+    buffer: u64,
+    budget: &Arc<Budget>,
+    emit: impl FnMut(Gather, Option<Permit>) -> bool,
+) -> Result<()> {
+    let input = dir.display().to_string();
     let storage = storage::open_storage(&input).unwrap();
     let read = ReadOptions::default();
     let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
-    let pool = decode_pool(2).unwrap();
-    let budget = Budget::new(budget_bytes, 2);
     let (_, total) = chunk_range(plan.split_rows().iter().sum(), 1, 100, 0);
     let o = OrderLease {
         segment: Segment {
@@ -42,24 +55,31 @@ fn rows_read_ahead(buffer: u64, budget_bytes: usize) -> usize {
         batch_size: 100,
         spec: OrderSpec::new(buffer, 4),
     };
+    let ctx = StreamCtx {
+        storage: &storage,
+        plan: &plan,
+        read: &read,
+        pool: &decode_pool(2).unwrap(),
+        budget,
+        on_skipped: None,
+        on_padded: None,
+        pad_source: None,
+    };
+    read_segment(&ctx, &o, 100, emit)
+}
+
+/// Rows a fixed-order stream hands on before its budget stops it, while nothing takes them (a
+/// trainer still starting): what it reads ahead.
+fn rows_read_ahead(buffer: u64, budget_bytes: usize) -> usize {
+    let d = tempfile::tempdir().unwrap();
+    dataset(d.path());
+    let budget = Budget::new(budget_bytes, 2);
     let (tx, rx) = crossbeam_channel::unbounded();
     thread::scope(|s| {
         let b = budget.clone();
-        let (storage, plan, read, pool, o) = (&storage, &plan, &read, &pool, &o);
-        let reader = s.spawn(move || {
-            let ctx = StreamCtx {
-                storage,
-                plan,
-                read,
-                pool,
-                budget: &b,
-                on_skipped: None,
-                on_padded: None,
-                pad_source: None,
-            };
-            // Every permit is kept: nothing is taken.
-            read_segment(&ctx, o, 100, |g, p| tx.send((g, p)).is_ok())
-        });
+        let dir = d.path();
+        // Every gather and permit is kept: nothing is taken.
+        let reader = s.spawn(move || read_all(dir, buffer, &b, |g, p| tx.send((g, p)).is_ok()));
         thread::sleep(Duration::from_millis(1500));
         let held: Vec<_> = rx.try_iter().collect();
         let ahead = held.iter().map(|(g, _)| g.num_rows()).sum();
@@ -96,57 +116,16 @@ fn a_stream_reads_ahead_as_far_as_its_budget_allows() {
 #[test]
 fn a_lane_that_fails_ends_the_stream_with_its_error() {
     let d = tempfile::tempdir().unwrap();
-    let gen = GenOptions {
-        format: Format::Parquet,
-        rows: 12_000,
-        files: 2,
-        ..Default::default()
-    };
-    write_dataset(d.path(), &gen).unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(d.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let bad = files.last().unwrap().clone();
+    let bad = dataset(d.path()).pop().unwrap();
     let mut bytes = std::fs::read(&bad).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid..mid + 4096].fill(0xff);
     std::fs::write(&bad, bytes).unwrap();
-    let input = d.path().display().to_string();
-    let storage = storage::open_storage(&input).unwrap();
-    let read = ReadOptions::default();
-    let plan = hydrofeed_format::plan(&storage, &input, &read).unwrap();
-    let pool = decode_pool(2).unwrap();
-    let budget = Budget::new(usize::MAX, 2);
-    let (_, total) = chunk_range(plan.split_rows().iter().sum(), 1, 100, 0);
-    let o = OrderLease {
-        segment: Segment {
-            data_epoch: 0,
-            workers: 1,
-            chunk: 0,
-            from: 0,
-            to: total,
-        },
-        seed: 1,
-        shuffle: true,
-        batch_size: 100,
-        spec: OrderSpec::new(0, 4),
-    };
     let (tx, rx) = crossbeam_channel::bounded(1);
+    let dir = d.path().to_path_buf();
     thread::spawn(move || {
-        let ctx = StreamCtx {
-            storage: &storage,
-            plan: &plan,
-            read: &read,
-            pool: &pool,
-            budget: &budget,
-            on_skipped: None,
-            on_padded: None,
-            pad_source: None,
-        };
         let mut rows = 0usize;
-        let r = read_segment(&ctx, &o, 100, |g, _| {
+        let r = read_all(&dir, 0, &Budget::new(usize::MAX, 2), |g, _| {
             rows += g.num_rows();
             true
         });

@@ -1,30 +1,25 @@
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
+use arrow_array::{ArrayRef, StringArray};
 use arrow_schema::{DataType, Field, Schema};
+use hydrofeed_format::gen::mnist_rows;
+use hydrofeed_format::split::Format;
 use hydrofeed_tfbridge::{Frame, FrameDecoder};
 
 use super::*;
 
-/// `n` rows from `lo`: an int64 id, 5 floats a row, and (with `text`) a string.
+/// `n` generated rows from `lo` (an id, 784 floats, a label) and, with `text`, a string.
 fn rows(lo: usize, n: usize, text: bool) -> RecordBatch {
-    let item = Arc::new(Field::new("item", DataType::Float32, false));
-    let values = Float32Array::from_iter_values((lo * 5..(lo + n) * 5).map(|v| v as f32 * 0.5));
-    let image = FixedSizeListArray::try_new(item, 5, Arc::new(values), None).unwrap();
-    let mut fields = vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("image", image.data_type().clone(), false),
-    ];
-    let mut columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from_iter_values(lo as i64..(lo + n) as i64)),
-        Arc::new(image),
-    ];
-    if text {
-        fields.push(Field::new("name", DataType::Utf8, false));
-        columns.push(Arc::new(StringArray::from_iter_values(
-            (lo..lo + n).map(|i| format!("r{i}")),
-        )));
+    let b = mnist_rows(Format::Parquet, 3, lo as u64, n);
+    if !text {
+        return b;
     }
+    let mut fields: Vec<Field> = b.schema().fields().iter().map(|f| (**f).clone()).collect();
+    fields.push(Field::new("name", DataType::Utf8, false));
+    let mut columns: Vec<ArrayRef> = b.columns().to_vec();
+    columns.push(Arc::new(StringArray::from_iter_values(
+        (lo..lo + n).map(|i| format!("r{i}")),
+    )));
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
 }
 

@@ -1,34 +1,18 @@
 use std::sync::Arc;
 
 use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
-use arrow_array::{Array, Float32Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_buffer::MutableBuffer;
 use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
+use crate::rebatch::tests::nested_floats;
 use crate::rebatch::Rowset;
 
 /// `n` rows from `lo`: an int64 id, a nested fixed-size list of floats (2 x 3 per row), and
 /// (with `text`) a string.
 fn rows(lo: usize, n: usize, text: bool) -> RecordBatch {
-    let inner = Arc::new(
-        FixedSizeListArray::try_new(
-            Arc::new(Field::new("item", DataType::Float32, false)),
-            3,
-            Arc::new(Float32Array::from_iter_values(
-                (lo * 6..(lo + n) * 6).map(|v| v as f32),
-            )),
-            None,
-        )
-        .unwrap(),
-    );
-    let image = FixedSizeListArray::try_new(
-        Arc::new(Field::new("item", inner.data_type().clone(), false)),
-        2,
-        inner,
-        None,
-    )
-    .unwrap();
+    let image = nested_floats(lo, n);
     let mut fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("image", image.data_type().clone(), false),

@@ -218,7 +218,7 @@ impl Rebatcher<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use arrow_array::cast::AsArray;
@@ -285,33 +285,40 @@ mod tests {
         assert!(r.is_empty());
     }
 
+    /// Rows `[lo, lo + n)` of a nested fixed-size list column: 2 lists of 3 floats a row, the
+    /// floats counting from `6 lo`.
+    pub(crate) fn nested_floats(lo: usize, n: usize) -> FixedSizeListArray {
+        use arrow_array::Float32Array;
+        use arrow_schema::Field;
+        let inner = Arc::new(
+            FixedSizeListArray::try_new(
+                Arc::new(Field::new("item", DataType::Float32, false)),
+                3,
+                Arc::new(Float32Array::from_iter_values(
+                    (lo * 6..(lo + n) * 6).map(|v| v as f32),
+                )),
+                None,
+            )
+            .unwrap(),
+        );
+        FixedSizeListArray::try_new(
+            Arc::new(Field::new("item", inner.data_type().clone(), false)),
+            2,
+            inner,
+            None,
+        )
+        .unwrap()
+    }
+
     /// Glued fixed-size lists (sliced, nested, beside other columns) equal arrow's own
     /// concatenation; with nulls they take arrow's path.
     #[test]
     fn fixed_size_lists_glue_as_arrow_concatenates_them() {
         use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
-        use arrow_array::Float32Array;
         use arrow_schema::{Field, Schema};
 
         let nested = |lo: usize, n: usize, nulls: bool| -> RecordBatch {
-            let inner = Arc::new(
-                FixedSizeListArray::try_new(
-                    Arc::new(Field::new("item", DataType::Float32, false)),
-                    3,
-                    Arc::new(Float32Array::from_iter_values(
-                        (lo * 6..(lo + n) * 6).map(|v| v as f32),
-                    )),
-                    None,
-                )
-                .unwrap(),
-            );
-            let outer = FixedSizeListArray::try_new(
-                Arc::new(Field::new("item", inner.data_type().clone(), false)),
-                2,
-                inner,
-                None,
-            )
-            .unwrap();
+            let outer = nested_floats(lo, n);
             let mut flat = FixedSizeListBuilder::new(Float32Builder::new(), 2);
             for r in lo..lo + n {
                 flat.values().append_slice(&[r as f32, -(r as f32)]);
