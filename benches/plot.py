@@ -27,6 +27,10 @@ TARGETS = {
     "avro_vs_fastavro": 20.0,
     "tfrecord_vs_tfdata": 3.0,
     "tfrecord_gzip_vs_tfdata": 3.0,
+    "launch_w1_shuffle_vs_no_buffer": 0.9,
+    "launch_w2_shuffle_vs_no_buffer": 0.9,
+    "launch_w1_fixed_vs_dynamic_best": 0.9,
+    "launch_w2_fixed_vs_dynamic_best": 0.9,
     "feed_vs_pyarrow_b100": 2.0,
     "feed_vs_pyarrow_b1000": 2.0,
     "feed_vs_tfdata_b100": 1.5,
@@ -71,12 +75,13 @@ def target(name: str) -> float | None:
 
 def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
-    # The top level, the order runs, the peers side by side and the GPU run on an H200 node
+    # The top level, the latest order run (the shuffle buffer's cost and the fixed order against
+    # the dynamic one), the peers side by side and the GPU run on an H200 node
     # (the other folders hold before/after pairs of one change, or earlier runs); a later
     # file's ratio replaces an earlier one's: the newest Parquet decode.
     extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "gpu/bench_images_gpu_h200.json",
              "spark_transport/*.json", "images/images.json", "decode_v3/*.json",
-             "decode_v4/*.json"]
+             "decode_v4/*.json", "order/gather/ab_new_2.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.
