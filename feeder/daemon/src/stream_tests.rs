@@ -80,8 +80,15 @@ fn rows_read_ahead(buffer: u64, budget_bytes: usize) -> usize {
         let dir = d.path();
         // Every gather and permit is kept: nothing is taken.
         let reader = s.spawn(move || read_all(dir, buffer, &b, |g, p| tx.send((g, p)).is_ok()));
-        thread::sleep(Duration::from_millis(1500));
-        let held: Vec<_> = rx.try_iter().collect();
+        // Until the stream has handed nothing on for half a second (it waits for its budget).
+        let mut held: Vec<_> = Vec::new();
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(x) => held.push(x),
+                Err(_) => break,
+            }
+        }
         let ahead = held.iter().map(|(g, _)| g.num_rows()).sum();
         budget.close();
         reader.join().unwrap().unwrap();
