@@ -24,7 +24,7 @@ use crate::{Error, Result};
 /// Consecutive rows of one source batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
-    /// Index of the batch in the gather's sources.
+    /// Index of the batch in its set of sources.
     pub source: u32,
     /// First row.
     pub row: u32,
@@ -35,8 +35,9 @@ pub struct Run {
 /// Rows of source batches, in order, as one batch to be.
 #[derive(Clone, Default)]
 pub struct Gather {
+    /// Sets of source batches (a shuffle window's batches are one set, shared by its gathers).
     sources: Vec<Arc<[RecordBatch]>>,
-    /// Runs in order; `source` indexes the flattened sources (`starts`).
+    /// Runs in order, each with its set: `run.source` indexes the batches of `sources[set]`.
     runs: Vec<(u32, Run)>,
     rows: usize,
 }
