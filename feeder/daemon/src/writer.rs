@@ -344,11 +344,17 @@ impl Writer {
             self.batch(epoch, split, &b.slice(0, half), &head)?;
             return self.batch(epoch, split, &b.slice(half, b.num_rows() - half), &tail);
         }
-        self.put(&f)?;
+        self.put_batch(&f, b.num_rows(), &mut |_, _| Ok(false))
+    }
+
+    /// Puts batch frame `f` of `rows` rows into the ring (with the parts `fill` writes itself),
+    /// commits it and counts it.
+    fn put_batch(&mut self, f: &Encoded, rows: usize, fill: &mut FillPart<'_>) -> Result<()> {
+        self.put_filling(f, fill)?;
         self.enc
-            .commit(&f)
+            .commit(f)
             .map_err(|e| Error::external("frame encoding", e))?;
-        self.report.rows += b.num_rows() as u64;
+        self.report.rows += rows as u64;
         self.report.batches += 1;
         Ok(())
     }
@@ -378,13 +384,7 @@ impl Writer {
             self.gathered(epoch, split, &g.slice(0, half), &head)?;
             return self.gathered(epoch, split, &g.slice(half, g.num_rows() - half), &tail);
         }
-        self.put_filling(&f.frame, &mut |i, slot| f.fill(g, i, slot))?;
-        self.enc
-            .commit(&f.frame)
-            .map_err(|e| Error::external("frame encoding", e))?;
-        self.report.rows += g.num_rows() as u64;
-        self.report.batches += 1;
-        Ok(())
+        self.put_batch(&f.frame, g.num_rows(), &mut |i, slot| f.fill(g, i, slot))
     }
 
     pub(crate) fn marker(

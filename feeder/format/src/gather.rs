@@ -18,7 +18,7 @@ use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, SchemaRef};
 
-use crate::rebatch::{glue, Rowset};
+use crate::rebatch::{glue, schemas_differ, Rowset};
 use crate::{Error, Result};
 
 /// Consecutive rows of one source batch.
@@ -164,14 +164,10 @@ impl Gather {
         if let Some(b) = self.as_slice() {
             return Ok(b);
         }
-        let err = |e: ArrowError| Error::Schema {
-            path: String::new(),
-            detail: format!("batches of different schemas met in one batch: {e}"),
-        };
         // Few long runs: glued through their values; many short ones: interleaved by row.
         if self.runs.len() * 64 <= self.rows {
             let parts: Vec<RecordBatch> = self.slices().collect();
-            return glue(&schema, &parts).map_err(err);
+            return glue(&schema, &parts).map_err(schemas_differ);
         }
         let mut flat: Vec<&RecordBatch> = Vec::new();
         let mut starts = Vec::with_capacity(self.sources.len());
@@ -185,11 +181,11 @@ impl Gather {
             index.extend((r.row..r.row + r.len).map(|row| (b, row as usize)));
         }
         if flat.iter().any(|b| b.schema() != schema) {
-            return Err(err(ArrowError::InvalidArgumentError(
+            return Err(schemas_differ(ArrowError::InvalidArgumentError(
                 "the sources' schemas differ".into(),
             )));
         }
-        arrow_select::interleave::interleave_record_batch(&flat, &index).map_err(err)
+        arrow_select::interleave::interleave_record_batch(&flat, &index).map_err(schemas_differ)
     }
 
     /// Bytes per row of each column when every column of every source is laid out as a run

@@ -146,12 +146,17 @@ impl<T: Clone> Rebatcher<T, RecordBatch> {
         let out = if parts.len() == 1 {
             parts.pop().unwrap_or_else(|| unreachable!("one part"))
         } else {
-            glue(&parts[0].schema(), &parts).map_err(|e| Error::Schema {
-                path: String::new(),
-                detail: format!("batches of different schemas met in one batch: {e}"),
-            })?
+            glue(&parts[0].schema(), &parts).map_err(schemas_differ)?
         };
         Ok(Some((out, tags)))
+    }
+}
+
+/// The error of rows of batches of different schemas put in one batch.
+pub(crate) fn schemas_differ(e: ArrowError) -> Error {
+    Error::Schema {
+        path: String::new(),
+        detail: format!("batches of different schemas met in one batch: {e}"),
     }
 }
 

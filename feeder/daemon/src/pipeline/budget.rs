@@ -1,12 +1,13 @@
 //! The one bound on what a pipeline holds between its readers and its writer: decoded bytes
-//! and units of work (splits, leases, windows) in flight.
+//! and units of work (splits, leases) in flight.
 //!
 //! Every decoded batch on its way to the writer travels with a [`Permit`] for its bytes, taken
 //! from the pipeline's [`Budget`] before the batch is queued and given back when the writer has
 //! taken it (the permit is dropped). Every unit of work that reads holds a `Unit` while it
 //! runs. So a pipeline holds at most `bytes` of decoded batches (plus the front's few, below)
-//! and `units` readers, whatever its source: the splits of the plan order in `serve`, the
-//! leases of the dynamic order, the windows of the fixed order.
+//! and `units` readers: the splits of the plan order in `serve`, the leases of the dynamic
+//! order. The fixed order's stream is one reader whose windows hold permits; it bounds the
+//! groups of windows it reads ahead itself (`stream`).
 //!
 //! Order without deadlock: a writer that takes batches in a fixed order (the plan order takes
 //! split after split) must always get the next one it waits for, even when readers further

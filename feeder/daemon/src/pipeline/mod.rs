@@ -56,7 +56,7 @@ pub(crate) struct Rows {
     /// A decoded batch (or part of one), or rows of a shuffle window in its permutation that
     /// the writer copies straight into the ring.
     pub(crate) batch: Gather,
-    /// Given back once the writer took the rows (a window's gathers hold its permit inside).
+    /// Given back once the writer took the rows.
     pub(crate) permit: Option<Permit>,
 }
 

@@ -123,6 +123,8 @@ impl<'c, 'a> Chains<'c, 'a> {
                     })
                     .collect::<Result<LaneParts>>()
             };
+            // Before the part is recorded, so that `take` gets the windows without a copy.
+            drop(windows);
             let mut st = self.lock();
             let failed = got.is_err();
             let at = (g - st.base) as usize;
@@ -167,6 +169,7 @@ impl<'c, 'a> Chains<'c, 'a> {
         let grp = st.groups.pop_front()?;
         st.base += 1;
         drop(st);
+        // (Each lane let go of them before recording its part.)
         let windows = Arc::try_unwrap(grp.windows).unwrap_or_else(|w| (*w).clone());
         let mut rows: Vec<Vec<RecordBatch>> = vec![Vec::new(); windows.len()];
         for part in grp.parts {
