@@ -585,3 +585,40 @@ fn a_resumed_machine_tells_the_steps_left_in_its_first_epoch() {
         assert_eq!(r.resumed_at(), Some((1, 100)), "{rem:?}");
     }
 }
+
+/// Whether an epoch can close is decided without looking at every rank on every ack: ranks
+/// that acked in rank order (as 10,000 feeders started at staggered phases do) cost the rule
+/// a bounded number of looks each, in both orders, over several epochs.
+#[test]
+fn closing_an_epoch_looks_at_each_rank_a_bounded_number_of_times() {
+    let w = 5_000u32;
+    for order in [None, Some(crate::order::OrderSpec::default())] {
+        let c = Config {
+            order,
+            ..cfg(w, 4, 3, 1, Remainder::Drop)
+        };
+        let mut m = Machine::new(splits(&vec![8; w as usize]), c).unwrap();
+        let incs: Vec<u64> = (0..w).map(|r| m.join(r, "h", 0).unwrap()).collect();
+        for e in 0..3 {
+            assert_eq!(m.epoch(), e);
+            for r in 0..w {
+                // Two leases a rank under the dynamic order (8 rows, splits of 8 rows, batches
+                // of 4), one segment under the fixed order.
+                loop {
+                    match m.request_work(r, incs[r as usize], None, 0).unwrap() {
+                        Work::Lease(l) => m
+                            .ack(r, incs[r as usize], l.lease, l.split, l.rows, 0)
+                            .unwrap(),
+                        _ => break,
+                    }
+                }
+            }
+        }
+        assert!(m.finished(), "{order:?}");
+        let per_rank = m.ranks_inspected as f64 / f64::from(w * 3);
+        assert!(
+            per_rank <= 4.0,
+            "{order:?}: {per_rank:.1} looks a rank an epoch"
+        );
+    }
+}

@@ -81,10 +81,7 @@ impl Machine {
     /// otherwise what is left, recut into equal shares (every row not consumed once).
     pub(super) fn fixed_resume(&mut self, e: u32, os: &OrderState) -> Option<String> {
         self.epoch = e;
-        for r in &mut self.ranks {
-            r.assigned = 0;
-            r.acked = 0;
-        }
+        self.restart_counts();
         let (w, b) = (self.cfg.workers, self.cfg.batch_size);
         let left: Vec<u64> = os
             .ranks

@@ -351,6 +351,10 @@ pub struct Machine {
     quota: u64,
     steps_done: u64,
     ranks: Vec<RankInfo>,
+    /// Every rank before this index acked the epoch's quota (`acked` only grows within an
+    /// epoch): the closing rule goes on from here instead of looking at every rank each ack.
+    /// Back to 0 whenever the ranks' counts start again ([`Machine::restart_counts`]).
+    quota_met_below: usize,
     queue: Queue,
     /// Rows of the next data epoch (`wrap` only), taken once `queue` is empty. Two queues, not
     /// one, so that rows of this epoch coming back from a dead rank always go before the next
@@ -386,6 +390,9 @@ pub struct Machine {
     granted: Vec<Option<Lease>>,
     /// Rows skipped as corrupt (`--skip-errors`), all epochs.
     skipped: Vec<SkippedRange>,
+    /// Ranks the epoch-closing rule looked at, over the machine's life.
+    #[cfg(test)]
+    pub(crate) ranks_inspected: u64,
 }
 
 impl Machine {
@@ -557,6 +564,7 @@ impl Machine {
             quota: 0,
             steps_done: 0,
             ranks,
+            quota_met_below: 0,
             queue: Queue::default(),
             next_queue: Queue::default(),
             queued_next: false,
@@ -577,6 +585,8 @@ impl Machine {
             resume_note: None,
             granted,
             skipped: Vec::new(),
+            #[cfg(test)]
+            ranks_inspected: 0,
         })
     }
 
