@@ -621,8 +621,11 @@ impl Drop for Coordinator {
     }
 }
 
-/// Starts `hydrofeed coordinator` for `feeders` ranks with the journal on. Each epoch holds
-/// two leases per feeder, so a 1 Hz feeder meets an epoch barrier every two seconds.
+/// Starts `hydrofeed coordinator` for `feeders` ranks with the journal on, in the dynamic
+/// order: two splits per feeder, so each epoch holds two leases per feeder and a 1 Hz feeder
+/// meets an epoch barrier every two seconds. (In the fixed order, the coordinator's default, a
+/// rank's share of an epoch is one lease: a work request a second would be an epoch a second,
+/// every message at a barrier, where a feeder of that order asks once an epoch.)
 fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<Coordinator> {
     let dir = super::coord::TempDir::new()?;
     let splits_path = dir.0.join("splits.json");
@@ -637,6 +640,7 @@ fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<C
         .arg(&splits_path)
         .args(["--workers", &feeders.to_string(), "--batch-size", "256"])
         .args(["--epochs", &epochs.to_string()])
+        .args(["--order", "dynamic"])
         .args(["--listen", "127.0.0.1:0", "--reservation-timeout", "600"])
         .arg("--journal")
         .arg(dir.0.join("journal"))
