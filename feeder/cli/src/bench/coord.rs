@@ -225,6 +225,37 @@ impl Drop for TempDir {
     }
 }
 
+/// `hydrofeed coordinator` with `args` and the job token in its environment, in a child
+/// process, with the address it listens on. Its stdout is drained from then on (it never
+/// blocks on a full pipe); a child that prints no address is killed.
+pub(super) fn spawn_coordinator<'a>(
+    args: impl IntoIterator<Item = &'a std::ffi::OsStr>,
+    token: &Token,
+) -> anyhow::Result<(std::process::Child, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("coordinator")
+        .args(args)
+        .env(TOKEN_ENV, token.as_str())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting `hydrofeed coordinator`")?;
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    let read = out.read_line(&mut line);
+    let addr = line
+        .trim()
+        .strip_prefix("hydrofeed coordinator listening on ")
+        .map(str::to_string);
+    let (Ok(_), Some(addr)) = (read, addr) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        anyhow::bail!("coordinator did not print its address (got {line:?})");
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    Ok((child, addr))
+}
+
 fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
     let dir = TempDir::new()?;
     let splits_path = dir.0.join("splits.json");
@@ -234,41 +265,23 @@ fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
         .collect();
     std::fs::write(&splits_path, serde_json::to_vec(&splits)?)?;
     let token = Token::generate()?;
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
-        .args(["coordinator", "--splits"])
-        .arg(&splits_path)
-        .args([
-            "--workers",
-            &a.grpc_feeders.to_string(),
-            "--batch-size",
-            &a.batch_size.to_string(),
-        ])
-        .args(["--listen", "127.0.0.1:0", "--token-file"])
-        .arg(dir.0.join("token"))
-        .env(TOKEN_ENV, token.as_str())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting `hydrofeed coordinator`")?;
-    let mut out = BufReader::new(child.stdout.take().expect("piped"));
-    let mut line = String::new();
-    out.read_line(&mut line)?;
-    let Some(addr) = line
-        .trim()
-        .strip_prefix("hydrofeed coordinator listening on ")
-    else {
-        let _ = child.kill();
-        let _ = child.wait();
-        anyhow::bail!("coordinator did not print its address (got {line:?})");
-    };
-    let addr = addr.to_string();
-    // Drain the rest of its stdout so it never blocks on a full pipe.
-    let drain = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut rest);
-        rest
-    });
+    let workers = a.grpc_feeders.to_string();
+    let batch = a.batch_size.to_string();
+    let (mut child, addr) = spawn_coordinator(
+        [
+            "--splits".as_ref(),
+            splits_path.as_os_str(),
+            "--workers".as_ref(),
+            workers.as_ref(),
+            "--batch-size".as_ref(),
+            batch.as_ref(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--token-file".as_ref(),
+            dir.0.join("token").as_os_str(),
+        ],
+        &token,
+    )?;
     let token = Arc::new(token);
     let hz = a.heartbeat_hz;
     let t0 = Instant::now();
@@ -342,7 +355,6 @@ fn grpc(a: &Args) -> anyhow::Result<serde_json::Value> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let _ = drain.join();
     if let Some(e) = err {
         return Err(e);
     }

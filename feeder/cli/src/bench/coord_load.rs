@@ -12,7 +12,7 @@
 //! implied), and, when the answer was a wait (an epoch barrier), one more request half a
 //! period later. A message counts as a call in the report (`*_messages`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -634,41 +634,36 @@ fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<C
         .collect();
     std::fs::write(&splits_path, serde_json::to_vec(&splits)?)?;
     let epochs = (secs / 2.0).ceil() as u32 + 10;
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
-        .args(["coordinator", "--splits"])
-        .arg(&splits_path)
-        .args(["--workers", &feeders.to_string(), "--batch-size", "256"])
-        .args(["--epochs", &epochs.to_string()])
-        .args(["--order", "dynamic"])
-        .args(["--listen", "127.0.0.1:0", "--reservation-timeout", "600"])
-        .arg("--journal")
-        .arg(dir.0.join("journal"))
-        .arg("--token-file")
-        .arg(dir.0.join("token"))
-        .env(TOKEN_ENV, token.as_str())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting `hydrofeed coordinator`")?;
-    let mut out = BufReader::new(child.stdout.take().expect("piped"));
-    let mut line = String::new();
-    out.read_line(&mut line)?;
-    let addr = line
-        .trim()
-        .strip_prefix("hydrofeed coordinator listening on ")
-        .map(str::to_string);
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    let c = Coordinator {
+    let (workers, epochs) = (feeders.to_string(), epochs.to_string());
+    let (journal, token_file) = (dir.0.join("journal"), dir.0.join("token"));
+    let (child, addr) = super::coord::spawn_coordinator(
+        [
+            "--splits".as_ref(),
+            splits_path.as_os_str(),
+            "--workers".as_ref(),
+            workers.as_ref(),
+            "--batch-size".as_ref(),
+            "256".as_ref(),
+            "--epochs".as_ref(),
+            epochs.as_ref(),
+            "--order".as_ref(),
+            "dynamic".as_ref(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--reservation-timeout".as_ref(),
+            "600".as_ref(),
+            "--journal".as_ref(),
+            journal.as_os_str(),
+            "--token-file".as_ref(),
+            token_file.as_os_str(),
+        ],
+        token,
+    )?;
+    Ok(Coordinator {
         child,
-        addr: addr.clone().unwrap_or_default(),
+        addr,
         _dir: dir,
-    };
-    anyhow::ensure!(
-        addr.is_some(),
-        "coordinator did not print its address (got {line:?})"
-    );
-    Ok(c)
+    })
 }
 
 /// One open-loop run of `feeders` speaking `protocol` against a fresh coordinator. A run
