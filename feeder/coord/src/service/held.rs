@@ -10,6 +10,8 @@
 //! sync for the 10,000 grants, where each woken request took the lock, wrote its record and
 //! signalled the sync thread on its own.
 
+use std::time::Instant;
+
 use tokio::sync::oneshot;
 use tonic::Status;
 
@@ -20,8 +22,9 @@ use crate::{proto, Error};
 /// A work request's answer: the work with its journal record's sequence number, or the error.
 type Answer = Result<(u64, Work), Status>;
 
-/// A held request's answer, and the epoch after it.
-pub(super) type Granted = (Answer, u32);
+/// A held request's answer, the epoch after it, and when it was made (the hold's end: the
+/// time until its session gets to it is latency).
+pub(super) type Granted = (Answer, u32, Instant);
 
 /// A session's work request told to wait.
 struct Held {
@@ -33,7 +36,7 @@ struct Held {
 #[derive(Default)]
 pub(super) struct HeldRequests {
     waiting: Vec<Held>,
-    granted: Vec<(oneshot::Sender<Granted>, Answer)>,
+    granted: Vec<(oneshot::Sender<Granted>, Answer, Instant)>,
     /// `waiting.len()` after the last sweep of requests whose session gave up waiting.
     swept: usize,
 }
@@ -62,7 +65,7 @@ impl Inner {
         }
         let inside = self.journal.as_ref().is_some_and(|j| j.holding());
         let first = self.seq;
-        let (t0, n) = (std::time::Instant::now(), self.held.waiting.len());
+        let (t0, n) = (Instant::now(), self.held.waiting.len());
         if !inside {
             self.hold();
         }
@@ -71,7 +74,7 @@ impl Inner {
                 continue;
             }
             let r = self.request_work(&h.req, now);
-            self.held.granted.push((h.tx, r));
+            self.held.granted.push((h.tx, r, t0));
         }
         self.held.swept = 0;
         if !inside {
@@ -93,7 +96,7 @@ impl Inner {
             return;
         }
         let epoch = self.m.epoch();
-        for (tx, r) in std::mem::take(&mut self.held.granted) {
+        for (tx, r, at) in std::mem::take(&mut self.held.granted) {
             let r = match (failed, r) {
                 (Some(e), Ok(_)) => Err(status_of(Error::Internal(format!(
                     "the coordinator's journal: {e}"
@@ -101,7 +104,7 @@ impl Inner {
                 (_, r) => r,
             };
             // A session that stopped waiting asks again; its lease, granted, is its again.
-            let _ = tx.send((r, epoch));
+            let _ = tx.send((r, epoch, at));
         }
     }
 }

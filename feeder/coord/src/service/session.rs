@@ -101,7 +101,7 @@ pub(super) fn hold_for(stall_after_ms: u64) -> Result<Duration, String> {
 /// Applies one message and waits until what it recorded is durable. A request that would be
 /// told to wait is held (`service::held`) until the call that frees work answers it or
 /// [`HOLD_ENV`]'s time passed: a feeder at an epoch barrier sends one message, not one a retry.
-async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
+pub(super) async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply {
     sh.count(true);
     let now = sh.now_ms();
     let mut reply = proto::SessionReply::default();
@@ -127,14 +127,16 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
             .min(Duration::from_millis(g.m.config().stall_after_ms / 2));
         match &msg.work {
             Some(w) if told_to_wait(&reply) && !hold.is_zero() => {
-                Some((g.hold_request(w.clone()), hold))
+                Some((g.hold_request(w.clone()), hold, std::time::Instant::now()))
             }
             _ => None,
         }
     };
-    if let Some((granted, hold)) = held {
-        let t0 = std::time::Instant::now();
-        if let Some((work, epoch)) = wait_held(sh, granted, hold).await {
+    if let Some((granted, hold, t0)) = held {
+        // Held until the answer was made; the wait for this task to run after is latency.
+        let mut end = None;
+        if let Some((work, epoch, at)) = wait_held(sh, granted, hold).await {
+            end = Some(at);
             match work {
                 Ok((s, work)) => {
                     seq = seq.max(s);
@@ -147,7 +149,8 @@ async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::SessionReply
             }
             reply.epoch = epoch;
         }
-        reply.held_ms = t0.elapsed().as_millis() as u32;
+        let end = end.unwrap_or_else(std::time::Instant::now);
+        reply.held_ms = end.saturating_duration_since(t0).as_millis() as u32;
     }
     if let Err(s) = sh.durable(seq).await {
         // Nothing the message changed can be promised: no lease goes out.
