@@ -604,13 +604,9 @@ fn closing_an_epoch_looks_at_each_rank_a_bounded_number_of_times() {
             for r in 0..w {
                 // Two leases a rank under the dynamic order (8 rows, splits of 8 rows, batches
                 // of 4), one segment under the fixed order.
-                loop {
-                    match m.request_work(r, incs[r as usize], None, 0).unwrap() {
-                        Work::Lease(l) => m
-                            .ack(r, incs[r as usize], l.lease, l.split, l.rows, 0)
-                            .unwrap(),
-                        _ => break,
-                    }
+                while let Work::Lease(l) = m.request_work(r, incs[r as usize], None, 0).unwrap() {
+                    m.ack(r, incs[r as usize], l.lease, l.split, l.rows, 0)
+                        .unwrap();
                 }
             }
         }
