@@ -372,20 +372,27 @@ async fn take_quota(s: &mut Session) -> proto::Lease {
     held.unwrap()
 }
 
+/// Ranks 0 and 1 of a 2-rank coordinator on sessions, rank 0 with its quota leased: the last
+/// lease, not acked yet.
+async fn at_the_barrier(svc: &RunningService, token: &str) -> (Session, Session, proto::Lease) {
+    let mut open = Vec::new();
+    for rank in 0..2 {
+        let mut c = client(svc.addr, token).await;
+        let inc = register(&mut c, rank).await;
+        open.push(Session::open(&mut c, rank, inc).await.unwrap());
+    }
+    let (s1, mut s0) = (open.pop().unwrap(), open.pop().unwrap());
+    let last = take_quota(&mut s0).await;
+    (s0, s1, last)
+}
+
 /// A request at the epoch barrier is held, not answered "wait": the last rank's ack opens
 /// the next epoch and the held request gets its lease, saying how long it was held.
 #[test]
 fn a_request_at_the_barrier_is_answered_when_the_epoch_opens() {
     let (svc, token) = coordinator(2, 2, 30_000);
     rt().block_on(async {
-        let mut open = Vec::new();
-        for rank in 0..2 {
-            let mut c = client(svc.addr, &token).await;
-            let inc = register(&mut c, rank).await;
-            open.push(Session::open(&mut c, rank, inc).await.unwrap());
-        }
-        let (mut s1, mut s0) = (open.pop().unwrap(), open.pop().unwrap());
-        let last = take_quota(&mut s0).await;
+        let (mut s0, mut s1, last) = at_the_barrier(&svc, &token).await;
         let waiting = tokio::spawn(async move {
             let acks = vec![s0.ack_of(&last)];
             s0.send(acks, true).await
@@ -409,14 +416,7 @@ fn a_request_at_the_barrier_is_answered_when_the_epoch_opens() {
 fn a_request_is_held_until_its_grant_not_until_its_task_runs() {
     let (svc, token) = coordinator(2, 2, 30_000);
     rt().block_on(async {
-        let mut open = Vec::new();
-        for rank in 0..2 {
-            let mut c = client(svc.addr, &token).await;
-            let inc = register(&mut c, rank).await;
-            open.push(Session::open(&mut c, rank, inc).await.unwrap());
-        }
-        let (mut s1, mut s0) = (open.pop().unwrap(), open.pop().unwrap());
-        let last = take_quota(&mut s0).await;
+        let (s0, mut s1, last) = at_the_barrier(&svc, &token).await;
         let msg = s0.message(vec![s0.ack_of(&last)], true);
         let held = super::session::answer(&svc.shared, &msg);
         tokio::pin!(held);
