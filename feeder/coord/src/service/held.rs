@@ -22,8 +22,8 @@ use crate::{proto, Error};
 /// A work request's answer: the work with its journal record's sequence number, or the error.
 type Answer = Result<(u64, Work), Status>;
 
-/// A held request's answer, the epoch after it, and when it was made (the hold's end: the
-/// time until its session gets to it is latency).
+/// A held request's answer, the epoch after it, and when the grants that made it began (the
+/// hold's end: the time until its session gets to it is latency).
 pub(super) type Granted = (Answer, u32, Instant);
 
 /// A session's work request told to wait.

@@ -134,22 +134,23 @@ pub(super) async fn answer(sh: &Shared, msg: &proto::SessionRequest) -> proto::S
     };
     if let Some((granted, hold, t0)) = held {
         // Held until the answer was made; the wait for this task to run after is latency.
-        let mut end = None;
-        if let Some((work, epoch, at)) = wait_held(sh, granted, hold).await {
-            end = Some(at);
-            match work {
-                Ok((s, work)) => {
-                    seq = seq.max(s);
-                    reply.work = Some(work_reply(work));
+        let end = match wait_held(sh, granted, hold).await {
+            Some((work, epoch, at)) => {
+                match work {
+                    Ok((s, work)) => {
+                        seq = seq.max(s);
+                        reply.work = Some(work_reply(work));
+                    }
+                    Err(s) => {
+                        reply.work = None;
+                        reply.error = Some(error("request_work", msg.acks.len() as u32, &s));
+                    }
                 }
-                Err(s) => {
-                    reply.work = None;
-                    reply.error = Some(error("request_work", msg.acks.len() as u32, &s));
-                }
+                reply.epoch = epoch;
+                at
             }
-            reply.epoch = epoch;
-        }
-        let end = end.unwrap_or_else(std::time::Instant::now);
+            None => std::time::Instant::now(),
+        };
         reply.held_ms = end.saturating_duration_since(t0).as_millis() as u32;
     }
     if let Err(s) = sh.durable(seq).await {
