@@ -47,7 +47,7 @@ fn view<'py, T: Element>(
     let ptr = d.data.as_ptr() as *const T;
     let elems: usize = d.shape.iter().product();
     if elems * std::mem::size_of::<T>() > d.data.len()
-        || ptr as usize % std::mem::align_of::<T>() != 0
+        || !(ptr as usize).is_multiple_of(std::mem::align_of::<T>())
     {
         return Err(error::internal(format!(
             "tensor of shape {:?} does not fit its {}-byte buffer at {ptr:p}",

@@ -125,7 +125,7 @@ impl Sim {
     /// One random action of one random live rank; every 16 steps a liveness tick.
     pub fn step(&mut self) -> Result<()> {
         self.now += self.opts.ms_per_step;
-        if self.now % 16 == 0 {
+        if self.now.is_multiple_of(16) {
             let ev = self.m.tick(self.now);
             self.events.extend(ev);
         }
@@ -145,7 +145,7 @@ impl Sim {
         let inc = self.feeders[r].incarnation;
         let coin = self.rand();
         // Keep the others alive while one is silent.
-        if coin % 8 == 0 {
+        if coin.is_multiple_of(8) {
             self.calls += 1;
             self.m.heartbeat(
                 rank,
@@ -157,7 +157,7 @@ impl Sim {
             return Ok(());
         }
         let want_more = self.feeders[r].leases.len() < self.opts.max_outstanding;
-        if self.feeders[r].leases.is_empty() || (want_more && coin % 3 == 0) {
+        if self.feeders[r].leases.is_empty() || (want_more && coin.is_multiple_of(3)) {
             self.calls += 1;
             match self.m.request_work(rank, inc, None, self.now)? {
                 Work::Lease(l) => {

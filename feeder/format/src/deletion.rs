@@ -31,7 +31,7 @@ const Z85: &[u8; 85] =
 /// Z85-decodes `s` (a multiple of 5 characters: 4 bytes each, big-endian).
 fn z85(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 5 != 0 {
+    if !b.len().is_multiple_of(5) {
         return None;
     }
     let mut out = Vec::with_capacity(b.len() / 5 * 4);
@@ -128,7 +128,7 @@ impl DeletionVector {
             .expect("serializing into a Vec cannot fail");
         let size_in_bytes = data.len() as u64;
         // Z85 takes whole 4-byte words; the bitmap's reader stops at its own end.
-        while data.len() % 4 != 0 {
+        while !data.len().is_multiple_of(4) {
             data.push(0);
         }
         DeletionVector {

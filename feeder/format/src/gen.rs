@@ -87,7 +87,7 @@ pub fn mnist_row(seed: u64, id: u64, pixels: &mut Vec<f32>) -> i64 {
                 break;
             }
             let v = (r >> (16 * k)) as u16;
-            pixels.push(if v % 5 == 0 {
+            pixels.push(if v.is_multiple_of(5) {
                 f32::from((v >> 8) as u8) / 255.0
             } else {
                 0.0

@@ -126,7 +126,7 @@ fn draw(rng: &mut Rng, w: i32, h: i32) -> Vec<u8> {
         .collect();
     let shapes: Vec<Shape> = (0..rng.range(3, 7))
         .map(|_| Shape {
-            disc: rng.next() % 2 == 0,
+            disc: rng.next().is_multiple_of(2),
             cx: rng.range(0, w),
             cy: rng.range(0, h),
             rx: rng.range(15, w / 4),
@@ -160,15 +160,15 @@ fn draw(rng: &mut Rng, w: i32, h: i32) -> Vec<u8> {
 pub fn image_row(seed: u64, id: u64) -> Result<ImageRow> {
     let mut rng = Rng(seed ^ id.wrapping_mul(0xd1b5_4a32_d192_ed03));
     let label = (rng.next() % 1000) as i64;
-    let portrait = rng.next() % 5 == 0;
+    let portrait = rng.next().is_multiple_of(5);
     let (long, short) = (rng.range(440, 560), rng.range(330, 420));
     let (w, h) = if portrait {
         (short, long)
     } else {
         (long, short)
     };
-    let grayscale = rng.next() % 10 == 0;
-    let progressive = rng.next() % 10 == 0;
+    let grayscale = rng.next().is_multiple_of(10);
+    let progressive = rng.next().is_multiple_of(10);
     let rgb = draw(&mut rng, w, h);
     let err = |e: turbojpeg::Error| Error::InvalidArgument(format!("JPEG encoder: {e}"));
     let mut enc = turbojpeg::Compressor::new().map_err(err)?;

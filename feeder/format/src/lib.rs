@@ -32,6 +32,7 @@ pub mod parquet;
 mod parquet_fixed;
 mod parquet_pages;
 mod parquet_prune;
+mod parquet_simd;
 mod parquet_spark;
 mod parquet_values;
 pub mod rebatch;

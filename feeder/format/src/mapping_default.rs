@@ -52,7 +52,7 @@ pub(crate) fn default_array(t: &DataType, v: &serde_json::Value) -> Result<Array
 
 /// The bytes of a hexadecimal string.
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("{s:?} is not hexadecimal bytes (an odd length)"));
     }
     (0..s.len())

@@ -7,7 +7,9 @@
 //! three passes over memory where one does, and most of the decode time of a dictionary-encoded
 //! image column besides decompression. Here each bit-packed group of eight indices is unpacked
 //! (one function per bit width, the width a constant) and gathered in the same step, straight
-//! into the uninitialised buffer that becomes the Arrow array.
+//! into the uninitialised buffer that becomes the Arrow array. Where the CPU has AVX-512 VBMI,
+//! indices of up to 8 bits into 4-byte values go another way ([`Indices::read_planes`]): a
+//! chunk's indices expanded to bytes, then looked up 64 at a time ([`super::parquet_simd`]).
 
 use std::mem::MaybeUninit;
 
@@ -15,11 +17,15 @@ use bytes::Bytes;
 use parquet::basic::Encoding;
 use parquet::column::page::{Page, PageReader};
 
+use super::parquet_simd::{self, Planes};
+
 /// A number of a fixed-size list's items, as Parquet stores it (little-endian).
 pub(crate) trait Native: Copy + Send + 'static {
     const SIZE: usize;
     /// The value of `b` (`SIZE` bytes).
     fn from_le(b: &[u8]) -> Self;
+    /// Writes the value's `SIZE` bytes into `out`.
+    fn to_le(self, out: &mut [u8]);
 }
 
 macro_rules! native {
@@ -28,6 +34,9 @@ macro_rules! native {
             const SIZE: usize = std::mem::size_of::<$t>();
             fn from_le(b: &[u8]) -> Self {
                 <$t>::from_le_bytes(b.try_into().unwrap_or_default())
+            }
+            fn to_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
             }
         }
     )*};
@@ -51,6 +60,10 @@ pub(crate) fn supported(encoding: Encoding) -> bool {
 /// index past the dictionary, returns it.
 type Gather<T> = fn(&[u8], &Dict<T>, &mut [MaybeUninit<T>]) -> Result<(), u32>;
 
+/// Values [`Indices::read_planes`] expands the indices of at a time (on the stack, a byte
+/// each).
+const CHUNK: usize = 2048;
+
 /// Widths up to this many bits gather from a dictionary padded to `1 << bits` values, so that
 /// no index can reach past it (dictionary pages are far smaller than a million values).
 const PADDED_BITS: usize = 20;
@@ -62,6 +75,9 @@ struct Dict<T> {
     values: Vec<T>,
     /// How many values the dictionary page holds.
     len: usize,
+    /// Its values as byte planes, for [`parquet_simd::lookup`] (built for the first page
+    /// of indices of at most 8 bits, where that lookup runs here).
+    planes: Option<Planes>,
 }
 
 impl<T: Native> Dict<T> {
@@ -70,8 +86,12 @@ impl<T: Native> Dict<T> {
         self.values[..self.len].get(i as usize).copied()
     }
 
-    /// Pads the values for indices of `bits` bits (see [`PADDED_BITS`]).
+    /// Pads the values for indices of `bits` bits (see [`PADDED_BITS`]), and makes their
+    /// planes for [`Indices::read_planes`] if those indices have at most 8 bits.
     fn pad(&mut self, bits: usize) {
+        if bits <= 8 && self.planes.is_none() {
+            self.planes = Planes::new(&self.values[..self.len]);
+        }
         if let Some(&first) = self.values.first() {
             if bits <= PADDED_BITS && self.values.len() < 1 << bits {
                 self.values.resize(1 << bits, first);
@@ -320,6 +340,9 @@ impl<T: Native> Indices<T> {
 
     /// Decodes the next `out.len()` indices' values.
     fn read(&mut self, dict: &Dict<T>, out: &mut [MaybeUninit<T>]) -> Result<(), String> {
+        if let Some(planes) = dict.planes.as_ref().filter(|_| self.bits <= 8) {
+            return self.read_planes(dict.len, planes, out);
+        }
         let mut o = 0;
         while o < out.len() {
             if self.repeat > 0 {
@@ -351,6 +374,86 @@ impl<T: Native> Indices<T> {
             }
         }
         Ok(())
+    }
+
+    /// [`Self::read`] with the dictionary's planes: the indices of up to [`CHUNK`] values
+    /// expanded to bytes (runs filled, groups unpacked), then looked up 64 at a time.
+    fn read_planes(
+        &mut self,
+        len: usize,
+        planes: &Planes,
+        out: &mut [MaybeUninit<T>],
+    ) -> Result<(), String> {
+        let mut idx = [0u8; CHUNK];
+        for chunk in out.chunks_mut(CHUNK) {
+            let idx = &mut idx[..chunk.len()];
+            let mut o = 0;
+            while o < idx.len() {
+                if self.repeat > 0 {
+                    let k = self.repeat.min(idx.len() - o);
+                    // Checked here: a run's index may have more bits than the lookup's byte.
+                    if self.index as usize >= len {
+                        return Err(out_of_range(self.index, len));
+                    }
+                    // Whole 32-byte stores where `idx` has room past the run (the bytes past
+                    // it are written again by the runs after it), not a `memset` call a run.
+                    let span = k.next_multiple_of(32);
+                    if o + span <= idx.len() {
+                        let v = [self.index as u8; 32];
+                        for c in idx[o..o + span].chunks_exact_mut(32) {
+                            c.copy_from_slice(&v);
+                        }
+                    } else {
+                        idx[o..o + k].fill(self.index as u8);
+                    }
+                    self.repeat -= k;
+                    o += k;
+                } else if self.packed > 0 {
+                    let k = self.packed.min(idx.len() - o);
+                    self.unpack_packed(&mut idx[o..o + k]);
+                    o += k;
+                } else {
+                    self.next_run()?;
+                }
+            }
+            parquet_simd::lookup(idx, planes, len, chunk).map_err(|i| out_of_range(i, len))?;
+        }
+        Ok(())
+    }
+
+    /// `out.len()` indices (at most what the bit-packed run holds; 8 bits or fewer) from the
+    /// bit-packed run, a byte each.
+    fn unpack_packed(&mut self, out: &mut [u8]) {
+        let mut o = 0;
+        while o < out.len() {
+            let want = out.len() - o;
+            if self.in_group == 0 && want >= 8 {
+                // Whole groups, as many as the page holds.
+                let room = self.buf.len() - self.group;
+                let groups = (want / 8).min(room / self.bits);
+                if groups > 0 {
+                    let n = groups * 8;
+                    parquet_simd::unpack(self.bits, &self.buf[self.group..], &mut out[o..o + n]);
+                    self.group += groups * self.bits;
+                    o += n;
+                    continue;
+                }
+            }
+            // A group begun, or the run's last values.
+            let g = self.padded(self.group);
+            let k = (8 - self.in_group).min(want);
+            let mask = (1u64 << self.bits) - 1;
+            for (j, slot) in (self.in_group..).zip(&mut out[o..o + k]) {
+                *slot = ((le64(&g, j * self.bits / 8) >> (j * self.bits % 8)) & mask) as u8;
+            }
+            o += k;
+            self.in_group += k;
+            if self.in_group == 8 {
+                self.in_group = 0;
+                self.group += self.bits;
+            }
+        }
+        self.packed -= out.len();
     }
 
     /// `out.len()` values (at most what the bit-packed run holds) from the bit-packed run.
@@ -424,6 +527,7 @@ impl<T: Native> Values<T> {
             dict: Dict {
                 values: Vec::new(),
                 len: 0,
+                planes: None,
             },
             page: None,
         }
@@ -453,6 +557,7 @@ impl<T: Native> Values<T> {
                 self.dict = Dict {
                     values: bytes.chunks_exact(T::SIZE).map(T::from_le).collect(),
                     len: n,
+                    planes: None,
                 };
                 return Ok(());
             }
@@ -567,143 +672,5 @@ impl<T: Native> Values<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The hybrid encoding of `idx` at `bits` bits: bit-packed groups of 8 (the last one
-    /// padded with zeros), with one RLE run of `run` copies of `idx[0]` in front.
-    fn encode(idx: &[u32], bits: usize, run: usize) -> Vec<u8> {
-        let mut out = vec![bits as u8];
-        if run > 0 {
-            out.push((run as u8) << 1);
-            out.extend_from_slice(&idx[0].to_le_bytes()[..bits.div_ceil(8)]);
-        }
-        let groups = idx.len().div_ceil(8);
-        out.push(((groups as u8) << 1) | 1);
-        let mut packed = vec![0u8; groups * bits];
-        for (i, &v) in idx.iter().enumerate() {
-            for b in 0..bits {
-                if v >> b & 1 == 1 {
-                    let bit = i * bits + b;
-                    packed[bit / 8] |= 1 << (bit % 8);
-                }
-            }
-        }
-        out.extend_from_slice(&packed);
-        out
-    }
-
-    fn padded(values: &[f32], bits: usize) -> Dict<f32> {
-        let mut d = Dict {
-            values: values.to_vec(),
-            len: values.len(),
-        };
-        d.pad(bits);
-        d
-    }
-
-    fn padded_to<T: Native>(mut d: Dict<T>, bits: usize) -> Dict<T> {
-        d.pad(bits);
-        d
-    }
-
-    fn uninit(n: usize) -> Vec<MaybeUninit<f32>> {
-        vec![MaybeUninit::uninit(); n]
-    }
-
-    fn taken(v: &[MaybeUninit<f32>]) -> Vec<f32> {
-        // SAFETY: the tests read only slots the decoder wrote.
-        v.iter().map(|s| unsafe { s.assume_init() }).collect()
-    }
-
-    #[test]
-    fn run_values_are_their_little_endian_bytes() {
-        let bytes = [0x11u8, 0x22, 0x33, 0x44, 0x55];
-        let want = [0, 0x11, 0x2211, 0x33_2211, 0x4433_2211, 0x4433_2211];
-        for (n, w) in want.iter().enumerate() {
-            assert_eq!(run_value(&bytes[..n]), *w, "{n} bytes");
-        }
-    }
-
-    #[test]
-    fn every_width_decodes_in_pieces_and_skips() {
-        for bits in (1..=24usize).chain([32]) {
-            let len = (1usize << bits.min(10)) - 1;
-            let values: Vec<f32> = (0..len).map(|i| i as f32 * 0.5).collect();
-            let dict = padded(&values, bits);
-            let idx: Vec<u32> = (0..203u32).map(|i| (i * 7919) % len as u32).collect();
-            let data = encode(&idx, bits, 5);
-            let want: Vec<f32> = std::iter::repeat_n(values[idx[0] as usize], 5)
-                .chain(idx.iter().map(|&i| values[i as usize]))
-                .collect();
-            // Read in pieces of every size from 1 to 19, with skips between.
-            for piece in 1..20 {
-                let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
-                let mut at = 0;
-                while at < want.len() {
-                    let k = piece.min(want.len() - at);
-                    let mut out = uninit(k);
-                    ix.read(&dict, &mut out).unwrap();
-                    assert_eq!(taken(&out), want[at..at + k], "bits {bits} piece {piece}");
-                    at += k;
-                    let s = (piece / 3).min(want.len() - at);
-                    ix.skip(s).unwrap();
-                    at += s;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn indices_past_the_dictionary_and_cut_pages_are_errors() {
-        let dict = padded(&[1.0f32, 2.0, 3.0], 2);
-        let data = encode(&[0, 1, 2, 3, 0, 1, 2, 0, 1], 2, 0);
-        let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
-        let err = ix.read(&dict, &mut uninit(9)).unwrap_err();
-        assert!(
-            err.contains("dictionary index 3 in a dictionary of 3"),
-            "{err}"
-        );
-        let mut rle = Indices::<f32>::new(Bytes::from(vec![2, 8, 7])).unwrap();
-        let err = rle.read(&dict, &mut uninit(4)).unwrap_err();
-        assert!(err.contains("dictionary index 7"), "{err}");
-        // A page ending inside a run header, and one of more values than its runs hold.
-        let mut cut = Indices::<f32>::new(Bytes::from(vec![2, 0x81])).unwrap();
-        assert!(cut
-            .read(&dict, &mut uninit(1))
-            .unwrap_err()
-            .contains("cut short"));
-        let mut short = Indices::<f32>::new(Bytes::from(vec![2, 4, 1])).unwrap();
-        let err = short.read(&dict, &mut uninit(3)).unwrap_err();
-        assert!(err.contains("cut short"), "{err}");
-        assert!(Indices::<f32>::new(Bytes::from(vec![33])).is_err());
-        // 8-bit indices, into 4- and 8-byte values: a group holding one past the dictionary.
-        let data = encode(&[0, 1, 2, 0, 1, 2, 200, 0, 1, 2, 0], 8, 0);
-        let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
-        let err = ix
-            .read(&padded(&[1.0, 2.0, 3.0], 8), &mut uninit(11))
-            .unwrap_err();
-        assert!(
-            err.contains("dictionary index 200 in a dictionary of 3"),
-            "{err}"
-        );
-        let wide = Dict {
-            values: vec![1.0f64, 2.0, 3.0],
-            len: 3,
-        };
-        let mut wide = padded_to(wide, 8);
-        let mut ix = Indices::<f64>::new(Bytes::from(data)).unwrap();
-        let mut out = vec![MaybeUninit::uninit(); 11];
-        let err = ix.read(&wide, &mut out).unwrap_err();
-        assert!(err.contains("dictionary index 200"), "{err}");
-        wide.len = 201;
-        wide.values[200] = 9.0;
-        let mut ix =
-            Indices::<f64>::new(Bytes::from(encode(&[0, 1, 2, 200, 0, 1, 2, 0], 8, 0))).unwrap();
-        let mut out = vec![MaybeUninit::uninit(); 8];
-        ix.read(&wide, &mut out).unwrap();
-        // SAFETY: `read` wrote all 8.
-        let got: Vec<f64> = out.iter().map(|s| unsafe { s.assume_init() }).collect();
-        assert_eq!(got, [1.0, 2.0, 3.0, 9.0, 1.0, 2.0, 3.0, 1.0]);
-    }
-}
+#[path = "parquet_values_tests.rs"]
+mod tests;

@@ -80,7 +80,7 @@ impl FrameDecoder {
     /// Decodes one frame. `frame` is the whole slot (header included); batches slice their
     /// arrays out of it without copying.
     pub fn decode(&mut self, frame: &Buffer) -> Result<Frame, FrameError> {
-        if frame.as_ptr() as usize % ALIGN != 0 {
+        if !(frame.as_ptr() as usize).is_multiple_of(ALIGN) {
             return Err(FrameError::Corrupt(format!(
                 "frame at {:p} is not {ALIGN}-byte aligned (ring slots are)",
                 frame.as_ptr()
