@@ -60,6 +60,9 @@ pub(crate) fn supported(encoding: Encoding) -> bool {
 /// index past the dictionary, returns it.
 type Gather<T> = fn(&[u8], &Dict<T>, &mut [MaybeUninit<T>]) -> Result<(), u32>;
 
+/// Bytes a group of 8 indices and the 8 bytes after it span, at the widest (32 bits).
+const GROUP: usize = 40;
+
 /// Values [`Indices::read_planes`] expands the indices of at a time (on the stack, a byte
 /// each).
 const CHUNK: usize = 2048;
@@ -329,11 +332,12 @@ impl<T: Native> Indices<T> {
         Ok(())
     }
 
-    /// The group at byte `at`, with the 8 bytes after it (zeros past the page).
-    fn padded(&self, at: usize) -> [u8; 40] {
-        let mut g = [0u8; 40];
+    /// The group at byte `at`, with the 8 bytes after it (zeros past the page), copied: for
+    /// a group within [`GROUP`] bytes of the page's end (the others are read in place).
+    fn padded(&self, at: usize) -> [u8; GROUP] {
+        let mut g = [0u8; GROUP];
         let have = &self.buf[at.min(self.buf.len())..];
-        let n = have.len().min(40);
+        let n = have.len().min(GROUP);
         g[..n].copy_from_slice(&have[..n]);
         g
     }
@@ -440,11 +444,18 @@ impl<T: Native> Indices<T> {
                 }
             }
             // A group begun, or the run's last values.
-            let g = self.padded(self.group);
+            let padded;
+            let g = match self.buf.get(self.group..self.group + GROUP) {
+                Some(g) => g,
+                None => {
+                    padded = self.padded(self.group);
+                    &padded[..]
+                }
+            };
             let k = (8 - self.in_group).min(want);
             let mask = (1u64 << self.bits) - 1;
             for (j, slot) in (self.in_group..).zip(&mut out[o..o + k]) {
-                *slot = ((le64(&g, j * self.bits / 8) >> (j * self.bits % 8)) & mask) as u8;
+                *slot = ((le64(g, j * self.bits / 8) >> (j * self.bits % 8)) & mask) as u8;
             }
             o += k;
             self.in_group += k;
@@ -483,9 +494,16 @@ impl<T: Native> Indices<T> {
                 }
             }
             // A group begun, or the run's last values: decoded one by one, and only those.
-            let g = self.padded(self.group);
+            let padded;
+            let g = match self.buf.get(self.group..self.group + GROUP) {
+                Some(g) => g,
+                None => {
+                    padded = self.padded(self.group);
+                    &padded[..]
+                }
+            };
             let k = (8 - self.in_group).min(want);
-            gather_wide(self.bits, &g, self.in_group, dict, &mut out[o..o + k]).map_err(err)?;
+            gather_wide(self.bits, g, self.in_group, dict, &mut out[o..o + k]).map_err(err)?;
             o += k;
             self.in_group += k;
             if self.in_group == 8 {
