@@ -80,7 +80,7 @@ demo: venv-demo build develop ## Set up, generate a small dataset, feed it to a 
 test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 	HYDROFEED_PYTHON=$(PY) $(CARGO) test --workspace --exclude hydrofeed-python
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/vendor $(CARGO) test -q --manifest-path vendor/orc-rust/Cargo.toml --lib --no-default-features -- encoding::timestamp arrow_writer::tests::test_roundtrip_write_lists schema::type_tree_tests compression::tests encoding::float::tests
-	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/vendor $(CARGO) test -q --manifest-path vendor/arrow-avro/Cargo.toml --lib -- reader::record
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/vendor $(CARGO) test -q --manifest-path vendor/arrow-avro/Cargo.toml --lib -- reader::record compression::tests
 	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom CARGO_BUILD_BUILD_DIR=$(CARGO_TARGET_DIR)/loom $(CARGO) test -p hydrofeed-ipc --release --test loom_ring
 
 # The release extension and binary: the ones `make demo` and `make bench` use (a debug build
