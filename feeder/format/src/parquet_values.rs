@@ -11,6 +11,7 @@
 //! indices of up to 8 bits into 4-byte values go another way ([`Indices::read_planes`]): a
 //! chunk's indices expanded to bytes, then looked up 64 at a time ([`super::parquet_simd`]).
 
+use std::convert::Infallible;
 use std::mem::MaybeUninit;
 
 use bytes::Bytes;
@@ -332,14 +333,17 @@ impl<T: Native> Indices<T> {
         Ok(())
     }
 
-    /// The group at byte `at`, with the 8 bytes after it (zeros past the page), copied: for
-    /// a group within [`GROUP`] bytes of the page's end (the others are read in place).
-    fn padded(&self, at: usize) -> [u8; GROUP] {
-        let mut g = [0u8; GROUP];
-        let have = &self.buf[at.min(self.buf.len())..];
-        let n = have.len().min(GROUP);
-        g[..n].copy_from_slice(&have[..n]);
-        g
+    /// The current group with the 8 bytes after it: in place, or copied into `copy` (zeros
+    /// past the page) for a group within [`GROUP`] bytes of the page's end.
+    fn group_bytes<'a>(&'a self, copy: &'a mut [u8; GROUP]) -> &'a [u8] {
+        match self.buf.get(self.group..self.group + GROUP) {
+            Some(g) => g,
+            None => {
+                let have = &self.buf[self.group.min(self.buf.len())..];
+                copy[..have.len()].copy_from_slice(have);
+                copy
+            }
+        }
     }
 
     /// Decodes the next `out.len()` indices' values.
@@ -428,82 +432,72 @@ impl<T: Native> Indices<T> {
     /// `out.len()` indices (at most what the bit-packed run holds; 8 bits or fewer) from the
     /// bit-packed run, a byte each.
     fn unpack_packed(&mut self, out: &mut [u8]) {
-        let mut o = 0;
-        while o < out.len() {
-            let want = out.len() - o;
-            if self.in_group == 0 && want >= 8 {
-                // Whole groups, as many as the page holds.
-                let room = self.buf.len() - self.group;
-                let groups = (want / 8).min(room / self.bits);
-                if groups > 0 {
-                    let n = groups * 8;
-                    parquet_simd::unpack(self.bits, &self.buf[self.group..], &mut out[o..o + n]);
-                    self.group += groups * self.bits;
-                    o += n;
-                    continue;
+        let bits = self.bits;
+        let mask = (1u64 << bits) - 1;
+        let Ok(()) = self.walk_packed::<u8, Infallible>(
+            out,
+            0,
+            |src, o| {
+                parquet_simd::unpack(bits, src, o);
+                Ok(())
+            },
+            |g, first, o| {
+                for (j, slot) in (first..).zip(o) {
+                    *slot = ((le64(g, j * bits / 8) >> (j * bits % 8)) & mask) as u8;
                 }
-            }
-            // A group begun, or the run's last values.
-            let padded;
-            let g = match self.buf.get(self.group..self.group + GROUP) {
-                Some(g) => g,
-                None => {
-                    padded = self.padded(self.group);
-                    &padded[..]
-                }
-            };
-            let k = (8 - self.in_group).min(want);
-            let mask = (1u64 << self.bits) - 1;
-            for (j, slot) in (self.in_group..).zip(&mut out[o..o + k]) {
-                *slot = ((le64(g, j * self.bits / 8) >> (j * self.bits % 8)) & mask) as u8;
-            }
-            o += k;
-            self.in_group += k;
-            if self.in_group == 8 {
-                self.in_group = 0;
-                self.group += self.bits;
-            }
-        }
-        self.packed -= out.len();
+                Ok(())
+            },
+        );
     }
 
     /// `out.len()` values (at most what the bit-packed run holds) from the bit-packed run.
     fn read_packed(&mut self, dict: &Dict<T>, out: &mut [MaybeUninit<T>]) -> Result<(), String> {
-        let err = |i| out_of_range(i, dict.len);
+        let (bits, gather) = (self.bits, self.gather);
+        self.walk_packed(
+            out,
+            8,
+            |src, o| match gather {
+                Some(gather) => gather(src, dict, o),
+                None => gather_wide(bits, src, 0, dict, o),
+            },
+            // Decoded one by one, and only those.
+            |g, first, o| gather_wide(bits, g, first, dict, o),
+        )
+        .map_err(|i| out_of_range(i, dict.len))
+    }
+
+    /// Walks `out.len()` values (at most what the bit-packed run holds) of the bit-packed run:
+    /// `whole(src, out)` for whole groups read in place, as many as the page holds with `slack`
+    /// bytes after them (`src` from their first); `part(group, first, out)` for a group begun
+    /// or the run's last values (`group`: its bytes and 8 more, `first`: the index in it).
+    fn walk_packed<S, E>(
+        &mut self,
+        out: &mut [S],
+        slack: usize,
+        mut whole: impl FnMut(&[u8], &mut [S]) -> Result<(), E>,
+        mut part: impl FnMut(&[u8], usize, &mut [S]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut o = 0;
         while o < out.len() {
             let want = out.len() - o;
             if self.in_group == 0 && want >= 8 {
-                // Whole groups read in place while the page holds 8 bytes past them.
-                let mut groups = want / 8;
                 let room = self.buf.len() - self.group;
-                if groups * self.bits + 8 > room {
-                    groups = room.saturating_sub(8) / self.bits.max(1);
-                }
+                let groups = (want / 8).min(room.saturating_sub(slack) / self.bits.max(1));
                 if groups > 0 {
                     let n = groups * 8;
-                    let src = &self.buf[self.group..];
-                    match self.gather {
-                        Some(gather) => gather(src, dict, &mut out[o..o + n]),
-                        None => gather_wide(self.bits, src, 0, dict, &mut out[o..o + n]),
-                    }
-                    .map_err(err)?;
+                    whole(&self.buf[self.group..], &mut out[o..o + n])?;
                     self.group += groups * self.bits;
                     o += n;
                     continue;
                 }
             }
-            // A group begun, or the run's last values: decoded one by one, and only those.
-            let padded;
-            let g = match self.buf.get(self.group..self.group + GROUP) {
-                Some(g) => g,
-                None => {
-                    padded = self.padded(self.group);
-                    &padded[..]
-                }
-            };
+            let mut copy = [0u8; GROUP];
             let k = (8 - self.in_group).min(want);
-            gather_wide(self.bits, g, self.in_group, dict, &mut out[o..o + k]).map_err(err)?;
+            part(
+                self.group_bytes(&mut copy),
+                self.in_group,
+                &mut out[o..o + k],
+            )?;
             o += k;
             self.in_group += k;
             if self.in_group == 8 {
