@@ -1,7 +1,8 @@
 //! Dictionary indices of up to 8 bits into 4-byte values (float32, int32), 64 at a time with
-//! AVX-512 VBMI where the CPU has it: the indices unpacked by a byte permute and a multishift,
-//! and looked up as four byte planes of the dictionary with byte permutes over two-register
-//! tables, the planes then interleaved back into values.
+//! AVX-512 VBMI where the CPU has it: bit-packed indices unpacked into bytes by a byte permute
+//! and a multishift ([`unpack`]), and index bytes looked up as four byte planes of the
+//! dictionary with byte permutes over two-register tables, the planes then interleaved back
+//! into values ([`lookup`]).
 //!
 //! Why: [`super::parquet_values`]'s scalar gather costs a load, a shift and a store a value,
 //! and is the decode's largest part after decompression on the columns this path exists for
@@ -20,7 +21,7 @@ use super::parquet_values::Native;
 pub(crate) struct Planes(Box<[u8; 1024]>);
 
 impl Planes {
-    /// The planes of `values` (the first 256 of them), where this CPU runs [`gather`] and the
+    /// The planes of `values` (the first 256 of them), where this CPU runs [`lookup`] and the
     /// values are 4 bytes wide.
     pub(crate) fn new<T: Native>(values: &[T]) -> Option<Self> {
         if T::SIZE != 4 || !available() {
@@ -38,7 +39,8 @@ impl Planes {
     }
 }
 
-/// Whether this CPU has the instructions [`gather`] uses (detected once; the result cached).
+/// Whether this CPU has the instructions [`unpack`] and [`lookup`] use (detected once; the
+/// result cached).
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -80,7 +80,7 @@ struct Dict<T> {
     /// How many values the dictionary page holds.
     len: usize,
     /// Its values as byte planes, for [`parquet_simd::lookup`] (built for the first page
-    /// of indices of at most 8 bits, where that lookup runs here).
+    /// of indices of 1 to 8 bits, where that lookup runs here).
     planes: Option<Planes>,
 }
 
@@ -91,9 +91,9 @@ impl<T: Native> Dict<T> {
     }
 
     /// Pads the values for indices of `bits` bits (see [`PADDED_BITS`]), and makes their
-    /// planes for [`Indices::read_planes`] if those indices have at most 8 bits.
+    /// planes for [`Indices::read_planes`] if those indices have 1 to 8 bits.
     fn pad(&mut self, bits: usize) {
-        if bits <= 8 && self.planes.is_none() {
+        if (1..=8).contains(&bits) && self.planes.is_none() {
             self.planes = Planes::new(&self.values[..self.len]);
         }
         if let Some(&first) = self.values.first() {
@@ -348,7 +348,12 @@ impl<T: Native> Indices<T> {
 
     /// Decodes the next `out.len()` indices' values.
     fn read(&mut self, dict: &Dict<T>, out: &mut [MaybeUninit<T>]) -> Result<(), String> {
-        if let Some(planes) = dict.planes.as_ref().filter(|_| self.bits <= 8) {
+        // Width 0 (a dictionary of one value) has no bytes to unpack: the scalar path.
+        if let Some(planes) = dict
+            .planes
+            .as_ref()
+            .filter(|_| (1..=8).contains(&self.bits))
+        {
             return self.read_planes(dict.len, planes, out);
         }
         let mut o = 0;

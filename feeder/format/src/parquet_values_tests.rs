@@ -140,3 +140,22 @@ fn indices_past_the_dictionary_and_cut_pages_are_errors() {
     let got: Vec<f64> = out.iter().map(|s| unsafe { s.assume_init() }).collect();
     assert_eq!(got, [1.0, 2.0, 3.0, 9.0, 1.0, 2.0, 3.0, 1.0]);
 }
+
+#[test]
+fn a_dictionary_of_one_value_decodes_at_width_zero() {
+    // Writers give a dictionary of one value indices of 0 bits: RLE runs with no value bytes,
+    // bit-packed groups of no bytes.
+    let dict = padded(&[2.5f32], 0);
+    let data = vec![0u8, 10 << 1, (3 << 1) | 1, 4 << 1];
+    for piece in [1, 5, 38] {
+        let mut ix = Indices::<f32>::new(Bytes::from(data.clone())).unwrap();
+        let mut at = 0;
+        while at < 38 {
+            let k = piece.min(38 - at);
+            let mut out = uninit(k);
+            ix.read(&dict, &mut out).unwrap();
+            assert_eq!(taken(&out), vec![2.5; k], "piece {piece}");
+            at += k;
+        }
+    }
+}
