@@ -274,6 +274,23 @@ fn gather_for<T: Native>(bits: usize) -> Option<Gather<T>> {
     widths!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20)
 }
 
+/// The first `k` slots of `rest` (the part of a buffer not written yet) set to `v`: whole
+/// blocks of `W` stores where `rest` has room past the run (the slots past its end are written
+/// again by the runs after it, as buffers here are filled from front to back), so a short run
+/// is one or two vector stores, not a loop with a tail or a `memset` call.
+#[inline(always)]
+fn fill_run<V: Copy, const W: usize>(rest: &mut [V], k: usize, v: V) {
+    let span = k.next_multiple_of(W);
+    if span <= rest.len() {
+        let block = [v; W];
+        for c in rest[..span].chunks_exact_mut(W) {
+            c.copy_from_slice(&block);
+        }
+    } else {
+        rest[..k].fill(v);
+    }
+}
+
 fn out_of_range(index: u32, len: usize) -> String {
     format!("dictionary index {index} in a dictionary of {len} values")
 }
@@ -363,19 +380,7 @@ impl<T: Native> Indices<T> {
                 let v = dict
                     .get(self.index)
                     .ok_or_else(|| out_of_range(self.index, dict.len))?;
-                // Whole groups of 8 stores where `out` has room past the run: the slots past
-                // its end are written again by the runs after it (this call fills `out` from
-                // front to back), and a short run is one or two vector stores, not a loop with
-                // a tail.
-                let span = k.next_multiple_of(8);
-                if o + span <= out.len() {
-                    let eight = [MaybeUninit::new(v); 8];
-                    for c in out[o..o + span].chunks_exact_mut(8) {
-                        c.copy_from_slice(&eight);
-                    }
-                } else {
-                    out[o..o + k].fill(MaybeUninit::new(v));
-                }
+                fill_run::<_, 8>(&mut out[o..], k, MaybeUninit::new(v));
                 self.repeat -= k;
                 o += k;
             } else if self.packed > 0 {
@@ -408,17 +413,7 @@ impl<T: Native> Indices<T> {
                     if self.index as usize >= len {
                         return Err(out_of_range(self.index, len));
                     }
-                    // Whole 32-byte stores where `idx` has room past the run (the bytes past
-                    // it are written again by the runs after it), not a `memset` call a run.
-                    let span = k.next_multiple_of(32);
-                    if o + span <= idx.len() {
-                        let v = [self.index as u8; 32];
-                        for c in idx[o..o + span].chunks_exact_mut(32) {
-                            c.copy_from_slice(&v);
-                        }
-                    } else {
-                        idx[o..o + k].fill(self.index as u8);
-                    }
+                    fill_run::<_, 32>(&mut idx[o..], k, self.index as u8);
                     self.repeat -= k;
                     o += k;
                 } else if self.packed > 0 {

@@ -86,7 +86,8 @@ fn inflate_into(block: &[u8], out: &mut Vec<u8>) -> Result<(), AvroError> {
 }
 
 impl CompressionCodec {
-    /// [`CompressionCodec::decompress`] into `out` (cleared first), reusing its capacity.
+    /// [`CompressionCodec::decompress`] into `out` (its old contents replaced), reusing its
+    /// capacity.
     pub(crate) fn decompress_into(&self, block: &[u8], out: &mut Vec<u8>) -> Result<(), AvroError> {
         match self {
             #[cfg(feature = "deflate")]
