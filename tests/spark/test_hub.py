@@ -6,6 +6,7 @@ import os
 import pickle
 import re
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -618,3 +619,41 @@ def test_a_spark_fed_feed_is_a_datafeed_and_names_what_needs_a_file_feed():
     with pytest.raises(ValueError, match="needs batch_size"):
         next(iter(feed))
     feed.flush_acks()  # nothing to flush without a file feed: no error
+
+
+def test_pickled_rows_are_unpickled_only_a_few_frames_ahead_of_the_trainer(tmp_path, monkeypatch):
+    """Frames of pickled rows wait in their ring as bytes until the trainer is about to take
+    them: with room for 16 batches in the hub's queue, a trainer that takes nothing for a while
+    has at most ``Hub.OBJECT_FRAMES_AHEAD`` frames turned into objects; every row then arrives
+    once, in order, as the objects fed."""
+    made = []
+    unpickle = rows.unpickle_frame
+
+    def counted(rb):
+        made.append(rb.num_rows)
+        return unpickle(rb)
+
+    monkeypatch.setattr(rows, "unpickle_frame", counted)
+    h = Hub(str(tmp_path / "rank0.sock"), 0, max_queued=16)
+    h.start()
+    try:
+        fed = [([float(i), i + 0.5], i) for i in range(120)]
+        blobs = [pickle.dumps(fed[k : k + 4], protocol=5) for k in range(0, len(fed), 4)]
+        frames = [rb for b in blobs for rb in rows.pickled_frames([b], True)]
+        assert len(frames) == 30 and all(rows.is_pickled(rb) for rb in frames)
+        t, out = _feed(h, frames)
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline and len(made) < 30:
+            time.sleep(0.05)
+        assert 1 <= len(made) <= Hub.OBJECT_FRAMES_AHEAD, made
+        got = []
+        while len(got) < len(fed):
+            item = h.get(10)
+            assert item is not None and item.kind == "batch" and item.objs is not None
+            got.extend(item.objs)
+            h.ack(item.conn_id, len(item.objs))
+        t.join(10)
+        assert out == {"sent": 30}, out
+        assert got == fed and len(made) == 30
+    finally:
+        h.close()

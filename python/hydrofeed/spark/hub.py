@@ -140,13 +140,21 @@ class Hub:
     """Listens on ``path`` inside the trainer process and queues what feeding tasks send.
 
     ``max_queued`` bounds the number of record batches held (backpressure: a feeding task waits
-    for ring space once the queue and its ring are full, memory stays flat).
+    for ring space once the queue and its ring are full, memory stays flat). Of those, at most
+    ``OBJECT_FRAMES_AHEAD`` hold rows unpickled into Python objects: a frame of pickled rows
+    waits in its ring, as bytes, until the trainer is about to take its rows, so the objects it
+    makes are still in the caches when the trainer touches them and the collector has few live
+    ones to walk (``benches/README.md``, Spark).
     """
+
+    #: Frames of pickled rows unpickled ahead of the trainer (see the class docs).
+    OBJECT_FRAMES_AHEAD = 2
 
     def __init__(self, path: str, rank: int, max_queued: int = 16) -> None:
         self.path = path
         self.rank = rank
         self._q: queue.Queue[Item] = queue.Queue(max_queued)
+        self._objects_ahead = threading.Semaphore(self.OBJECT_FRAMES_AHEAD)
         self._conns: dict[int, _Conn] = {}
         self._next_id = 0
         self._lock = threading.Lock()
@@ -195,9 +203,11 @@ class Hub:
     def get(self, timeout: float) -> Item | None:
         """Next item, or None after ``timeout`` seconds."""
         try:
-            return self._q.get(timeout=timeout)
+            item = self._q.get(timeout=timeout)
         except queue.Empty:
             return None
+        self._let_go(item)
+        return item
 
     def ack(self, conn_id: int, rows: int) -> None:
         """Marks ``rows`` rows of connection ``conn_id`` as consumed; acks a finished partition."""
@@ -232,7 +242,7 @@ class Hub:
         self._terminating.set()
         while True:
             try:
-                self._q.get_nowait()
+                self._let_go(self._q.get_nowait())
             except queue.Empty:
                 break
         with self._lock:
@@ -264,6 +274,26 @@ class Hub:
                 return
         _tell(c.ring, _CONSUMED, _json({"rows": c.received}))
         c.ring.close()
+
+    def _let_go(self, item: Item) -> None:
+        """``item`` left the hub: a frame of unpickled rows makes room for the next."""
+        if item.objs is not None:
+            self._objects_ahead.release()
+
+    def _unpickle_when_due(self, item: Item, rb: pa.RecordBatch, partition: int) -> bool:
+        """Unpickles a frame of pickled rows into ``item`` once fewer than
+        ``OBJECT_FRAMES_AHEAD`` such frames wait for the trainer; False if the hub closed or
+        the feed was terminated meanwhile (the frame is then not unpickled)."""
+        while not self._objects_ahead.acquire(timeout=0.2):
+            if self._closed.is_set() or self._terminating.is_set():
+                return False
+        try:
+            item.objs = _rows.unpickle_frame(rb)
+        except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
+            self._objects_ahead.release()
+            raise ValueError(f"unpickling the rows of partition {partition}: {type(e).__name__}: {e}") from e
+        item.batch = _rows.objects_batch(len(item.objs))
+        return True
 
     def _put(self, item: Item) -> bool:
         while not self._closed.is_set():
@@ -375,21 +405,21 @@ class Hub:
                     return
                 rb: pa.RecordBatch = got
                 item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)
-                if _rows.is_pickled(rb):  # unpickled here, the ring slot let go at once
-                    try:
-                        item.objs = _rows.unpickle_frame(rb)
-                    except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
-                        raise ValueError(f"unpickling the rows of partition {partition}: {type(e).__name__}: {e}") from e
-                    item.batch = rb = _rows.objects_batch(len(item.objs))
+                if _rows.is_pickled(rb):  # unpickled here when due, the ring slot then let go
+                    if not self._unpickle_when_due(item, rb, partition):
+                        continue  # closed (the loop ends) or terminated (the next read drops it)
+                    rb = item.batch
                 with c.lock:
                     c.received += rb.num_rows
                 if self._terminating.is_set() and mode == "train":
                     with c.lock:
                         c.consumed += rb.num_rows
+                    self._let_go(item)
                     continue
                 if not self._put(item):
                     with c.lock:
                         c.consumed += rb.num_rows
+                    self._let_go(item)
         except BaseException:
             with self._lock:
                 self._conns.pop(conn_id, None)
