@@ -489,6 +489,7 @@ fn replan(state: &State, saved: &InputFingerprint, now: &InputFingerprint) -> Re
             ranks: Vec::new(),
             rest: Vec::new(),
             by_ledger: true,
+            next: None,
         }),
         input: Some(now.clone()),
         ..state.clone()
@@ -503,7 +504,18 @@ fn fixed_acked(
     split_rows: &[u64],
     units: &[Vec<u64>],
 ) -> BTreeMap<u32, HashMap<u32, Vec<(u64, u64)>>> {
-    let segs: Vec<&Segment> = os.ranks.iter().flatten().chain(&os.rest).collect();
+    // The next epoch's deal, when a rank was inside it: its rows less those segments were acked.
+    let next = os
+        .next
+        .iter()
+        .flat_map(|n| n.ranks.iter().flatten().chain(&n.rest));
+    let segs: Vec<&Segment> = os
+        .ranks
+        .iter()
+        .flatten()
+        .chain(&os.rest)
+        .chain(next)
+        .collect();
     let mut epochs: Vec<u32> = segs.iter().map(|s| s.data_epoch).collect();
     if epochs.is_empty() {
         epochs.push(state.epoch);

@@ -186,15 +186,35 @@ pub struct OrderState {
     /// over again at the next epoch.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub by_ledger: bool,
+    /// The next epoch's deal, present when a rank was already inside it (a rank that leased
+    /// its whole share of an epoch is dealt the next one's before the epoch closes): every
+    /// rank's segments left there (a whole chunk for a rank that did not start it) and the
+    /// rest. State version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<NextDeal>,
+}
+
+/// The next epoch's deal of the fixed order, as a state saves it ([`OrderState::next`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextDeal {
+    /// Each rank's segments left in the next epoch.
+    pub ranks: Vec<Vec<Segment>>,
+    /// Rows of the next epoch no rank receives.
+    pub rest: Vec<Segment>,
 }
 
 impl State {
-    /// The layout version this build writes (it reads this one and 1, which has no input
-    /// fingerprint).
+    /// The layout version this build writes when no rank is inside the next epoch (it reads
+    /// this one, 1, which has no input fingerprint, and [`State::VERSION_NEXT`]).
     pub const VERSION: u32 = 2;
 
+    /// The layout version of a state whose fixed order holds the next epoch's deal
+    /// ([`OrderState::next`]): a build that does not know that deal refuses the state by its
+    /// version instead of dealing the next epoch again (its ranks' rows would come twice).
+    pub const VERSION_NEXT: u32 = 3;
+
     /// The layout versions this build reads.
-    pub const READS: [u32; 2] = [1, 2];
+    pub const READS: [u32; 3] = [1, 2, 3];
 
     /// JSON text.
     pub fn to_json(&self) -> String {
@@ -213,3 +233,6 @@ mod tests;
 
 #[cfg(test)]
 mod input_tests;
+
+#[cfg(test)]
+mod ahead_tests;

@@ -93,10 +93,9 @@ pub fn render(m: &Machine, uptime_s: f64, now_ms: u64) -> String {
         "Steps per worker in the current epoch.",
         (m.quota() / m.config().batch_size) as f64,
     );
-    let b = m.config().batch_size;
     let _ = writeln!(s, "# HELP hydrofeed_coord_worker_steps Steps fed to a worker (acked).\n# TYPE hydrofeed_coord_worker_steps gauge");
     for (rank, r) in m.ranks().iter().enumerate() {
-        let steps = m.steps_done() + if m.finished() { 0 } else { r.acked / b };
+        let steps = m.steps_of(rank as u32);
         let _ = writeln!(
             s,
             "hydrofeed_coord_worker_steps{{rank=\"{rank}\",host=\"{}\"}} {steps}",

@@ -98,7 +98,6 @@ pub fn piece_of(r: &LeaseRows) -> Piece {
 /// The metrics message for a machine at `now_ms`.
 pub fn metrics_reply(m: &crate::Machine, now_ms: u64) -> MetricsReply {
     let k = m.counters();
-    let b = m.config().batch_size;
     MetricsReply {
         epoch: m.epoch(),
         rows_acked: k.rows_acked,
@@ -117,7 +116,7 @@ pub fn metrics_reply(m: &crate::Machine, now_ms: u64) -> MetricsReply {
                 rank: rank as u32,
                 host: r.host.clone(),
                 stage: proto_stage(r.stage) as i32,
-                steps: m.steps_done() + if m.finished() { 0 } else { r.acked / b },
+                steps: m.steps_of(rank as u32),
                 rows_acked: r.acked_total,
                 alive: r.alive,
                 silent_ms: if r.joined {

@@ -599,14 +599,24 @@ fn closing_an_epoch_looks_at_each_rank_a_bounded_number_of_times() {
         };
         let mut m = Machine::new(splits(&vec![8; w as usize]), c).unwrap();
         let incs: Vec<u64> = (0..w).map(|r| m.join(r, "h", 0).unwrap()).collect();
+        // Under the fixed order a rank done with its share is dealt the next epoch's: kept
+        // here until that epoch opens.
+        let mut ahead: Vec<Option<crate::Lease>> = vec![None; w as usize];
         for e in 0..3 {
             assert_eq!(m.epoch(), e);
             for r in 0..w {
+                let inc = incs[r as usize];
+                if let Some(l) = ahead[r as usize].take() {
+                    m.ack(r, inc, l.lease, l.split, l.rows, 0).unwrap();
+                }
                 // Two leases a rank under the dynamic order (8 rows, splits of 8 rows, batches
                 // of 4), one segment under the fixed order.
-                while let Work::Lease(l) = m.request_work(r, incs[r as usize], None, 0).unwrap() {
-                    m.ack(r, incs[r as usize], l.lease, l.split, l.rows, 0)
-                        .unwrap();
+                while let Work::Lease(l) = m.request_work(r, inc, None, 0).unwrap() {
+                    if l.epoch > e {
+                        ahead[r as usize] = Some(l);
+                        break;
+                    }
+                    m.ack(r, inc, l.lease, l.split, l.rows, 0).unwrap();
                 }
             }
         }

@@ -12,6 +12,9 @@ use crate::{Error, Remainder, Result};
 pub(super) struct LeaseState {
     pub(super) rank: u32,
     pub(super) incarnation: u64,
+    /// Training epoch: the current one, or under the fixed order the next one (a rank that
+    /// leased its share of the current epoch goes ahead).
+    pub(super) epoch: u32,
     pub(super) range: Range,
     pub(super) pad: bool,
     /// Acked rows as sorted, disjoint, non-adjacent intervals `[a, b)` of split rows.
@@ -22,10 +25,12 @@ pub(super) struct LeaseState {
 }
 
 impl LeaseState {
-    /// A lease of `range` to `rank`'s incarnation `incarnation`, nothing acked yet.
+    /// A lease of `range` in training epoch `epoch` to `rank`'s incarnation `incarnation`,
+    /// nothing acked yet.
     pub(super) fn new(
         rank: u32,
         incarnation: u64,
+        epoch: u32,
         range: Range,
         pad: bool,
         seg: Option<usize>,
@@ -33,6 +38,7 @@ impl LeaseState {
         Self {
             rank,
             incarnation,
+            epoch,
             range,
             pad,
             acked: Vec::new(),
@@ -135,10 +141,13 @@ impl Machine {
         }
         let left = self.quota - self.ranks[rank as usize].assigned;
         if left == 0 {
+            if self.fixed_may_go_ahead() {
+                return Ok(self.fixed_lease(rank, true));
+            }
             return Ok(Work::Wait { retry_ms: 50 });
         }
         if self.fixed_deals(self.epoch) {
-            return Ok(self.fixed_lease(rank));
+            return Ok(self.fixed_lease(rank, false));
         }
         let host = host.unwrap_or(&self.ranks[rank as usize].host);
         let hid = self.host_id(host);
@@ -176,7 +185,7 @@ impl Machine {
         let inc = self.ranks[rank as usize].incarnation;
         self.ranks[rank as usize].assigned += range.rows;
         self.leases
-            .insert(id, LeaseState::new(rank, inc, range, pad, None));
+            .insert(id, LeaseState::new(rank, inc, self.epoch, range, pad, None));
         self.counters.assignments += 1;
         self.push_log(LogKind::Assign, rank, id, range, pad);
         Ok(Work::Lease(Lease {
@@ -285,6 +294,7 @@ impl Machine {
         }
         l.acked_rows += delta;
         let (range, pad, complete) = (l.range, l.pad, l.acked_rows == l.range.rows);
+        let ahead = l.epoch > self.epoch;
         // Fixed order: the segment advances to the end of the lease's acked prefix.
         let fixed = l.seg.map(|i| {
             let prefix = l.acked.first().filter(|iv| iv.0 == range.first);
@@ -294,7 +304,7 @@ impl Machine {
             self.leases.remove(&lease);
         }
         if let Some((i, prefix)) = fixed {
-            self.fixed_acked(rank, i, prefix, complete);
+            self.fixed_acked(rank, (i, ahead), prefix, delta, complete);
         } else if pad {
             self.counters.rows_padded += delta;
         } else {
@@ -317,8 +327,12 @@ impl Machine {
         }
         self.counters.rows_acked += delta;
         let r = &mut self.ranks[rank as usize];
-        r.acked += delta;
         r.acked_total += delta;
+        if ahead {
+            // Rows of the next epoch: counted there ([`Machine::fixed_acked`]).
+            return Ok(());
+        }
+        r.acked += delta;
         self.maybe_advance();
         Ok(())
     }

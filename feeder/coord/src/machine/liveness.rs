@@ -238,12 +238,16 @@ impl Machine {
         for id in ids {
             let l = self.leases.remove(&id).expect("listed above");
             let left = l.range.rows - l.acked_rows;
-            self.ranks[rank as usize].assigned -= left;
             if let Some(seg) = l.seg {
                 // Fixed order: the rank's next incarnation goes on from the acked row.
-                self.fixed_release(rank, seg);
+                let ahead = l.epoch > self.epoch;
+                if !ahead {
+                    self.ranks[rank as usize].assigned -= left;
+                }
+                self.fixed_release(rank, (seg, ahead), left);
                 continue;
             }
+            self.ranks[rank as usize].assigned -= left;
             if l.pad || left == 0 {
                 continue;
             }

@@ -378,9 +378,9 @@ pub struct Machine {
     resumed_at: Option<(u32, u64)>,
     /// The fixed order's dealing (`cfg.order` is `Some`).
     fixed: Option<Fixed>,
-    /// A resumed epoch of the fixed order dealt by the ledger (a resume over a changed
-    /// input: `OrderState::by_ledger`).
-    by_ledger_epoch: Option<u32>,
+    /// Resumed epochs of the fixed order dealt by the ledger, first and last (a resume over a
+    /// changed input: `OrderState::by_ledger`; the next epoch too when a rank was inside it).
+    by_ledger_epoch: Option<(u32, u32)>,
     /// The input's fingerprint, carried into the state.
     input: Option<InputFingerprint>,
     /// What a resume changed about the streams, for the caller to log.
@@ -457,7 +457,7 @@ impl Machine {
     pub fn resume(splits: Vec<SplitInfo>, mut cfg: Config, state: &State) -> Result<Self> {
         if !State::READS.contains(&state.version) {
             return Err(Error::Coordinator(format!(
-                "state version {} not supported (this build reads versions 1 and 2): written \
+                "state version {} not supported (this build reads versions 1 to 3): written \
                  by a newer hydrofeed?",
                 state.version
             )));
@@ -501,7 +501,8 @@ impl Machine {
         } else if let Some(os) = state.order.as_ref().filter(|o| !o.by_ledger) {
             m.resume_note = m.fixed_resume(state.epoch, os);
         } else if state.order.is_some() {
-            m.by_ledger_epoch = Some(state.epoch);
+            let last = state.ledgers.iter().map(|l| l.data_epoch).max();
+            m.by_ledger_epoch = Some((state.epoch, last.unwrap_or(0).max(state.epoch)));
             m.start_epoch(state.epoch);
         } else {
             m.start_epoch(state.epoch);
@@ -626,8 +627,14 @@ impl Machine {
     /// The resumable position: epoch, seed, acked rows per data epoch, counters. Rows in
     /// flight (leased, not acked) are not in it: a resumed run hands them out again.
     pub fn state(&self) -> State {
+        let order = self.fixed_state();
+        let next = order.as_ref().is_some_and(|o| o.next.is_some());
         State {
-            version: State::VERSION,
+            version: if next {
+                State::VERSION_NEXT
+            } else {
+                State::VERSION
+            },
             seed: self.cfg.seed,
             shuffle: self.cfg.shuffle,
             epochs: self.cfg.epochs,
@@ -642,7 +649,7 @@ impl Machine {
             rows_padded: self.counters.rows_padded,
             rows_wrapped: self.counters.rows_wrapped,
             ledgers: self.ledgers.iter().map(|(&d, l)| l.to_state(d)).collect(),
-            order: self.fixed_state(),
+            order,
             input: self.input.clone(),
             journal: None,
             skipped: self.skipped.clone(),
@@ -667,7 +674,7 @@ impl Machine {
 
     /// Whether the fixed order deals epoch `e` (not the ledger: see `by_ledger_epoch`).
     fn fixed_deals(&self, e: u32) -> bool {
-        self.fixed.is_some() && self.by_ledger_epoch != Some(e)
+        self.fixed.is_some() && self.by_ledger_epoch.is_none_or(|(a, z)| e < a || e > z)
     }
 
     /// What [`Machine::resume`] changed about the streams (a new worker count, or ranks that
@@ -696,6 +703,21 @@ impl Machine {
     /// (fewer than a whole epoch's when the state was saved mid-epoch).
     pub fn resumed_at(&self) -> Option<(u32, u64)> {
         self.resumed_at.map(|(e, q)| (e, q / self.cfg.batch_size))
+    }
+
+    /// Steps `rank` consumed (acked) over the feed: the completed epochs', the current
+    /// one's, and the next one's when it went ahead (the fixed order).
+    pub fn steps_of(&self, rank: u32) -> u64 {
+        let Some(r) = self.ranks.get(rank as usize).filter(|_| !self.finished) else {
+            return self.steps_done;
+        };
+        let ahead = self
+            .fixed
+            .as_ref()
+            .and_then(|f| f.next.as_ref())
+            .map_or(0, |n| n.acked[rank as usize]);
+        let b = self.cfg.batch_size;
+        self.steps_done + r.acked / b + ahead / b
     }
 
     /// Steps per rank of the completed epochs.
