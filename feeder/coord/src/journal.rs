@@ -14,10 +14,15 @@
 //! ([`Machine::resume`]) and replays the records: the machine is deterministic, so the calls
 //! replayed with their times give back the machine that wrote them.
 //!
-//! Compaction ([`Journal::compact`], at the moments when no lease is outstanding: every epoch
-//! boundary) writes the next generation's file starting with a [`Entry::Base`] (ranks,
-//! registrations, the next lease id), fsyncs it, writes `state.json` atomically naming it, and
-//! removes the old file. A crash between any two steps leaves a state and a journal that agree.
+//! Compaction ([`Journal::compact`]) writes the next generation's file starting with a
+//! [`Entry::Base`] (ranks, registrations, the next lease id), fsyncs it, writes `state.json`
+//! atomically naming it, and removes the old files. When no lease is outstanding (an epoch
+//! boundary under the barrier) the state holds everything the records did. Otherwise (ranks
+//! inside the next epoch under the fixed order, feeders mid-lease: at thousands of ranks there
+//! is no moment without a lease out) the whole machine is saved first, atomically, as
+//! `machine-<generation>.json`, and the `Base` says so: recovery takes the machine from it
+//! (leases, every rank's counts, the queues) and replays the records after it. A crash between
+//! any two steps leaves a state and a journal that agree.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -58,6 +63,10 @@ pub struct RankBase {
 pub enum Entry {
     /// The first record of a generation: what the state does not hold.
     Base {
+        /// The machine at this generation's start is in `machine-<generation>.json` (a
+        /// compaction with leases outstanding); otherwise the state holds it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        snapshot: bool,
         /// The next lease id.
         next_lease: u64,
         /// The service's clock.
@@ -244,9 +253,14 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::atomic::write_atomic(path, bytes).map_err(|e| io(path, e))
 }
 
-/// The `Base` entry of a machine and roster now.
-fn base_of(m: &Machine, roster: &Roster, now_ms: u64) -> Entry {
+fn machine_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("machine-{generation}.json"))
+}
+
+/// The `Base` entry of a machine and roster now (`snapshot`: the machine is saved beside it).
+fn base_of(m: &Machine, roster: &Roster, now_ms: u64, snapshot: bool) -> Entry {
     Entry::Base {
+        snapshot,
         next_lease: m.next_lease_id(),
         now_ms,
         ranks: m
@@ -275,7 +289,7 @@ impl Journal {
             .and_then(|t| State::from_json(&t).ok())
             .and_then(|s| s.journal)
             .map_or(1, |p| p.generation + 1);
-        let file = Self::start_generation(dir, generation, m, roster, now_ms)?;
+        let file = Self::start_generation(dir, generation, m, roster, now_ms, false)?;
         let mut j = Self {
             dir: dir.to_path_buf(),
             generation,
@@ -294,10 +308,17 @@ impl Journal {
         m: &Machine,
         roster: &Roster,
         now_ms: u64,
+        snapshot: bool,
     ) -> Result<File> {
+        if snapshot {
+            let mp = machine_path(dir, generation);
+            let bytes = serde_json::to_vec(m)
+                .map_err(|e| Error::Internal(format!("the machine does not serialise: {e}")))?;
+            write_atomic(&mp, &bytes)?;
+        }
         let p = log_path(dir, generation);
         let mut f = File::create(&p).map_err(|e| io(&p, e))?;
-        f.write_all(&encode(&base_of(m, roster, now_ms)))
+        f.write_all(&encode(&base_of(m, roster, now_ms, snapshot)))
             .and_then(|()| f.sync_data())
             .map_err(|e| io(&p, e))?;
         File::open(dir)
@@ -322,9 +343,12 @@ impl Journal {
             return;
         };
         let mine = format!("journal-{}.log", self.generation);
+        let snapshot = format!("machine-{}.json", self.generation);
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("journal-") && name.ends_with(".log") && name != mine {
+            let log = name.starts_with("journal-") && name.ends_with(".log") && name != mine;
+            let old = name.starts_with("machine-") && name.ends_with(".json") && name != snapshot;
+            if log || old {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -383,9 +407,9 @@ impl Journal {
         Ok((f, p))
     }
 
-    /// Compacts when it is worth it and possible: no lease outstanding (the state then holds
-    /// everything the records did), and an epoch closed since the last compaction or more
-    /// than `max_records` records. Returns whether it compacted.
+    /// Compacts when it is worth it: more than `max_records` records, or an epoch closed
+    /// since the last compaction and no lease is outstanding (the state alone then holds what
+    /// the records did: no machine to save). Returns whether it compacted.
     pub fn maybe_compact(
         &mut self,
         m: &Machine,
@@ -393,27 +417,21 @@ impl Journal {
         now_ms: u64,
         max_records: u64,
     ) -> Result<bool> {
-        if m.outstanding() > 0
-            || self.records == 0
-            || (m.epoch() == self.compacted_epoch && self.records < max_records)
-        {
+        let closed = m.epoch() != self.compacted_epoch && m.outstanding() == 0;
+        if self.records == 0 || !(closed || self.records >= max_records) {
             return Ok(false);
         }
         self.compact(m, roster, now_ms)?;
         Ok(true)
     }
 
-    /// Starts the next generation from the machine now (which must have no lease
-    /// outstanding): its file with a `Base` record, then the state naming it, then the old
-    /// file removed.
+    /// Starts the next generation from the machine now: the machine saved when a lease is
+    /// outstanding, then its file with a `Base` record, then the state naming it, then the
+    /// old files removed.
     pub fn compact(&mut self, m: &Machine, roster: &Roster, now_ms: u64) -> Result<()> {
-        if m.outstanding() > 0 {
-            return Err(Error::Internal(
-                "journal compaction with leases outstanding".into(),
-            ));
-        }
         let g = self.generation + 1;
-        let file = Self::start_generation(&self.dir, g, m, roster, now_ms)?;
+        let snapshot = m.outstanding() > 0;
+        let file = Self::start_generation(&self.dir, g, m, roster, now_ms, snapshot)?;
         self.generation = g;
         self.file = file;
         // Records kept for the old generation: the new one's state holds what they said.
@@ -591,6 +609,12 @@ pub fn recover(
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).map_err(|e| io(&lp, e))?;
     let d = decode_all(&bytes);
+    if let Some(Entry::Base { snapshot: true, .. }) = d.entries.first() {
+        let mp = machine_path(dir, pos.generation);
+        let saved = std::fs::read(&mp).map_err(|e| io(&mp, e))?;
+        machine = Machine::restore(&saved, &machine)
+            .map_err(|e| Error::Coordinator(format!("{}: {e}", mp.display())))?;
+    }
     let now_ms = replay(&mut machine, &mut roster, &d.entries)
         .map_err(|e| Error::Coordinator(format!("{}: {e}", lp.display())))?;
     if d.dropped.is_some() {

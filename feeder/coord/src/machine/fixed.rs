@@ -13,6 +13,8 @@
 //! every rank acked its quota; then the next deal, with what its ranks already did, becomes
 //! the epoch's. A rank never runs more than one epoch ahead.
 
+use serde::{Deserialize, Serialize};
+
 use super::lease::LeaseState;
 use super::queue::Range;
 use super::seed::shuffle_seed;
@@ -24,14 +26,14 @@ use crate::{NextDeal, OrderState};
 pub const SEGMENT_SPLIT: u32 = u32::MAX;
 
 /// A rank's segment: `seg.from` advances as the trainer acks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct FixedSeg {
     pub(super) seg: Segment,
     pub(super) lease: Option<u64>,
 }
 
 /// The fixed order's dealing of the current epoch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Fixed {
     pub(super) spec: OrderSpec,
     pub(super) ranks: Vec<Vec<FixedSeg>>,
@@ -45,7 +47,7 @@ pub(super) struct Fixed {
 }
 
 /// The next epoch's deal while the current one is open, and what its ranks did in it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Next {
     pub(super) ranks: Vec<Vec<FixedSeg>>,
     pub(super) rest: Vec<Segment>,

@@ -3,12 +3,14 @@
 //! rows once the epoch's own are handed out), and [`Machine::ack`] / [`Machine::ack_ranges`]
 //! record the rows a trainer consumed, as intervals per lease, into the epoch's ledger.
 
+use serde::{Deserialize, Serialize};
+
 use super::queue::Range;
 use super::seed::shuffle_seed;
 use super::{Lease, LogKind, Machine, Stage, Work};
 use crate::{Error, Remainder, Result};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct LeaseState {
     pub(super) rank: u32,
     pub(super) incarnation: u64,

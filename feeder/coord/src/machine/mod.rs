@@ -36,7 +36,7 @@ use queue::{Queue, Range};
 pub use seed::{epoch_seed, mix64, shuffle_seed, split_order};
 
 /// Coordinator settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
     /// Data workers (ranks `0..workers`).
     pub workers: u32,
@@ -312,7 +312,7 @@ pub struct Counters {
 }
 
 /// A rank as the state machine sees it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankInfo {
     /// Whether the rank joined (registered) at least once.
     pub joined: bool,
@@ -339,7 +339,10 @@ pub struct RankInfo {
 }
 
 /// The coordinator state machine. See the module docs of [`super`] for the contract.
-#[derive(Debug)]
+///
+/// It serialises whole (a journal's compaction with leases outstanding saves it:
+/// [`crate::journal`]); the assignment-log records not drained yet are not part of that.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Machine {
     cfg: Config,
     split_rows: Vec<u64>,
@@ -369,6 +372,7 @@ pub struct Machine {
     pad_order: Vec<u32>,
     pad_at: (usize, u64),
     counters: Counters,
+    #[serde(skip)]
     log: Vec<LogRecord>,
     log_seq: u64,
     keep_log: bool,
@@ -392,6 +396,7 @@ pub struct Machine {
     skipped: Vec<SkippedRange>,
     /// Ranks the epoch-closing rule looked at, over the machine's life.
     #[cfg(test)]
+    #[serde(skip)]
     pub(crate) ranks_inspected: u64,
 }
 
@@ -510,6 +515,27 @@ impl Machine {
         if !m.finished {
             m.resumed_at = Some((m.epoch, m.quota));
         }
+        Ok(m)
+    }
+
+    /// The machine a journal's compaction saved (`saved`: its JSON), for the job `like` was
+    /// resumed as from the same directory's state: the plan must be the same; the timeouts
+    /// and the assignment log's setting are `like`'s (this run's flags).
+    pub fn restore(saved: &[u8], like: &Machine) -> Result<Self> {
+        let mut m: Machine = serde_json::from_slice(saved)
+            .map_err(|e| Error::Coordinator(format!("a saved machine that does not read: {e}")))?;
+        if m.split_rows != like.split_rows || m.cfg.workers != like.cfg.workers {
+            return Err(Error::Coordinator(format!(
+                "a saved machine of {} splits and {} workers, where the state's job has {} and {}",
+                m.split_rows.len(),
+                m.cfg.workers,
+                like.split_rows.len(),
+                like.cfg.workers
+            )));
+        }
+        m.cfg.stall_after_ms = like.cfg.stall_after_ms;
+        m.cfg.dead_after_ms = like.cfg.dead_after_ms;
+        m.keep_log = like.keep_log;
         Ok(m)
     }
 

@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Range {
     pub(super) data_epoch: u32,
     pub(super) split: u32,
@@ -14,7 +16,7 @@ pub(super) struct Range {
 
 /// Ranges not handed out yet. Entries are taken lazily: a taken entry becomes `None`, and
 /// the per-host and re-queue indexes skip such entries when they reach them.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Queue {
     pub(super) entries: Vec<Option<Range>>,
     pub(super) front: usize,
