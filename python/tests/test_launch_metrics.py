@@ -137,9 +137,9 @@ def test_tensorboard_scalars_on_the_chief(hf_bin: str, data7: Path, tmp_path: Pa
 
 
 def test_trainer_timeout_names_the_feeders_stage(hf_bin: str, data7: Path, tmp_path: Path) -> None:
-    """Rank 0 consumed its share of epoch 0 while rank 1 sleeps: rank 0's feeder waits at the
-    epoch barrier, and rank 0's wait for a batch times out saying so (not "reading or
-    decoding slowly")."""
+    """Rank 0 consumed its share of epoch 0, and of epoch 1 (a rank goes one epoch ahead),
+    while rank 1 sleeps: rank 0's feeder waits at the epoch barrier, and rank 0's wait for a
+    batch times out saying so (not "reading or decoding slowly")."""
     r = launch(hf_bin, data7, tmp_path / "out", 2, "--epochs", "2",
                env={"PAUSE_AT": "1:2:20", "FEED_TIMEOUT": "0:3"})
     assert r.returncode != 0

@@ -40,9 +40,9 @@ pub mod layout;
 
 pub use control::{Control, FeedReport, REJOIN_LEASES_PER_MESSAGE};
 pub use frame::{
-    error_frame, lineage, marker, owned_buffer, Encoded, ErrorCode, FillPart, Frame, FrameDecoder,
-    FrameEncoder, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, HEADER_LEN, NO_SPLIT,
-    PIECE_LEN,
+    error_frame, lineage, marker, owned_buffer, Consumed, Encoded, ErrorCode, FillPart, Frame,
+    FrameDecoder, FrameEncoder, FrameError, FrameHeader, FrameKind, FrameMeta, Piece, HEADER_LEN,
+    NO_SPLIT, PIECE_LEN,
 };
 pub use layout::{to_tensor, DType, Dense, LayoutError, Ragged, Tensor};
 

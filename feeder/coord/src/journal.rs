@@ -227,6 +227,10 @@ pub struct Journal {
     compacted_epoch: u32,
     /// Records kept to be written at once ([`Journal::hold`]).
     held: Option<Vec<u8>>,
+    /// Bytes in the current generation's file.
+    len: u64,
+    /// A compaction whose machine is being saved off the service's lock.
+    saving: Option<snapshot::Saving>,
 }
 
 fn io(path: &Path, e: std::io::Error) -> Error {
@@ -289,7 +293,7 @@ impl Journal {
             .and_then(|t| State::from_json(&t).ok())
             .and_then(|s| s.journal)
             .map_or(1, |p| p.generation + 1);
-        let file = Self::start_generation(dir, generation, m, roster, now_ms, false)?;
+        let (file, len) = Self::start_generation(dir, generation, m, roster, now_ms, false)?;
         let mut j = Self {
             dir: dir.to_path_buf(),
             generation,
@@ -297,6 +301,8 @@ impl Journal {
             records: 0,
             compacted_epoch: m.epoch(),
             held: None,
+            len,
+            saving: None,
         };
         j.publish(m)?;
         Ok(j)
@@ -309,16 +315,22 @@ impl Journal {
         roster: &Roster,
         now_ms: u64,
         snapshot: bool,
-    ) -> Result<File> {
+    ) -> Result<(File, u64)> {
         if snapshot {
-            let mp = machine_path(dir, generation);
-            let bytes = serde_json::to_vec(m)
-                .map_err(|e| Error::Internal(format!("the machine does not serialise: {e}")))?;
-            write_atomic(&mp, &bytes)?;
+            snapshot::save_machine(dir, generation, m)?;
         }
+        let base = encode(&base_of(m, roster, now_ms, snapshot));
+        let f = Self::new_log(dir, generation, &[&base])?;
+        Ok((f, base.len() as u64))
+    }
+
+    /// Creates `journal-<generation>.log` holding `parts`, durable with its directory entry.
+    fn new_log(dir: &Path, generation: u64, parts: &[&[u8]]) -> Result<File> {
         let p = log_path(dir, generation);
         let mut f = File::create(&p).map_err(|e| io(&p, e))?;
-        f.write_all(&encode(&base_of(m, roster, now_ms, snapshot)))
+        parts
+            .iter()
+            .try_for_each(|b| f.write_all(b))
             .and_then(|()| f.sync_data())
             .map_err(|e| io(&p, e))?;
         File::open(dir)
@@ -348,7 +360,11 @@ impl Journal {
             let name = e.file_name().to_string_lossy().into_owned();
             let log = name.starts_with("journal-") && name.ends_with(".log") && name != mine;
             let old = name.starts_with("machine-") && name.ends_with(".json") && name != snapshot;
-            if log || old {
+            // A state prepared by a switch that did not happen (overtaken, or cut by a crash).
+            let prepared = name.starts_with(snapshot::PREPARED)
+                && name.ends_with(".next")
+                && self.saving.is_none();
+            if log || old || prepared {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -365,7 +381,10 @@ impl Journal {
             }
             None => {
                 let p = log_path(&self.dir, self.generation);
-                self.file.write_all(&encode(e)).map_err(|e| io(&p, e))
+                let b = encode(e);
+                self.file.write_all(&b).map_err(|e| io(&p, e))?;
+                self.len += b.len() as u64;
+                Ok(())
             }
         }
     }
@@ -381,7 +400,9 @@ impl Journal {
         match self.held.take() {
             Some(buf) if !buf.is_empty() => {
                 let p = log_path(&self.dir, self.generation);
-                self.file.write_all(&buf).map_err(|e| io(&p, e))
+                self.file.write_all(&buf).map_err(|e| io(&p, e))?;
+                self.len += buf.len() as u64;
+                Ok(())
             }
             _ => Ok(()),
         }
@@ -409,7 +430,9 @@ impl Journal {
 
     /// Compacts when it is worth it: more than `max_records` records, or an epoch closed
     /// since the last compaction and no lease is outstanding (the state alone then holds what
-    /// the records did: no machine to save). Returns whether it compacted.
+    /// the records did: no machine to save, done at once). With leases outstanding the
+    /// machine is copied and saved off the lock, and a later call switches to the new
+    /// generation once it is saved ([`Journal::compact_saved`]). Returns whether it switched.
     pub fn maybe_compact(
         &mut self,
         m: &Machine,
@@ -417,8 +440,15 @@ impl Journal {
         now_ms: u64,
         max_records: u64,
     ) -> Result<bool> {
+        if self.saving.is_some() {
+            return self.finish_saved();
+        }
         let closed = m.epoch() != self.compacted_epoch && m.outstanding() == 0;
         if self.records == 0 || !(closed || self.records >= max_records) {
+            return Ok(false);
+        }
+        if m.outstanding() > 0 {
+            self.start_saving(m, roster, now_ms)?;
             return Ok(false);
         }
         self.compact(m, roster, now_ms)?;
@@ -429,11 +459,14 @@ impl Journal {
     /// outstanding, then its file with a `Base` record, then the state naming it, then the
     /// old files removed.
     pub fn compact(&mut self, m: &Machine, roster: &Roster, now_ms: u64) -> Result<()> {
-        let g = self.generation + 1;
+        // A compaction being saved off the lock is overtaken: it named the next generation,
+        // this one takes the one after (its files are removed at the next switch).
+        let g = self.generation + if self.saving.take().is_some() { 2 } else { 1 };
         let snapshot = m.outstanding() > 0;
-        let file = Self::start_generation(&self.dir, g, m, roster, now_ms, snapshot)?;
+        let (file, len) = Self::start_generation(&self.dir, g, m, roster, now_ms, snapshot)?;
         self.generation = g;
         self.file = file;
+        self.len = len;
         // Records kept for the old generation: the new one's state holds what they said.
         if let Some(buf) = &mut self.held {
             buf.clear();
@@ -630,6 +663,8 @@ pub fn recover(
         records: d.entries.len() as u64,
         compacted_epoch: st.epoch,
         held: None,
+        len: d.valid_len,
+        saving: None,
     };
     journal.remove_others();
     Ok(Recovered {
@@ -641,6 +676,9 @@ pub fn recover(
         dropped: d.dropped,
     })
 }
+
+#[path = "journal_snapshot.rs"]
+mod snapshot;
 
 #[cfg(test)]
 #[path = "journal_tests.rs"]

@@ -377,51 +377,94 @@ impl Shared {
         self.lock().m.keep_alive(rank, now)
     }
 
-    /// Liveness tick and log flush; the service calls it every 100 ms.
+    /// Liveness tick and log flush; the service calls it every 100 ms. The events are logged
+    /// after the lock is let go ([`log_liveness`]).
     pub fn tick(&self) {
         let now = self.now_ms();
-        let mut g = self.lock();
-        for ev in g.m.tick(now) {
-            if let LivenessEvent::Dead { rank, .. } = &ev {
-                if let Err(e) = g.record(&Entry::Dead {
-                    rank: *rank,
-                    now_ms: now,
-                }) {
-                    tracing::error!("journal: {e}");
+        let events = {
+            let mut g = self.lock();
+            let events = g.m.tick(now);
+            let mut dead = false;
+            for ev in &events {
+                if let LivenessEvent::Dead { rank, .. } = ev {
+                    dead = true;
+                    if let Err(e) = g.record(&Entry::Dead {
+                        rank: *rank,
+                        now_ms: now,
+                    }) {
+                        tracing::error!("journal: {e}");
+                    }
                 }
+            }
+            if dead {
+                // Rows of the dead may go to held requests: asked again once for them all.
                 g.grant_held(now);
             }
-            match ev {
-                LivenessEvent::Stalled {
-                    rank,
-                    host,
-                    stage,
-                    silent_ms,
-                } => tracing::warn!(
-                    "worker rank {rank} on {host} stalled: silent for {:.1} s, last stage: {}",
-                    silent_ms as f64 / 1000.0,
-                    stage.as_str()
-                ),
-                LivenessEvent::Dead {
-                    rank,
-                    host,
-                    stage,
-                    silent_ms,
-                    requeued_rows,
-                } => tracing::error!(
-                    "worker rank {rank} on {host} declared dead: silent for {:.1} s, last stage: \
-                     {}; {requeued_rows} un-acked rows re-queued",
-                    silent_ms as f64 / 1000.0,
-                    stage.as_str()
-                ),
-            }
-        }
-        flush_log(&mut g, true);
+            flush_log(&mut g, true);
+            events
+        };
+        log_liveness(&events);
     }
 
     /// Seconds since start.
     pub fn uptime(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
+    }
+}
+
+/// Stalls of one tick logged one by one; past this many, the rest in one line.
+const STALLS_LOGGED_EACH: usize = 8;
+
+/// Logs a tick's liveness events: every death, and the stalls one by one up to
+/// [`STALLS_LOGGED_EACH`], then the others as one line (thousands of ranks silent at once, a
+/// slow gang start or a network partition, would be thousands of lines; the metrics name
+/// every stalled rank).
+fn log_liveness(events: &[LivenessEvent]) {
+    let mut more = Vec::new();
+    for ev in events {
+        match ev {
+            LivenessEvent::Stalled {
+                rank,
+                host,
+                stage,
+                silent_ms,
+            } => {
+                if more.len() < STALLS_LOGGED_EACH {
+                    tracing::warn!(
+                        "worker rank {rank} on {host} stalled: silent for {:.1} s, last stage: {}",
+                        *silent_ms as f64 / 1000.0,
+                        stage.as_str()
+                    );
+                }
+                more.push(*rank);
+            }
+            LivenessEvent::Dead {
+                rank,
+                host,
+                stage,
+                silent_ms,
+                requeued_rows,
+            } => tracing::error!(
+                "worker rank {rank} on {host} declared dead: silent for {:.1} s, last stage: {}; \
+                 {requeued_rows} un-acked rows re-queued",
+                *silent_ms as f64 / 1000.0,
+                stage.as_str()
+            ),
+        }
+    }
+    if more.len() > STALLS_LOGGED_EACH {
+        let rest = &more[STALLS_LOGGED_EACH..];
+        tracing::warn!(
+            "{} more workers stalled (ranks {}{}): each is in the metrics \
+             (`hydrofeed_coord_worker_stalled`)",
+            rest.len(),
+            rest.iter()
+                .take(16)
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            if rest.len() > 16 { ", ..." } else { "" }
+        );
     }
 }
 

@@ -1,6 +1,6 @@
 //! Attaching to a feeder (waiting for it to appear, then the `Hello` with the batch size)
 //! and re-attaching to a restarted one: the position a trainer reports (`Control::Rejoin`,
-//! rows read per lease since the last end of epoch, from the frames' lineage) so the rows it
+//! rows read per lease over this epoch and the last, from the frames' lineage) so the rows it
 //! read after its last ack are not handed out again.
 
 use std::path::Path;
@@ -32,17 +32,14 @@ pub(super) fn track(inner: &mut Inner, frame: &arrow_buffer::Buffer) {
             inner.epoch_done = false;
             inner.epoch_rows += h.rows;
             for p in lineage(frame.as_slice(), &h) {
-                let e = inner
-                    .consumed
-                    .entry(p.lease)
-                    .or_insert(Piece { rows: 0, ..p });
-                e.rows += p.rows;
+                inner.consumed.add(p);
             }
         }
         Some(hydrofeed_tfbridge::FrameKind::EndOfEpoch) => {
-            // The coordinator's epoch barrier passed: every lease so far is acked there.
+            // Every lease before the epoch that ended is acked at the coordinator (not yet
+            // that epoch's own: the rank may have gone ahead).
             inner.epoch_done = true;
-            inner.consumed.clear();
+            inner.consumed.end_epoch();
         }
         _ => {}
     }
@@ -141,7 +138,7 @@ impl Feed {
         })?;
         let bs = Some(self.batch_size.load(Ordering::Acquire)).filter(|&b| b > 0);
         send_hello(&mut c, bs, &self.address, false)?;
-        let consumed: Vec<Piece> = inner.consumed.values().copied().collect();
+        let consumed: Vec<Piece> = inner.consumed.pieces();
         let mut parts: Vec<&[Piece]> = consumed.chunks(REJOIN_LEASES_PER_MESSAGE).collect();
         if parts.is_empty() {
             parts.push(&[]);

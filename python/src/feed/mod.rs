@@ -6,14 +6,13 @@
 //! the bodies of `next()` and `wait_schema()`) and `batch` (the [`Batch`] mapping). This
 //! module holds [`Feed`], its state and its Python methods.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use arrow_schema::SchemaRef;
 use hydrofeed_ipc::{Consumer, Handout, Held, ProducerStatus};
-use hydrofeed_tfbridge::{Control, FeedReport, FrameDecoder, Piece, NO_SPLIT};
+use hydrofeed_tfbridge::{Consumed, Control, FeedReport, FrameDecoder, NO_SPLIT};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -45,9 +44,9 @@ struct Inner {
     acked: u64,
     last_ack: Instant,
     /// Where the trainer is, for a restarted feeder (`Control::Rejoin`): rows read per lease
-    /// since the last end of epoch (lease id -> the sum of its lineage pieces), the epoch of
+    /// over this epoch and the one before (the sums of the lineage pieces), the epoch of
     /// the last batch, whether its end-of-epoch frame was read, rows read in it.
-    consumed: HashMap<u64, Piece>,
+    consumed: Consumed,
     epoch: Option<u32>,
     epoch_done: bool,
     epoch_rows: u64,
@@ -311,7 +310,7 @@ impl Feed {
                 frames: 0,
                 acked: 0,
                 last_ack: Instant::now(),
-                consumed: HashMap::new(),
+                consumed: Consumed::default(),
                 epoch: None,
                 epoch_done: false,
                 epoch_rows: 0,

@@ -76,8 +76,9 @@ fn stage_cause(rank: &str, s: Stage) -> String {
             "decoding: the decode threads are the bottleneck (--decode-threads, fewer columns)"
         }
         Stage::WaitingWork => {
-            "waiting for work: this rank's share of the epoch is done, and the next epoch starts \
-             once every rank consumed its share (the epoch barrier: another rank is slower)"
+            "waiting for work: this rank's share of the epoch is done (under the fixed order, \
+             of the next epoch's too), and more comes once every rank consumed its share of the \
+             epoch (the epoch barrier: another rank is slower)"
         }
         Stage::Starting => "starting (registering, planning the input)",
         Stage::WaitingRing | Stage::TrainerIdle => {

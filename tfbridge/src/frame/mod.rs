@@ -31,10 +31,12 @@ use std::sync::Arc;
 
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
+mod consumed;
 mod decode;
 mod encode;
 mod header;
 
+pub use consumed::Consumed;
 pub use decode::{owned_buffer, Frame, FrameDecoder};
 pub use encode::{error_frame, marker, Encoded, FillPart, FrameEncoder};
 pub use header::{lineage, FrameHeader, FrameMeta, Piece};

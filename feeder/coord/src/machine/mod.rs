@@ -342,7 +342,7 @@ pub struct RankInfo {
 ///
 /// It serialises whole (a journal's compaction with leases outstanding saves it:
 /// [`crate::journal`]); the assignment-log records not drained yet are not part of that.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     cfg: Config,
     split_rows: Vec<u64>,

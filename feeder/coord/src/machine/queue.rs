@@ -16,7 +16,7 @@ pub(super) struct Range {
 
 /// Ranges not handed out yet. Entries are taken lazily: a taken entry becomes `None`, and
 /// the per-host and re-queue indexes skip such entries when they reach them.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Queue {
     pub(super) entries: Vec<Option<Range>>,
     pub(super) front: usize,
