@@ -621,11 +621,11 @@ impl Drop for Coordinator {
     }
 }
 
-/// Starts `hydrofeed coordinator` for `feeders` ranks with the journal on, in the dynamic
-/// order: two splits per feeder, so each epoch holds two leases per feeder and a 1 Hz feeder
-/// meets an epoch barrier every two seconds. (In the fixed order, the coordinator's default, a
-/// rank's share of an epoch is one lease: a work request a second would be an epoch a second,
-/// every message at a barrier, where a feeder of that order asks once an epoch.)
+/// Starts `hydrofeed coordinator` for `feeders` ranks with the journal on, in its default
+/// order (fixed): two splits per feeder, a rank's share of an epoch is one lease, so a 1 Hz
+/// feeder acks an epoch's share and asks for the next every second: an epoch closes every
+/// second. A rank done with its share is dealt the next epoch's at once (the fixed order's
+/// rule), so its request is not held until the slowest rank acked.
 fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<Coordinator> {
     let dir = super::coord::TempDir::new()?;
     let splits_path = dir.0.join("splits.json");
@@ -633,7 +633,7 @@ fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<C
         .map(|i| serde_json::json!({"id": i, "rows": 4096, "hosts": [format!("dn{}", i % 64)]}))
         .collect();
     std::fs::write(&splits_path, serde_json::to_vec(&splits)?)?;
-    let epochs = (secs / 2.0).ceil() as u32 + 10;
+    let epochs = secs.ceil() as u32 * 2 + 10;
     let (workers, epochs) = (feeders.to_string(), epochs.to_string());
     let (journal, token_file) = (dir.0.join("journal"), dir.0.join("token"));
     let (child, addr) = super::coord::spawn_coordinator(
@@ -646,8 +646,6 @@ fn start_coordinator(feeders: u32, secs: f64, token: &Token) -> anyhow::Result<C
             "256".as_ref(),
             "--epochs".as_ref(),
             epochs.as_ref(),
-            "--order".as_ref(),
-            "dynamic".as_ref(),
             "--listen".as_ref(),
             "127.0.0.1:0".as_ref(),
             "--reservation-timeout".as_ref(),
