@@ -87,8 +87,14 @@ fn a_rank_done_with_its_share_is_dealt_the_next_epoch_at_once() {
     };
     assert_eq!((l1.epoch, l1.data_epoch, m.epoch()), (1, 1, 0));
     assert_eq!(rows_of(&rows, &l1), stream(&rows, 2, b, 7, spec, 1, 0));
+    // Leased, nothing consumed there yet: the state is that of the barrier (version 2, no
+    // next deal: the epoch is dealt afresh the same).
+    let st = m.state();
+    assert_eq!(st.version, 2);
+    assert!(st.order.as_ref().unwrap().next.is_none());
     // Half of it consumed; never more than one epoch ahead.
     m.ack(0, i[0], l1.lease, SEGMENT_SPLIT, 250, 0).unwrap();
+    assert_eq!(m.state().version, 3);
     assert_eq!(
         m.request_work(0, i[0], None, 0).unwrap(),
         Work::Wait { retry_ms: 50 }

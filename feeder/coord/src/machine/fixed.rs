@@ -367,9 +367,13 @@ impl Machine {
                 .map(|v| v.iter().map(|s| s.seg).filter(|s| !s.is_empty()).collect())
                 .collect(),
             rest: f.rest.clone(),
+            // Only once a rank acked rows there: before, the deal is the one the epoch gets
+            // afresh (a feeder reads ahead, so ranks lease the next epoch long before they
+            // consume it).
             next: f
                 .next
                 .as_ref()
+                .filter(|n| n.acked.iter().any(|&a| a > 0))
                 .map(|n| NextDeal {
                     ranks: n
                         .ranks
