@@ -272,3 +272,42 @@ proptest! {
         }
     }
 }
+
+/// An epoch a resume over a changed input deals by the ledger (ranges of splits, read two at a
+/// time by a feeder) keeps the barrier: a rank done with its share there waits, and is dealt
+/// the next epoch (the fixed order's again) when the epoch closes.
+#[test]
+fn an_epoch_dealt_by_the_ledger_keeps_the_barrier() {
+    let (rows, spec, b) = ([300u64, 200, 500], OrderSpec::new(64, 3), 10);
+    let m = machine(&rows, 2, b, 2, 7, spec);
+    let mut st = m.state();
+    let o = st.order.as_mut().unwrap();
+    (o.by_ledger, o.ranks, o.rest) = (true, Vec::new(), Vec::new());
+    let mut m = Machine::resume(splits_of(&rows), Config::new(2, 1), &st).unwrap();
+    let i = joined(&mut m);
+    let w = loop {
+        match m.request_work(0, i[0], None, 0).unwrap() {
+            Work::Lease(l) if l.epoch == 0 => {
+                assert!(l.order.is_none(), "dealt by the ledger: split ranges");
+                m.ack(0, i[0], l.lease, l.split, l.rows, 0).unwrap();
+            }
+            w => break w,
+        }
+    };
+    assert_eq!(
+        w,
+        Work::Wait { retry_ms: 50 },
+        "rank 0 went ahead of a ledger epoch"
+    );
+    while let Work::Lease(l) = m.request_work(1, i[1], None, 0).unwrap() {
+        m.ack(1, i[1], l.lease, l.split, l.rows, 0).unwrap();
+    }
+    assert_eq!(m.epoch(), 1);
+    let Work::Lease(l) = m.request_work(0, i[0], None, 0).unwrap() else {
+        panic!("no lease in epoch 1")
+    };
+    assert_eq!(
+        (l.epoch, rows_of(&rows, &l)),
+        (1, stream(&rows, 2, b, 7, spec, 1, 0))
+    );
+}

@@ -218,10 +218,13 @@ impl Machine {
     }
 
     /// Whether `rank`, its share of this epoch all leased, may be dealt the next epoch's:
-    /// there is one, the fixed order deals it, and no resumed deal of it waits.
+    /// there is one, the fixed order deals both (not an epoch a resume over a changed input
+    /// deals by the ledger: its ranges are read two at a time, and a rank's rows never wait
+    /// for another's there anyway), and no resumed deal of the next one waits.
     pub(super) fn fixed_may_go_ahead(&self) -> bool {
         let e = self.epoch + 1;
         e < self.cfg.epochs
+            && self.fixed_deals(self.epoch)
             && self.fixed_deals(e)
             && self.fixed.as_ref().is_some_and(|f| f.saved_next.is_none())
     }

@@ -61,6 +61,7 @@ impl Reader {
     pub(super) fn run(self: Arc<Self>, mut ask: Asker, tx: Sender<Event>, stop: Arc<AtomicBool>) {
         let st = self.st.clone();
         let mut waited: Option<Instant> = None;
+        let mut epoch = None;
         loop {
             if stop.load(Ordering::Relaxed) {
                 return;
@@ -83,6 +84,10 @@ impl Reader {
                         st.work_wait_ms
                             .fetch_add(t.elapsed().as_millis() as u64, Ordering::Relaxed);
                     }
+                    if epoch.is_some_and(|e| e != l.epoch) && !self.drain_reads() {
+                        return; // the rank ended
+                    }
+                    epoch = Some(l.epoch);
                     if tx.send(Event::Epoch(l.epoch)).is_err() {
                         return;
                     }
@@ -120,6 +125,14 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Waits until no lease of this rank is being read on the pool (every unit of the budget
+    /// back), so the epoch's rows all reach the writer before the next epoch's first lease (the
+    /// end-of-epoch frame follows every row of its epoch). `false`: the rank ended.
+    fn drain_reads(&self) -> bool {
+        let units: Option<Vec<_>> = (0..LEASES_IN_FLIGHT).map(|_| self.budget.unit()).collect();
+        units.is_some()
     }
 
     /// Tells the coordinator that rows `g` of `split` (data epoch `data_epoch`) went out as
