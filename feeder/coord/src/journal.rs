@@ -432,7 +432,7 @@ impl Journal {
     /// since the last compaction and no lease is outstanding (the state alone then holds what
     /// the records did: no machine to save, done at once). With leases outstanding the
     /// machine is copied and saved off the lock, and a later call switches to the new
-    /// generation once it is saved ([`Journal::compact_saved`]). Returns whether it switched.
+    /// generation once it is saved (`journal_snapshot.rs`). Returns whether it switched.
     pub fn maybe_compact(
         &mut self,
         m: &Machine,
@@ -474,6 +474,11 @@ impl Journal {
         self.records = 0;
         self.compacted_epoch = m.epoch();
         self.publish(m)
+    }
+
+    /// Whether a compaction's machine is being saved off the lock ([`Journal::maybe_compact`]).
+    pub fn saving(&self) -> bool {
+        self.saving.is_some()
     }
 
     /// The generation being appended to.

@@ -380,7 +380,7 @@ impl Shared {
     }
 
     /// Liveness tick and log flush; the service calls it every 100 ms. The events are logged
-    /// after the lock is let go ([`log_liveness`]).
+    /// after the lock is let go (`service/liveness.rs`).
     pub fn tick(&self) {
         let now = self.now_ms();
         let events = {

@@ -179,13 +179,18 @@ pub(super) fn compact(g: &mut Inner, now: u64) {
         m, roster, journal, ..
     } = g;
     if let Some(j) = journal.as_mut() {
-        let t0 = Instant::now();
+        let (t0, saving) = (Instant::now(), j.saving());
         match j.maybe_compact(m, roster, now, COMPACT_AFTER) {
             Ok(true) => tracing::info!(
                 generation = j.generation(),
                 epoch = m.epoch(),
                 took_ms = t0.elapsed().as_millis() as u64,
                 "journal compacted"
+            ),
+            Ok(false) if j.saving() && !saving => tracing::info!(
+                epoch = m.epoch(),
+                took_ms = t0.elapsed().as_millis() as u64,
+                "journal: the machine copied, saved off the lock for the next generation"
             ),
             Ok(false) => {}
             Err(e) => tracing::error!("journal compaction: {e}"),
