@@ -4,16 +4,11 @@
 
 use proptest::prelude::*;
 
-use crate::order::{chunk_range, expand, OrderSpec, Segment};
-use crate::{Config, Lease, Machine, SplitInfo, State, Work, SEGMENT_SPLIT};
+use super::{full, joined, splits_of};
+use crate::order::{expand, OrderSpec};
+use crate::{Config, Lease, Machine, State, Work, SEGMENT_SPLIT};
 
-fn splits_of(rows: &[u64]) -> Vec<SplitInfo> {
-    rows.iter()
-        .enumerate()
-        .map(|(i, &n)| SplitInfo::new(i as u32, n))
-        .collect()
-}
-
+/// A fixed-order machine whose ranks are declared dead after 20 ms of silence.
 fn machine(rows: &[u64], w: u32, b: u64, epochs: u32, seed: u64, spec: OrderSpec) -> Machine {
     let cfg = Config {
         epochs,
@@ -26,12 +21,6 @@ fn machine(rows: &[u64], w: u32, b: u64, epochs: u32, seed: u64, spec: OrderSpec
     Machine::new(splits_of(rows), cfg).unwrap()
 }
 
-fn joined(m: &mut Machine) -> Vec<u64> {
-    (0..m.config().workers)
-        .map(|r| m.join(r, "h", 0).unwrap())
-        .collect()
-}
-
 /// Rank `r`'s whole stream of epoch `e` in a run of `w` workers.
 fn stream(
     rows: &[u64],
@@ -42,16 +31,7 @@ fn stream(
     e: u32,
     r: u32,
 ) -> Vec<(u32, u64)> {
-    let total: u64 = rows.iter().sum();
-    let (a, z) = chunk_range(total, w, b, r);
-    let seg = Segment {
-        data_epoch: e,
-        workers: w,
-        chunk: r,
-        from: 0,
-        to: z - a,
-    };
-    expand(rows, &[], seed, true, spec, b, &seg)
+    full(rows, &[], w, b, seed, spec, e, r)
 }
 
 fn rows_of(rows: &[u64], l: &Lease) -> Vec<(u32, u64)> {

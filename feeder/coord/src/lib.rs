@@ -233,6 +233,3 @@ mod tests;
 
 #[cfg(test)]
 mod input_tests;
-
-#[cfg(test)]
-mod ahead_tests;

@@ -491,3 +491,7 @@ fn a_dead_rank_resumes_its_own_stream() {
         }
     );
 }
+
+/// The fixed order across an epoch boundary, a rank going ahead.
+#[path = "ahead_tests.rs"]
+mod ahead;
