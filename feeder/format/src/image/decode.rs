@@ -423,6 +423,15 @@ fn region_crop_with(
     let (sx, sy) = (f64::from(fw) / f64::from(rw), f64::from(fh) / f64::from(rh));
     let (x0, x1) = span(left, ow, sx, fw);
     let (y0, y1) = span(top, oh, sy, fh);
+    // The rows below the region are skipped unread (libjpeg-turbo's skip to the end of the
+    // image reads no further), so a stream cut short there would pass unnoticed, and a row be
+    // refused or not by where an epoch's crop falls: a stream that does not end in its
+    // end-of-image marker is decoded to its last row, where libjpeg finds the cut.
+    let y1 = if y1 < fh && !data.ends_with(&[0xFF, 0xD9]) {
+        fh
+    } else {
+        y1
+    };
     // The left edge on a scaled iMCU boundary, as libjpeg-turbo requires.
     let mcu = head.mcu_width.div_ceil(d);
     let x0 = x0 / mcu * mcu;

@@ -2,10 +2,11 @@
 //! (`tj3SetCroppingRegion`: `jpeg_crop_scanline` for the columns, `jpeg_skip_scanlines` for the
 //! rows above and below), through `turbojpeg-sys`, since the `turbojpeg` crate does not wrap it.
 //!
-//! The columns outside the region skip the inverse DCT, upsampling and color conversion, and
-//! the rows outside it are only entropy-decoded (the whole stream is still read, so a truncated
-//! or corrupt image is still an error). Inside the region the pixels are those of the whole
-//! decode (tests.rs compares them).
+//! The columns outside the region skip the inverse DCT, upsampling and color conversion; the
+//! rows above it are only entropy-decoded, and those below it are not read at all (a stream
+//! that does not end in its end-of-image marker is decoded to its last row instead, so a
+//! truncated image is still an error: `decode::region_crop`). Inside the region the pixels are
+//! those of the whole decode (tests.rs compares them).
 
 use std::ffi::CStr;
 

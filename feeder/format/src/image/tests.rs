@@ -406,3 +406,30 @@ fn the_region_decode_is_the_whole_decode() {
     let mut out = vec![0u8; 100 * 100 * 3];
     assert!(!super::decode::region_crop(&nearest, &rows[0].jpeg, 1, &mut out).unwrap());
 }
+
+/// A JPEG cut short below its crop's region is as much an error as one cut inside it: whether
+/// a row is refused must not depend on where an epoch's random crop falls.
+#[test]
+fn a_jpeg_cut_short_below_the_region_is_an_error() {
+    let rows = crate::gen_images::image_rows(7, 0, 8).unwrap();
+    let spec = ImageSpec::parse("x=resize:256,crop:224").unwrap();
+    let (oh, ow) = spec.out_size();
+    let mut cut_rows = 0;
+    for (row, r) in rows.iter().enumerate() {
+        let mut out = vec![0u8; oh as usize * ow as usize * 3];
+        if !super::decode::region_crop(&spec, &r.jpeg, 1, &mut out).unwrap() {
+            continue;
+        }
+        // The last 1% of the stream (its end-of-image marker with it): rows below the crop.
+        let cut = &r.jpeg[..r.jpeg.len() * 99 / 100];
+        let got = super::decode::region_crop(&spec, cut, 1, &mut out);
+        assert!(
+            got.as_ref().is_err_and(|e| e.contains("JPEG")),
+            "row {row}: {got:?}"
+        );
+        let whole = super::decode::whole_crop(&spec, cut, 1, &mut out);
+        assert!(whole.is_err(), "row {row}: {whole:?}");
+        cut_rows += 1;
+    }
+    assert!(cut_rows > 0, "no row took the region decode");
+}
