@@ -7,6 +7,7 @@
 //!   GPU discovery and the H2D measurement of `bench gpu`.
 //! - [`spark_ring`]: the ring a Spark feeding task feeds a trainer through.
 //! - [`rebatch::Rebatcher`]: the cutter of `DataFeed.next_batch(n)`.
+//! - [`unpickle::unpickle_frame`]: rows Spark holds pickled, made into objects in the trainer.
 //! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
 //!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
 //!
@@ -22,6 +23,7 @@ pub mod read;
 pub mod rebatch;
 pub mod spark_ring;
 pub mod tensor;
+pub mod unpickle;
 
 /// `TF_CONFIG` JSON for a task, from the cluster spec as JSON (`{job: ["host:port", ...]}`):
 /// built by the same code as `hydrofeed launch`'s (`hydrofeed_coord::cluster::tf_config_for`).
@@ -63,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spark_ring::RingReader>()?;
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     m.add_function(wrap_pyfunction!(tf_config, m)?)?;
+    m.add_function(wrap_pyfunction!(unpickle::unpickle_frame, m)?)?;
     m.add_class::<gpu::DeviceFeed>()?;
     m.add_class::<gpu::DeviceBatch>()?;
     m.add_class::<gpu::CudaTensor>()?;

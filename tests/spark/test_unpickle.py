@@ -1,0 +1,156 @@
+"""Rows Spark holds pickled, made into objects by the extension's decoder
+(``hydrofeed._native.unpickle_frame``): the objects of ``pickle.loads``, the same types,
+values, order and sharing; what it does not decode goes to ``pickle.loads`` itself."""
+
+from __future__ import annotations
+
+import decimal
+import math
+import pickle
+import random
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hydrofeed import _native
+from hydrofeed.spark import rows
+
+
+def _same(a, b) -> bool:
+    """Equal with the same types all the way down (floats bit for bit: NaN and -0.0 too)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    return bool(a == b)
+
+
+def _value(rng: random.Random, depth: int = 0, protocol: int = 5):
+    """A value of the kinds the decoder takes (protocol 2 pickles ``bytes`` by a call to
+    ``codecs.encode``, which it leaves to ``pickle.loads``)."""
+    kinds = ["float", "int", "str", "none", "bool"] + (["bytes"] if protocol > 2 else [])
+    if depth < 3:
+        kinds += ["list", "tuple", "dict", "floats"]
+    k = rng.choice(kinds)
+    if k == "float":
+        return rng.choice([rng.random(), -rng.random() * 1e300, 0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324])
+    if k == "int":
+        return rng.choice([rng.randrange(256), rng.randrange(256, 1 << 16), rng.randrange(1 << 16, 1 << 31),
+                           -rng.randrange(1, 1 << 31), rng.randrange(1 << 31, 1 << 63), -(1 << 63),
+                           (1 << 63) - 1, -(1 << 63) + 1, 0])
+    if k == "str":
+        return rng.choice(["", "x", "héllo wörld", "\ud800 lone surrogate", "ü" * 300, "a" * 70000])
+    if k == "bytes":
+        return rng.choice([b"", b"\x00\xff", bytes(300)])
+    if k == "none":
+        return None
+    if k == "bool":
+        return rng.random() < 0.5
+    if k == "floats":  # a row's feature list, sometimes past pickle's 1000 items a batch
+        return [rng.random() for _ in range(rng.choice([1, 3, 784, 999, 1000, 1001, 2500]))]
+    n = rng.randrange(5)
+    if k == "list":
+        return [_value(rng, depth + 1, protocol) for _ in range(n)]
+    if k == "tuple":
+        return tuple(_value(rng, depth + 1, protocol) for _ in range(n))
+    return {rng.choice(["a", "b", "k", 1, 2.5, (1, 2), None]): _value(rng, depth + 1, protocol) for _ in range(n)}
+
+
+def _frame(blobs: list[bytes]) -> pa.Array:
+    return pa.array(blobs, pa.binary())
+
+
+def _no_pickle_loads(monkeypatch) -> None:
+    def refused(*_a, **_k):
+        raise AssertionError("pickle.loads called for a pickle the decoder takes")
+
+    monkeypatch.setattr(pickle, "loads", refused)
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_what_it_decodes_is_what_pickle_loads_makes_without_pickle(monkeypatch, protocol):
+    rng = random.Random(protocol)
+    objs = [_value(rng, protocol=protocol) for _ in range(400)]
+    objs += [([rng.random() for _ in range(784)], i % 10) for i in range(50)]  # Spark's MNIST rows
+    blobs = [pickle.dumps(o, protocol=protocol) for o in objs]
+    expected = [pickle.loads(b) for b in blobs]
+    _no_pickle_loads(monkeypatch)
+    got = _native.unpickle_frame(_frame(blobs), False)
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert _same(g, e), (i, repr(e)[:200], repr(g)[:200])
+
+
+def test_batched_frames_give_the_rows_of_each_list_in_order(monkeypatch):
+    rng = random.Random(7)
+    batches = [[([rng.random() for _ in range(784)], rng.randrange(10)) for _ in range(k)] for k in (1, 5, 0, 40)]
+    blobs = [pickle.dumps(b, protocol=5) for b in batches]
+    _no_pickle_loads(monkeypatch)
+    got = _native.unpickle_frame(pa.array(blobs, pa.large_binary()), True)
+    want = [r for b in batches for r in b]
+    assert len(got) == 46 and all(_same(g, w) for g, w in zip(got, want))
+
+
+def test_an_object_a_pickle_refers_back_to_is_one_object(monkeypatch):
+    floats, empty, key = [0.5, 1.5, 2.5], [], "label"
+    objs = [[floats, floats], [empty, empty, floats], [{key: 1, "x": floats}, {key: 2, "x": floats}],
+            ([floats] * 3, (floats, empty))]
+    blobs = [pickle.dumps(o, protocol=p) for o in objs for p in (2, 5)]
+    _no_pickle_loads(monkeypatch)
+    got = _native.unpickle_frame(_frame(blobs), False)
+    for p in (0, 1):
+        a, b, c, d = got[p], got[2 + p], got[4 + p], got[6 + p]
+        assert a[0] is a[1] and a[0] == floats
+        assert b[0] is b[1] and b[0] == [] and b[2] == floats and b[0] is not b[2]
+        k1, k2 = list(c[0])[0], list(c[1])[0]
+        assert k1 is k2 and c[0]["x"] is c[1]["x"] == floats
+        assert d[0][0] is d[0][2] is d[1][0] and d[1][1] == [] and d[0][0] == floats
+
+
+def test_what_it_does_not_decode_goes_to_pickle_loads_as_it_would():
+    shared = np.arange(3)
+    others = [
+        [shared, shared],  # one array twice: pickle.loads makes it once
+        np.arange(5, dtype=np.float32),
+        {1, 2, 3},
+        decimal.Decimal("1.25"),
+        1 << 100,
+        -(1 << 64),
+        bytearray(b"ab"),
+    ]
+    blobs = [pickle.dumps(o, protocol=p) for o in others for p in (2, 5)]
+    blobs += [pickle.dumps([1.5, "x", None], protocol=p) for p in (0, 1)]  # text protocols
+    got = _native.unpickle_frame(_frame(blobs), False)
+    want = [pickle.loads(b) for b in blobs]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    assert got[0][0] is got[0][1] and got[1][0] is got[1][1]  # the sharing kept
+
+
+def test_a_bad_pickle_fails_as_pickle_loads_fails():
+    good = pickle.dumps([[0.5] * 784, 3], protocol=5)
+    for bad in (good[: len(good) // 2], good[:-1], b"\x80\x05G\x00", b"not a pickle", b""):
+        with pytest.raises(Exception) as want:
+            pickle.loads(bad)
+        with pytest.raises(type(want.value)):
+            _native.unpickle_frame(_frame([good, bad]), False)
+    with pytest.raises(TypeError, match="null"):
+        _native.unpickle_frame(pa.array([good, None], pa.binary()), False)
+    with pytest.raises(TypeError, match="binary column"):
+        _native.unpickle_frame(pa.array([1, 2]), False)
+
+
+def test_the_hubs_frames_are_decoded_by_it(monkeypatch):
+    rng = random.Random(3)
+    batches = [[([rng.random() for _ in range(784)], i) for i in range(k)] for k in (30, 7)]
+    frames = list(rows.pickled_frames([pickle.dumps(b, protocol=5) for b in batches], True))
+    _no_pickle_loads(monkeypatch)
+    got = [r for rb in frames for r in rows.unpickle_frame(rb)]
+    assert all(_same(g, w) for g, w in zip(got, [r for b in batches for r in b])) and len(got) == 37
