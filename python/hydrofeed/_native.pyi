@@ -26,6 +26,7 @@ __all__ = [
     "RingReader",
     "SOCKET_ENV",
     "tf_config",
+    "unpickle_frame",
     "NoCudaDeviceError",
     "CudaTensor",
     "CudaRagged",
@@ -43,6 +44,11 @@ SOCKET_ENV: str
 def tf_config(cluster_spec_json: str, task_type: str, index: int, environment: str | None = None) -> str:
     """TF_CONFIG JSON for a task from the cluster spec as JSON ({job: ["host:port", ...]}),
     built by the same code as `hydrofeed launch`'s."""
+
+def unpickle_frame(column: Any, batched: bool) -> list[Any]:
+    """The objects of a frame of pickled elements (a pyarrow ``binary`` or ``large_binary``
+    array, one pickle a value): what ``pickle.loads`` makes of each, the items of each list
+    where ``batched``."""
 
 class HydrofeedError(Exception): ...
 class DataError(HydrofeedError): ...

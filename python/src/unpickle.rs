@@ -294,7 +294,9 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                     memo.replace(&stack[from - 1], &made);
                     stack[from - 1] = made;
                 } else {
-                    let list = stack[from - 1].cast_exact::<PyList>().expect("an exact list");
+                    let list = stack[from - 1]
+                        .cast_exact::<PyList>()
+                        .expect("an exact list");
                     for item in items {
                         list.append(item)?;
                     }
@@ -306,7 +308,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 } else {
                     get!(marks.pop())
                 };
-                if from == 0 || from > stack.len() || (stack.len() - from) % 2 != 0 {
+                if from == 0 || from > stack.len() || !(stack.len() - from).is_multiple_of(2) {
                     return Ok(None);
                 }
                 let items: Vec<_> = stack.drain(from..).collect();
