@@ -225,16 +225,20 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 }
             }
             FRAME => {
-                get!(inp.take(8));
+                // pickle requires the frame's bytes to be there.
+                let n = get!(inp.len(8));
+                if n > inp.data.len() - inp.at {
+                    return Ok(None);
+                }
             }
-            MEMOIZE => get!(memo.put(memo.len(), stack.last())),
+            MEMOIZE => get!(memo.put(memo.len(), top_above(&stack, &marks))),
             BINPUT => {
                 let i = get!(inp.len(1));
-                get!(memo.put(i, stack.last()));
+                get!(memo.put(i, top_above(&stack, &marks)));
             }
             LONG_BINPUT => {
                 let i = get!(inp.len(4));
-                get!(memo.put(i, stack.last()));
+                get!(memo.put(i, top_above(&stack, &marks)));
             }
             BINGET => {
                 let i = get!(inp.len(1));
@@ -247,7 +251,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
             MARK => {
                 let run = inp.float_run();
                 let ends = inp.data.get(inp.at + run * 9) == Some(&APPENDS);
-                match stack.last() {
+                match top_above(&stack, &marks) {
                     Some(top) if run > 0 && ends && top.is_exact_instance_of::<PyList>() => {
                         let floats = get!(inp.take(run * 9));
                         inp.at += 1; // the APPENDS
@@ -282,7 +286,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 } else {
                     get!(marks.pop())
                 };
-                if from == 0 || from > stack.len() {
+                if from == 0 || from > stack.len() || from - 1 < floor(&marks) {
                     return Ok(None);
                 }
                 let items: Vec<_> = stack.drain(from..).collect();
@@ -308,7 +312,11 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 } else {
                     get!(marks.pop())
                 };
-                if from == 0 || from > stack.len() || !(stack.len() - from).is_multiple_of(2) {
+                if from == 0
+                    || from > stack.len()
+                    || from - 1 < floor(&marks)
+                    || !(stack.len() - from).is_multiple_of(2)
+                {
                     return Ok(None);
                 }
                 let items: Vec<_> = stack.drain(from..).collect();
@@ -398,6 +406,19 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
             _ => return Ok(None),
         }
     }
+}
+
+/// Where the items of the innermost open mark begin: pickle reaches no further down.
+fn floor(marks: &[usize]) -> usize {
+    marks.last().copied().unwrap_or(0)
+}
+
+/// The top of the stack, where it lies above the innermost mark.
+fn top_above<'a, 'py>(
+    stack: &'a [Bound<'py, PyAny>],
+    marks: &[usize],
+) -> Option<&'a Bound<'py, PyAny>> {
+    stack.last().filter(|_| stack.len() > floor(marks))
 }
 
 fn be_f64(b: &[u8]) -> f64 {
