@@ -124,10 +124,12 @@ impl<'py> Memo<'py> {
         self.slots.len()
     }
 
-    /// Stores `top` (None: an empty stack, a malformed pickle) in slot `i`.
-    fn put(&mut self, i: usize, top: Option<&Bound<'py, PyAny>>) -> Option<()> {
-        if i > 1 << 24 {
-            return None; // no row needs that many; pickle.loads takes it
+    /// Stores `top` (None: an empty stack, a malformed pickle) in slot `i` of a pickle of
+    /// `size` bytes. A pickler numbers its slots from 0, one an object, so a slot past the
+    /// pickle's size is not one it wrote: left to pickle.loads rather than grown to.
+    fn put(&mut self, i: usize, top: Option<&Bound<'py, PyAny>>, size: usize) -> Option<()> {
+        if i >= size {
+            return None;
         }
         if self.slots.len() <= i {
             self.slots.resize(i + 1, None);
@@ -231,14 +233,14 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                     return Ok(None);
                 }
             }
-            MEMOIZE => get!(memo.put(memo.len(), top_above(&stack, &marks))),
+            MEMOIZE => get!(memo.put(memo.len(), top_above(&stack, &marks), data.len())),
             BINPUT => {
                 let i = get!(inp.len(1));
-                get!(memo.put(i, top_above(&stack, &marks)));
+                get!(memo.put(i, top_above(&stack, &marks), data.len()));
             }
             LONG_BINPUT => {
                 let i = get!(inp.len(4));
-                get!(memo.put(i, top_above(&stack, &marks)));
+                get!(memo.put(i, top_above(&stack, &marks), data.len()));
             }
             BINGET => {
                 let i = get!(inp.len(1));

@@ -215,3 +215,14 @@ def test_damaged_pickles_decode_as_pickle_loads_or_fail_as_it_does():
         assert _same(got[0], want), (blob, got, want)
         decoded += 1
     assert decoded > 100 and failed > 100  # both kinds of damage were compared
+
+
+def test_a_memo_slot_far_past_the_pickle_is_left_to_pickle_loads(monkeypatch):
+    """``LONG_BINPUT`` of slot 2**24 - 1 in a 12-byte pickle: not a slot a pickler writes; the
+    decoder allocates nothing for it (128 MB of slots) and ``pickle.loads`` makes the object."""
+    blob = b"\x80\x02]r\xff\xff\xff\x00K\x01a."  # [1] stored in slot 2**24 - 1
+    assert pickle.loads(blob) == [1]
+    calls = []
+    real = pickle.loads
+    monkeypatch.setattr(pickle, "loads", lambda b: calls.append(1) or real(b))
+    assert _native.unpickle_frame(_frame([blob]), False) == [[1]] and calls == [1]
