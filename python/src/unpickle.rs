@@ -11,7 +11,7 @@
 //! `pickle.loads` makes: the same types, values and order, and the same sharing (an object a
 //! pickle refers back to, `BINGET`, as a dict row's keys are, is the one object).
 
-use arrow_array::{Array, BinaryArray, LargeBinaryArray};
+use arrow_array::{Array, GenericBinaryArray, OffsetSizeTrait};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -29,7 +29,7 @@ pub fn unpickle_frame<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let array = column.array();
     let out = PyList::empty(py);
-    let each = |blob: &[u8]| -> PyResult<()> {
+    let mut each = |blob: &[u8]| -> PyResult<()> {
         let obj = match decode(py, blob)? {
             Some(obj) => obj,
             None => py
@@ -51,20 +51,10 @@ pub fn unpickle_frame<'py>(
         }
         Ok(())
     };
-    if let Some(a) = array.as_any().downcast_ref::<BinaryArray>() {
-        for i in 0..a.len() {
-            if a.is_null(i) {
-                return Err(PyTypeError::new_err("a null in a frame of pickled rows"));
-            }
-            each(a.value(i))?;
-        }
-    } else if let Some(a) = array.as_any().downcast_ref::<LargeBinaryArray>() {
-        for i in 0..a.len() {
-            if a.is_null(i) {
-                return Err(PyTypeError::new_err("a null in a frame of pickled rows"));
-            }
-            each(a.value(i))?;
-        }
+    if let Some(a) = array.as_any().downcast_ref::<GenericBinaryArray<i32>>() {
+        for_each_value(a, &mut each)?;
+    } else if let Some(a) = array.as_any().downcast_ref::<GenericBinaryArray<i64>>() {
+        for_each_value(a, &mut each)?;
     } else {
         return Err(PyTypeError::new_err(format!(
             "a frame of pickled rows is a binary column, not {}",
@@ -72,6 +62,20 @@ pub fn unpickle_frame<'py>(
         )));
     }
     Ok(out)
+}
+
+/// `f` of each value of `a` in order; a null is refused.
+fn for_each_value<O: OffsetSizeTrait>(
+    a: &GenericBinaryArray<O>,
+    f: &mut impl FnMut(&[u8]) -> PyResult<()>,
+) -> PyResult<()> {
+    for i in 0..a.len() {
+        if a.is_null(i) {
+            return Err(PyTypeError::new_err("a null in a frame of pickled rows"));
+        }
+        f(a.value(i))?;
+    }
+    Ok(())
 }
 
 // The opcodes decoded (Lib/pickle.py's names).
@@ -258,16 +262,10 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                         let floats = get!(inp.take(run * 9));
                         inp.at += 1; // the APPENDS
                         let at = stack.len() - 1;
-                        if memo.replaceable(&stack[at]) {
-                            let made = float_list(py, floats)?.into_any();
-                            memo.replace(&stack[at], &made);
-                            stack[at] = made;
-                        } else {
-                            let list = stack[at].cast_exact::<PyList>().expect("an exact list");
-                            for f in floats.chunks_exact(9) {
-                                list.append(PyFloat::new(py, be_f64(&f[1..])))?;
-                            }
-                        }
+                        let items = floats
+                            .chunks_exact(9)
+                            .map(|f| PyFloat::new(py, be_f64(&f[1..])).into_any());
+                        extend_list(py, &mut stack[at], &mut memo, items)?;
                     }
                     _ => marks.push(stack.len()),
                 }
@@ -295,18 +293,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 if !stack[from - 1].is_exact_instance_of::<PyList>() {
                     return Ok(None);
                 }
-                if memo.replaceable(&stack[from - 1]) {
-                    let made = PyList::new(py, items)?.into_any();
-                    memo.replace(&stack[from - 1], &made);
-                    stack[from - 1] = made;
-                } else {
-                    let list = stack[from - 1]
-                        .cast_exact::<PyList>()
-                        .expect("an exact list");
-                    for item in items {
-                        list.append(item)?;
-                    }
-                }
+                extend_list(py, &mut stack[from - 1], &mut memo, items.into_iter())?;
             }
             op @ (SETITEM | SETITEMS) => {
                 let from = if op == SETITEM {
@@ -347,7 +334,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
             }
             op @ (TUPLE1 | TUPLE2 | TUPLE3) => {
                 let n = usize::from(op - TUPLE1 + 1);
-                if stack.len() < n || marks.last().is_some_and(|&m| m > stack.len() - n) {
+                if stack.len() < n || stack.len() - n < floor(&marks) {
                     return Ok(None);
                 }
                 let items: Vec<_> = stack.drain(stack.len() - n..).collect();
@@ -410,6 +397,25 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
     }
 }
 
+/// Appends `items` to the exact list `slot`: where nothing else refers to it yet (an empty
+/// list just made, maybe stored in the memo's last slot), it is replaced by a list made at
+/// their number, in the stack and the memo alike; otherwise they are appended one by one.
+fn extend_list<'py>(
+    py: Python<'py>,
+    slot: &mut Bound<'py, PyAny>,
+    memo: &mut Memo<'py>,
+    items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
+) -> PyResult<()> {
+    if memo.replaceable(slot) {
+        let made = PyList::new(py, items)?.into_any();
+        memo.replace(slot, &made);
+        *slot = made;
+        return Ok(());
+    }
+    let list = slot.cast_exact::<PyList>().expect("an exact list");
+    items.into_iter().try_for_each(|item| list.append(item))
+}
+
 /// Where the items of the innermost open mark begin: pickle reaches no further down.
 fn floor(marks: &[usize]) -> usize {
     marks.last().copied().unwrap_or(0)
@@ -425,28 +431,6 @@ fn top_above<'a, 'py>(
 
 fn be_f64(b: &[u8]) -> f64 {
     f64::from_be_bytes(b.try_into().expect("8 bytes"))
-}
-
-/// A list of the floats of a run of `BINFLOAT` opcodes (9 bytes each), made at its size.
-fn float_list<'py>(py: Python<'py>, run: &[u8]) -> PyResult<Bound<'py, PyList>> {
-    let n = run.len() / 9;
-    // SAFETY: the GIL is held (`py`); PyList_New's result is checked, owned by `list` from
-    // here (freed with it on every early return); each float is checked and its reference
-    // given to the list by PyList_SetItem, which steals it, at an index below the list's size.
-    unsafe {
-        let list = ffi::PyList_New(n as ffi::Py_ssize_t);
-        let list = Bound::from_owned_ptr_or_err(py, list)?.cast_into_unchecked::<PyList>();
-        for (i, f) in run.chunks_exact(9).enumerate() {
-            let v = ffi::PyFloat_FromDouble(be_f64(&f[1..]));
-            if v.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            if ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, v) != 0 {
-                return Err(PyErr::fetch(py));
-            }
-        }
-        Ok(list)
-    }
 }
 
 /// A `str` of UTF-8 bytes as pickle decodes them (`surrogatepass`); None where they are not.

@@ -90,8 +90,8 @@ def is_pickled(rb: pa.RecordBatch) -> bool:
 def unpickle_frame(rb: pa.RecordBatch) -> list[Any]:
     """The rows of a frame of :func:`pickled_frames`, the objects that were in the RDD: what
     ``pickle.loads`` makes of each element, by the extension's decoder of the opcodes rows of
-    numbers, strings and containers are made of (``pickle.loads`` for the rest; about twice as
-    fast on rows of floats, under the trainer's GIL: ``python/src/unpickle.rs``)."""
+    numbers, strings and containers are made of (``pickle.loads`` for the rest; about a fifth
+    less time on rows of floats, under the trainer's GIL: ``python/src/unpickle.rs``)."""
     batched = (rb.schema.field(0).metadata or {}).get(BATCHED) == b"1"
     out: list[Any] = _native.unpickle_frame(rb.column(0), batched)
     return out
