@@ -262,10 +262,16 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                         let floats = get!(inp.take(run * 9));
                         inp.at += 1; // the APPENDS
                         let at = stack.len() - 1;
-                        let items = floats
-                            .chunks_exact(9)
-                            .map(|f| PyFloat::new(py, be_f64(&f[1..])).into_any());
-                        extend_list(py, &mut stack[at], &mut memo, items)?;
+                        if memo.replaceable(&stack[at]) {
+                            let made = float_list(py, floats)?;
+                            memo.replace(&stack[at], &made);
+                            stack[at] = made;
+                        } else {
+                            let items = floats
+                                .chunks_exact(9)
+                                .map(|f| PyFloat::new(py, be_f64(&f[1..])).into_any());
+                            extend_list(py, &mut stack[at], &mut memo, items)?;
+                        }
                     }
                     _ => marks.push(stack.len()),
                 }
@@ -414,6 +420,83 @@ fn extend_list<'py>(
     }
     let list = slot.cast_exact::<PyList>().expect("an exact list");
     items.into_iter().try_for_each(|item| list.append(item))
+}
+
+/// A list object of CPython's default builds (`Include/cpython/listobject.h`, the same from
+/// 3.11 on; abi3 modules do not load into free-threaded builds). The stable ABI reaches a
+/// list's items only through `PyList_SetItem`, which checks its arguments and releases the
+/// item it replaces, one call an item: a list made here at its size is filled in place.
+#[repr(C)]
+struct ListObject {
+    _ob_refcnt: ffi::Py_ssize_t,
+    _ob_type: *mut ffi::PyTypeObject,
+    _ob_size: ffi::Py_ssize_t,
+    ob_item: *mut *mut ffi::PyObject,
+    _allocated: ffi::Py_ssize_t,
+}
+
+/// A float object of CPython's default builds (`Include/cpython/floatobject.h`).
+#[repr(C)]
+struct FloatObject {
+    ob_refcnt: ffi::Py_ssize_t,
+    ob_type: *mut ffi::PyTypeObject,
+    ob_fval: f64,
+}
+
+/// Whether floats are made by [`new_float`] itself: on CPython before 3.13, where making one
+/// is the allocation and its three fields; 3.13 added reference tracers
+/// (`PyRefTracer_SetTracer`), which see every object made through `PyFloat_FromDouble`.
+static OWN_FLOATS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// The float `v` (a new reference; null with `MemoryError` set where memory ran out): what
+/// `PyFloat_FromDouble` makes, less its free list (empty while rows are made faster than
+/// they are dropped) and its calls for tracers where there are none. `float_dealloc` frees
+/// it as any float, to the free list or `PyObject_Free`.
+fn new_float(py: Python<'_>, v: f64) -> *mut ffi::PyObject {
+    // SAFETY: the GIL is held (`py`). The object is written whole before it is handed out,
+    // as `PyFloat_FromDouble` writes it: one reference, the float type (static: not counted),
+    // the value; `PyObject_Malloc` is the allocator `float_dealloc` frees with.
+    unsafe {
+        if !*OWN_FLOATS.get_or_init(|| py.version_info() < (3, 13)) {
+            return ffi::PyFloat_FromDouble(v);
+        }
+        let p = ffi::PyObject_Malloc(std::mem::size_of::<FloatObject>()).cast::<FloatObject>();
+        if p.is_null() {
+            return ffi::PyErr_NoMemory();
+        }
+        p.write(FloatObject {
+            ob_refcnt: 1,
+            ob_type: std::ptr::addr_of_mut!(ffi::PyFloat_Type),
+            ob_fval: v,
+        });
+        p.cast()
+    }
+}
+
+/// A new list of the `BINFLOAT`s `floats` (9 bytes each), its items written in place.
+fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let n = floats.len() / 9;
+    // SAFETY: the GIL is held. `PyList_New(n)` makes a list of `n` null items, which its
+    // traversal and deallocation skip, so the list is sound at every step: on an error it is
+    // dropped with the items set so far. Each item is set once, to a new reference the list
+    // then owns; no code runs in between that could see the list (floats are not tracked by
+    // the collector, so making one starts no collection).
+    unsafe {
+        let list = ffi::PyList_New(n as ffi::Py_ssize_t);
+        if list.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let list = Bound::from_owned_ptr(py, list);
+        let items = (*list.as_ptr().cast::<ListObject>()).ob_item;
+        for (i, f) in floats.chunks_exact(9).enumerate() {
+            let v = new_float(py, be_f64(&f[1..]));
+            if v.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            *items.add(i) = v;
+        }
+        Ok(list)
+    }
 }
 
 /// Where the items of the innermost open mark begin: pickle reaches no further down.

@@ -621,16 +621,17 @@ def test_a_spark_fed_feed_is_a_datafeed_and_names_what_needs_a_file_feed():
     feed.flush_acks()  # nothing to flush without a file feed: no error
 
 
-def test_pickled_rows_are_unpickled_only_a_few_frames_ahead_of_the_trainer(tmp_path, monkeypatch):
-    """Frames of pickled rows wait in their ring as bytes until the trainer is about to take
-    them: with room for 16 batches in the hub's queue, a trainer that takes nothing for a while
-    has at most ``Hub.OBJECT_FRAMES_AHEAD`` frames turned into objects; every row then arrives
-    once, in order, as the objects fed."""
+def test_pickled_rows_are_unpickled_by_the_thread_that_takes_them(tmp_path, monkeypatch):
+    """Frames of pickled rows wait in the hub as bytes until the trainer takes them: with room
+    for 16 batches in the hub's queue, a trainer that takes nothing for a while has no frame
+    turned into objects, and every frame is unpickled in the thread that calls ``get`` (the
+    trainer's), one frame a call; every row then arrives once, in order, as the objects fed,
+    and the partition is acked once all of them were taken."""
     made = []
     unpickle = rows.unpickle_frame
 
     def counted(rb):
-        made.append(rb.num_rows)
+        made.append(threading.get_ident())
         return unpickle(rb)
 
     monkeypatch.setattr(rows, "unpickle_frame", counted)
@@ -642,18 +643,36 @@ def test_pickled_rows_are_unpickled_only_a_few_frames_ahead_of_the_trainer(tmp_p
         frames = [rb for b in blobs for rb in rows.pickled_frames([b], True)]
         assert len(frames) == 30 and all(rows.is_pickled(rb) for rb in frames)
         t, out = _feed(h, frames)
-        deadline = time.monotonic() + 1.5
-        while time.monotonic() < deadline and len(made) < 30:
-            time.sleep(0.05)
-        assert 1 <= len(made) <= Hub.OBJECT_FRAMES_AHEAD, made
+        time.sleep(1.0)
+        assert made == []
         got = []
         while len(got) < len(fed):
             item = h.get(10)
             assert item is not None and item.kind == "batch" and item.objs is not None
+            assert item.batch.num_rows == len(item.objs) == 4 and len(made) == len(got) // 4 + 1
             got.extend(item.objs)
+            assert t.is_alive()  # the partition is not consumed before its last rows are taken
             h.ack(item.conn_id, len(item.objs))
         t.join(10)
         assert out == {"sent": 30}, out
-        assert got == fed and len(made) == 30
+        assert got == fed and made == [threading.get_ident()] * 30
     finally:
         h.close()
+
+
+def test_a_frame_that_cannot_be_unpickled_fails_its_feeding_task_and_the_feed_goes_on(hub):
+    """The trainer unpickles a frame as it takes it: one that pickle cannot load is skipped,
+    its feeding task fails naming the partition and the error, and the next partition's rows
+    arrive as fed."""
+    bad = list(rows.pickled_frames([pickle.dumps([1.5], protocol=5)[:-3]], False))
+    t, out = _feed(hub, bad, partition=3)
+    assert hub.get(0.5) is None  # the frame was not taken
+    t.join(10)
+    assert "unpickling the rows of partition 3" in str(out.get("error")), out
+    fed = [([0.5, float(i)], i) for i in range(10)]
+    t, out = _feed(hub, list(rows.pickled_frames([pickle.dumps(fed, protocol=5)], True)), partition=4)
+    item = hub.get(10)
+    assert item is not None and item.objs == fed
+    hub.ack(item.conn_id, len(fed))
+    t.join(10)
+    assert out == {"sent": 1}, out

@@ -226,3 +226,42 @@ def test_a_memo_slot_far_past_the_pickle_is_left_to_pickle_loads(monkeypatch):
     real = pickle.loads
     monkeypatch.setattr(pickle, "loads", lambda b: calls.append(1) or real(b))
     assert _native.unpickle_frame(_frame([blob]), False) == [[1]] and calls == [1]
+
+
+def test_the_floats_it_makes_are_counted_freed_and_traced_as_any(monkeypatch):
+    """Lists of floats are made at their size and filled in place: each float holds one
+    reference (its list's), its memory is traced by ``tracemalloc`` and comes back when the
+    rows are dropped, and the objects are plain lists and floats."""
+    import gc
+    import sys
+    import tracemalloc
+
+    rng = random.Random(3)
+    batch = [([rng.random() for _ in range(784)], i) for i in range(200)]
+    blob = pickle.dumps(batch, protocol=5)
+    _no_pickle_loads(monkeypatch)
+    gc.collect()
+    blocks = sys.getallocatedblocks()
+    tracemalloc.start()
+    try:
+        got = _native.unpickle_frame(_frame([blob]), True)
+        traced, _ = tracemalloc.get_traced_memory()
+        assert traced >= 200 * 784 * 24, traced  # every float of every row
+        assert sys.getallocatedblocks() - blocks >= 200 * 784
+        row = got[17][0]
+        assert type(row) is list and all(type(x) is float for x in row) and row == batch[17][0]
+        refs = sys.getrefcount(row[5])  # the list's reference, and the call's
+        x = row[5]
+        refs_named = sys.getrefcount(x)
+        assert (refs, refs_named) == (2, 3)
+        assert x + 1.0 == batch[17][0][5] + 1.0 and hash(x) == hash(batch[17][0][5])
+        del x
+        row.append(0.25)
+        row[0] = "replaced"
+        assert row[-1] == 0.25 and row[0] == "replaced" and len(row) == 785
+        del got, row
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] < traced // 10
+    finally:
+        tracemalloc.stop()
+    assert sys.getallocatedblocks() - blocks < 200 * 784 // 100  # what they held came back

@@ -124,6 +124,7 @@ class _Conn:
     partition: int
     received: int = 0
     consumed: int = 0
+    pickled: int = 0  # frames of pickled rows queued, not yet unpickled: their rows not counted yet
     ended: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -140,21 +141,17 @@ class Hub:
     """Listens on ``path`` inside the trainer process and queues what feeding tasks send.
 
     ``max_queued`` bounds the number of record batches held (backpressure: a feeding task waits
-    for ring space once the queue and its ring are full, memory stays flat). Of those, at most
-    ``OBJECT_FRAMES_AHEAD`` hold rows unpickled into Python objects: a frame of pickled rows
-    waits in its ring, as bytes, until the trainer is about to take its rows, so the objects it
-    makes are still in the caches when the trainer touches them and the collector has few live
-    ones to walk (``benches/README.md``, Spark).
+    for ring space once the queue and its ring are full, memory stays flat). A frame of pickled
+    rows waits in its ring slot, as bytes, until the trainer takes it: :meth:`get` unpickles it
+    in the trainer's thread, so the objects are made just before the trainer touches them,
+    while they are in the caches, the collector has few live ones to walk, and no thread of
+    the hub competes with the trainer for the GIL (``benches/README.md``, Spark).
     """
-
-    #: Frames of pickled rows unpickled ahead of the trainer (see the class docs).
-    OBJECT_FRAMES_AHEAD = 2
 
     def __init__(self, path: str, rank: int, max_queued: int = 16) -> None:
         self.path = path
         self.rank = rank
         self._q: queue.Queue[Item] = queue.Queue(max_queued)
-        self._objects_ahead = threading.Semaphore(self.OBJECT_FRAMES_AHEAD)
         self._conns: dict[int, _Conn] = {}
         self._next_id = 0
         self._lock = threading.Lock()
@@ -201,13 +198,43 @@ class Hub:
 
     # -- consumer API (the DataFeed calls these)
     def get(self, timeout: float) -> Item | None:
-        """Next item, or None after ``timeout`` seconds."""
+        """Next item, or None after ``timeout`` seconds. A frame of pickled rows is unpickled
+        here, in the caller's thread, into ``objs``; one that cannot be fails its feeding task
+        (its connection is dropped, with what it still has queued) and is skipped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                item = self._q.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                return None
+            if item.kind != "batch" or item.batch is None or not _rows.is_pickled(item.batch):
+                return item
+            if self._unpickle(item):
+                return item
+
+    def _unpickle(self, item: Item) -> bool:
+        """Makes the rows of a frame of pickled rows into ``item.objs``; False where its
+        connection is gone or the frame cannot be unpickled (the feeding task is then told)."""
+        with self._lock:
+            c = self._conns.get(item.conn_id)
+        if c is None or item.batch is None:  # failed meanwhile: what it had queued goes with it
+            return False
         try:
-            item = self._q.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        self._let_go(item)
-        return item
+            objs = _rows.unpickle_frame(item.batch)
+        except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
+            with self._lock:
+                self._conns.pop(item.conn_id, None)
+            error = f"unpickling the rows of partition {c.partition}: {type(e).__name__}: {e}"
+            logger.warning("trainer rank %d: %s", self.rank, error)
+            _tell(c.ring, _FAILED, _json({"error": f"trainer rank {self.rank}: bad feed: {error}"}))
+            c.ring.close()
+            return False
+        item.objs, item.batch = objs, _rows.objects_batch(len(objs))
+        with c.lock:
+            c.pickled = max(c.pickled - 1, 0)  # (terminate() may have zeroed it meanwhile)
+            c.received += len(objs)
+        self._finish_if_done(item.conn_id, c)  # (a frame of empty lists: no row to take)
+        return True
 
     def ack(self, conn_id: int, rows: int) -> None:
         """Marks ``rows`` rows of connection ``conn_id`` as consumed; acks a finished partition."""
@@ -217,9 +244,8 @@ class Hub:
             return
         with c.lock:
             c.consumed += rows
-            done = c.ended and c.mode == "train" and c.consumed >= c.received
-        if done:
-            self._finish(conn_id, c)
+        if c.mode == "train":
+            self._finish_if_done(conn_id, c)
 
     def send_results(self, conn_id: int, objs: list[Any]) -> None:
         """Sends inference results for rows of ``conn_id`` (in row order)."""
@@ -233,16 +259,14 @@ class Hub:
                 _tell(c.ring, _RESULTS_PART, data[k : k + _PIECE])
             _tell(c.ring, _RESULTS, data[(max(len(data) - 1, 0) // _PIECE) * _PIECE :])
             c.consumed += len(objs)
-            done = c.ended and c.consumed >= c.received
-        if done:
-            self._finish(conn_id, c)
+        self._finish_if_done(conn_id, c)
 
     def terminate(self) -> None:
         """Ignore everything that still arrives (TFoS ``DataFeed.terminate``)."""
         self._terminating.set()
         while True:
             try:
-                self._let_go(self._q.get_nowait())
+                self._q.get_nowait()
             except queue.Empty:
                 break
         with self._lock:
@@ -250,10 +274,8 @@ class Hub:
         for cid, c in conns:
             if c.mode == "train":
                 with c.lock:
-                    c.consumed = c.received
-                    done = c.ended
-                if done:
-                    self._finish(cid, c)
+                    c.consumed, c.pickled = c.received, 0
+                self._finish_if_done(cid, c)
 
     def end_of_feed(self) -> None:
         """Queues the end-of-feed marker (after everything already queued)."""
@@ -268,32 +290,20 @@ class Hub:
             pass
 
     # -- internals
+    def _finish_if_done(self, conn_id: int, c: _Conn) -> None:
+        """Acks the partition of ``c`` once it ended and all its rows were taken (train) or
+        answered (infer)."""
+        with c.lock:
+            done = c.ended and not c.pickled and c.consumed >= c.received
+        if done:
+            self._finish(conn_id, c)
+
     def _finish(self, conn_id: int, c: _Conn) -> None:
         with self._lock:
             if self._conns.pop(conn_id, None) is None:
                 return
         _tell(c.ring, _CONSUMED, _json({"rows": c.received}))
         c.ring.close()
-
-    def _let_go(self, item: Item) -> None:
-        """``item`` left the hub: a frame of unpickled rows makes room for the next."""
-        if item.objs is not None:
-            self._objects_ahead.release()
-
-    def _unpickle_when_due(self, item: Item, rb: pa.RecordBatch, partition: int) -> bool:
-        """Unpickles a frame of pickled rows into ``item`` once fewer than
-        ``OBJECT_FRAMES_AHEAD`` such frames wait for the trainer; False if the hub closed or
-        the feed was terminated meanwhile (the frame is then not unpickled)."""
-        while not self._objects_ahead.acquire(timeout=0.2):
-            if self._closed.is_set() or self._terminating.is_set():
-                return False
-        try:
-            item.objs = _rows.unpickle_frame(rb)
-        except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
-            self._objects_ahead.release()
-            raise ValueError(f"unpickling the rows of partition {partition}: {type(e).__name__}: {e}") from e
-        item.batch = _rows.objects_batch(len(item.objs))
-        return True
 
     def _put(self, item: Item) -> bool:
         while not self._closed.is_set():
@@ -397,29 +407,28 @@ class Hub:
                 if isinstance(got, str):  # the end of the partition
                     with c.lock:
                         c.ended = True
-                        done = c.consumed >= c.received  # (results sent before the end was read)
-                    if mode == "infer" and c.received > 0:
+                        rows = c.received + c.pickled
+                    if mode == "infer" and rows > 0:
                         self._put(Item("end_partition", conn_id, infer=True))
-                    if done:
-                        self._finish(conn_id, c)
+                    self._finish_if_done(conn_id, c)  # (results sent before the end was read)
                     return
                 rb: pa.RecordBatch = got
-                item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)
-                if _rows.is_pickled(rb):  # unpickled here when due, the ring slot then let go
-                    if not self._unpickle_when_due(item, rb, partition):
-                        continue  # closed (the loop ends) or terminated (the next read drops it)
-                    rb = item.batch
-                with c.lock:
-                    c.received += rb.num_rows
                 if self._terminating.is_set() and mode == "train":
+                    continue  # dropped: terminate() counts the partition consumed
+                # A frame of pickled rows is queued as it is (a view of its ring slot): the
+                # trainer's get() unpickles it and counts its rows then.
+                pickled = _rows.is_pickled(rb)
+                with c.lock:
+                    if pickled:
+                        c.pickled += 1
+                    else:
+                        c.received += rb.num_rows
+                if not self._put(Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)):
                     with c.lock:
-                        c.consumed += rb.num_rows
-                    self._let_go(item)
-                    continue
-                if not self._put(item):
-                    with c.lock:
-                        c.consumed += rb.num_rows
-                    self._let_go(item)
+                        if pickled:
+                            c.pickled -= 1
+                        else:
+                            c.consumed += rb.num_rows
         except BaseException:
             with self._lock:
                 self._conns.pop(conn_id, None)
