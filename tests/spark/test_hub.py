@@ -676,3 +676,31 @@ def test_a_frame_that_cannot_be_unpickled_fails_its_feeding_task_and_the_feed_go
     hub.ack(item.conn_id, len(fed))
     t.join(10)
     assert out == {"sent": 1}, out
+
+
+def test_time_spent_making_objects_of_pickled_rows_is_not_waiting_for_input(hub, monkeypatch, capsys):
+    """The trainer unpickles frames as it takes them: the summary line's "waited for input"
+    counts the time rows were not there, not the time spent making them, which it reports
+    apart."""
+    unpickle = rows.unpickle_frame
+
+    def slow(rb):
+        time.sleep(0.2)
+        return unpickle(rb)
+
+    monkeypatch.setattr(rows, "unpickle_frame", slow)
+    fed = [([0.5, float(i)], i) for i in range(40)]
+    frames = [rb for k in range(0, 40, 4) for rb in rows.pickled_frames([pickle.dumps(fed[k : k + 4], protocol=5)], True)]
+    t, out = _feed(hub, frames)
+    feed = SparkDataFeed(hub)
+    got = []
+    while len(got) < 40:
+        got.extend(feed.next_batch(4))
+    t.join(10)
+    send_end_of_feed(hub.path)
+    while not feed.should_stop():
+        feed.next_batch(4)
+    assert got == fed and out == {"sent": 10}, out
+    line = capsys.readouterr().err
+    waited = int(re.search(r"waited for input (\d+)% of the time", line).group(1))
+    assert waited < 30 and re.search(r"[12]\.\d s making objects of pickled rows", line), line

@@ -44,6 +44,7 @@ class _Fed:
     first: float | None = None  # the first batch
     first_rows: int = 0  # rows of the first batch
     waited: float = 0.0  # in the hub's queue, after the first batch
+    unpickled: float = 0.0  # making objects of pickled rows (in the hub's get, not waiting)
     rows: int = 0
     steps: int = 0
     bytes: int = 0
@@ -333,7 +334,8 @@ class SparkDataFeed(DataFeed):
             (f.start, f.first),
             f.rows - f.first_rows,
             f.waited,
-            f"{f.bytes / 1e6:,.1f} MB fed by Spark's tasks",
+            f"{f.bytes / 1e6:,.1f} MB fed by Spark's tasks"
+            + (f"; {f.unpickled:.1f} s making objects of pickled rows" if f.unpickled else ""),
         )
         print(line, file=sys.stderr, flush=True)
 
@@ -356,9 +358,10 @@ class SparkDataFeed(DataFeed):
             self._fed.start = self._fed.start or t
             item = self._hub.get(_POLL_S)
             if self._fed.first is not None:
-                self._fed.waited += time.monotonic() - t
+                self._fed.waited += time.monotonic() - t - (item.unpickle_s if item is not None else 0.0)
             if item is None:
                 continue
+            self._fed.unpickled += item.unpickle_s
             if item.kind == "end_of_feed":
                 logger.info("next_batch() got end of feed")
                 self._stop = True

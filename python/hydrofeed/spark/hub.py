@@ -115,6 +115,7 @@ class Item:
     # ``rows.objects_batch``. ``nbytes``: the size of what came through the ring.
     objs: list[Any] | None = None
     nbytes: int = 0
+    unpickle_s: float = 0.0  # the seconds get() took to make ``objs`` (not waiting for input)
 
 
 @dataclass
@@ -219,6 +220,7 @@ class Hub:
             c = self._conns.get(item.conn_id)
         if c is None or item.batch is None:  # failed meanwhile: what it had queued goes with it
             return False
+        t = time.monotonic()
         try:
             objs = _rows.unpickle_frame(item.batch)
         except Exception as e:  # noqa: BLE001 - told to the feeding task, which fails its Spark task
@@ -230,6 +232,7 @@ class Hub:
             c.ring.close()
             return False
         item.objs, item.batch = objs, _rows.objects_batch(len(objs))
+        item.unpickle_s = time.monotonic() - t
         with c.lock:
             c.pickled = max(c.pickled - 1, 0)  # (terminate() may have zeroed it meanwhile)
             c.received += len(objs)
