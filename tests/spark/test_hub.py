@@ -623,10 +623,11 @@ def test_a_spark_fed_feed_is_a_datafeed_and_names_what_needs_a_file_feed():
 
 def test_pickled_rows_are_unpickled_by_the_thread_that_takes_them(tmp_path, monkeypatch):
     """Frames of pickled rows wait in the hub as bytes until the trainer takes them: with room
-    for 16 batches in the hub's queue, a trainer that takes nothing for a while has no frame
-    turned into objects, and every frame is unpickled in the thread that calls ``get`` (the
-    trainer's), one frame a call; every row then arrives once, in order, as the objects fed,
-    and the partition is acked once all of them were taken."""
+    for 16 batches in the hub's queue, a trainer in its feed (``taking``) has no frame turned
+    into objects by the hub's threads, and every frame is unpickled in the thread that calls
+    ``get`` (the trainer's), one frame a call; while the trainer is away (its model step), the
+    hub's threads unpickle ``OBJECT_FRAMES_AHEAD`` frames ahead, no more. Every row arrives
+    once, in order, as the objects fed, and the partition is acked once all were taken."""
     made = []
     unpickle = rows.unpickle_frame
 
@@ -638,6 +639,7 @@ def test_pickled_rows_are_unpickled_by_the_thread_that_takes_them(tmp_path, monk
     h = Hub(str(tmp_path / "rank0.sock"), 0, max_queued=16)
     h.start()
     try:
+        h.taking = True
         fed = [([float(i), i + 0.5], i) for i in range(120)]
         blobs = [pickle.dumps(fed[k : k + 4], protocol=5) for k in range(0, len(fed), 4)]
         frames = [rb for b in blobs for rb in rows.pickled_frames([b], True)]
@@ -646,16 +648,31 @@ def test_pickled_rows_are_unpickled_by_the_thread_that_takes_them(tmp_path, monk
         time.sleep(1.0)
         assert made == []
         got = []
-        while len(got) < len(fed):
+        while len(got) < 40:
             item = h.get(10)
             assert item is not None and item.kind == "batch" and item.objs is not None
             assert item.batch.num_rows == len(item.objs) == 4 and len(made) == len(got) // 4 + 1
+            got.extend(item.objs)
+            h.ack(item.conn_id, len(item.objs))
+        h.taking = False  # away (a model step): 4 slots of the queue free, the hub fills them
+        for _ in range(4):
+            item = h.get(10)
+            got.extend(item.objs)
+            h.ack(item.conn_id, len(item.objs))
+        time.sleep(1.0)
+        assert len(made) == 10 + 4 + Hub.OBJECT_FRAMES_AHEAD, made
+        h.taking = True
+        main = threading.get_ident()
+        while len(got) < len(fed):
+            item = h.get(10)
+            assert item is not None and item.kind == "batch" and item.objs is not None
             got.extend(item.objs)
             assert t.is_alive()  # the partition is not consumed before its last rows are taken
             h.ack(item.conn_id, len(item.objs))
         t.join(10)
         assert out == {"sent": 30}, out
-        assert got == fed and made == [threading.get_ident()] * 30
+        assert got == fed and len(made) == 30
+        assert made.count(main) == 30 - Hub.OBJECT_FRAMES_AHEAD, made
     finally:
         h.close()
 

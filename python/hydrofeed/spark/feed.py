@@ -111,7 +111,11 @@ class SparkDataFeed(DataFeed):
         """:meth:`DataFeed._parts`, counted: rows delivered, and a step where Spark's tasks fed
         any of them."""
         fed = self._fed.rows
-        parts = super()._parts(batch_size, glue)
+        self._hub.taking = True  # frames of pickled rows are unpickled in this thread meanwhile
+        try:
+            parts = super()._parts(batch_size, glue)
+        finally:
+            self._hub.taking = False
         self.rows_delivered += sum(p.batch.num_rows for p in parts)
         self._fed.steps += self._fed.rows > fed
         return parts

@@ -116,6 +116,7 @@ class Item:
     objs: list[Any] | None = None
     nbytes: int = 0
     unpickle_s: float = 0.0  # the seconds get() took to make ``objs`` (not waiting for input)
+    ahead: bool = False  # unpickled by a hub thread while the trainer was away
 
 
 @dataclass
@@ -146,8 +147,14 @@ class Hub:
     rows waits in its ring slot, as bytes, until the trainer takes it: :meth:`get` unpickles it
     in the trainer's thread, so the objects are made just before the trainer touches them,
     while they are in the caches, the collector has few live ones to walk, and no thread of
-    the hub competes with the trainer for the GIL (``benches/README.md``, Spark).
+    the hub competes with the trainer for the GIL (``benches/README.md``, Spark). While the
+    trainer is away from its feed (``taking`` false: its model step, which may release the
+    GIL), the hub's threads unpickle up to ``OBJECT_FRAMES_AHEAD`` frames ahead instead, so
+    that work overlaps the step.
     """
+
+    #: Frames of pickled rows the hub's threads unpickle ahead while the trainer is away.
+    OBJECT_FRAMES_AHEAD = 2
 
     def __init__(self, path: str, rank: int, max_queued: int = 16) -> None:
         self.path = path
@@ -156,6 +163,9 @@ class Hub:
         self._conns: dict[int, _Conn] = {}
         self._next_id = 0
         self._lock = threading.Lock()
+        self._ahead = threading.Semaphore(self.OBJECT_FRAMES_AHEAD)
+        #: Whether the trainer's thread is in its feed, taking rows (set by the DataFeed).
+        self.taking = False
         self._terminating = threading.Event()
         self._closed = threading.Event()
         self.eof_received = threading.Event()
@@ -208,6 +218,8 @@ class Hub:
                 item = self._q.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 return None
+            if item.ahead:
+                self._ahead.release()
             if item.kind != "batch" or item.batch is None or not _rows.is_pickled(item.batch):
                 return item
             if self._unpickle(item):
@@ -269,9 +281,11 @@ class Hub:
         self._terminating.set()
         while True:
             try:
-                self._q.get_nowait()
+                item = self._q.get_nowait()
             except queue.Empty:
                 break
+            if item.ahead:
+                self._ahead.release()
         with self._lock:
             conns = list(self._conns.items())
         for cid, c in conns:
@@ -421,17 +435,26 @@ class Hub:
                 # A frame of pickled rows is queued as it is (a view of its ring slot): the
                 # trainer's get() unpickles it and counts its rows then.
                 pickled = _rows.is_pickled(rb)
+                item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)
                 with c.lock:
                     if pickled:
                         c.pickled += 1
                     else:
                         c.received += rb.num_rows
-                if not self._put(Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)):
+                if pickled and not self.taking and self._ahead.acquire(blocking=False):
+                    item.ahead = True  # the trainer is away: made here, overlapping its step
+                    if not self._unpickle(item):
+                        self._ahead.release()
+                        return  # its feeding task was told why
+                    item.unpickle_s = 0.0  # not the trainer's time
+                if not self._put(item):
+                    if item.ahead:
+                        self._ahead.release()
                     with c.lock:
-                        if pickled:
+                        if item.objs is None and pickled:
                             c.pickled -= 1
                         else:
-                            c.consumed += rb.num_rows
+                            c.consumed += item.batch.num_rows
         except BaseException:
             with self._lock:
                 self._conns.pop(conn_id, None)
