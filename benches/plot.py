@@ -77,9 +77,8 @@ def collect(results: Path) -> dict[str, float]:
     ratios: dict[str, float] = {}
     # The top level, the latest order run (the shuffle buffer's cost and the fixed order against
     # the dynamic one), the peers side by side and the GPU run on an H200 node
-    # (the other folders hold before/after pairs of one change, or earlier runs), the latest Spark
-    # run; a later
-    # file's ratio replaces an earlier one's: the newest Parquet decode.
+    # (the other folders hold before/after pairs of one change, or earlier runs) and the latest
+    # Spark run; a later file's ratio replaces an earlier one's: the newest Parquet decode.
     extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "gpu/bench_images_gpu_h200.json",
              "spark_transport/*.json", "images/images.json", "decode_v3/*.json",
              "decode_v4/*.json", "decode_v5/*.json", "order/gather/ab_new_2.json",
