@@ -451,10 +451,12 @@ class Hub:
                     if item.ahead:
                         self._ahead.release()
                     with c.lock:
-                        if item.objs is None and pickled:
+                        if item.objs is not None:
+                            c.consumed += len(item.objs)
+                        elif pickled:
                             c.pickled -= 1
                         else:
-                            c.consumed += item.batch.num_rows
+                            c.consumed += rb.num_rows
         except BaseException:
             with self._lock:
                 self._conns.pop(conn_id, None)
