@@ -156,9 +156,12 @@ fn a_prepared_ring_goes_to_the_next_consumer_alone() {
     let before = rss_shmem_kib();
     l.prepare().unwrap();
     l.prepare().unwrap(); // one ring ready, not two
-    let grew = rss_shmem_kib() - before;
+    let grew = rss_shmem_kib() as i64 - before as i64;
+    // The count is the process's: the other tests of this file run in threads beside this one
+    // and make and drop rings of 64 KiB meanwhile, so it may be off by a few of those
+    // (8,060 KiB was seen); no ring is 0, two are 16 MiB.
     assert!(
-        (8 << 10..12 << 10).contains(&grew),
+        (6 << 10..12 << 10).contains(&grew),
         "prepare made {grew} KiB resident, not one 8 MiB ring"
     );
     let reader = |p: std::path::PathBuf| {
