@@ -262,16 +262,10 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                         let floats = get!(inp.take(run * 9));
                         inp.at += 1; // the APPENDS
                         let at = stack.len() - 1;
-                        if memo.replaceable(&stack[at]) {
-                            let made = float_list(py, floats)?;
-                            memo.replace(&stack[at], &made);
-                            stack[at] = made;
-                        } else {
-                            let items = floats
-                                .chunks_exact(9)
-                                .map(|f| PyFloat::new(py, be_f64(&f[1..])).into_any());
-                            extend_list(py, &mut stack[at], &mut memo, items)?;
-                        }
+                        let items = floats
+                            .chunks_exact(9)
+                            .map(|f| PyFloat::new(py, be_f64(&f[1..])).into_any());
+                        extend_list(&mut stack[at], &mut memo, items, |_| float_list(py, floats))?;
                     }
                     _ => marks.push(stack.len()),
                 }
@@ -299,7 +293,12 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
                 if !stack[from - 1].is_exact_instance_of::<PyList>() {
                     return Ok(None);
                 }
-                extend_list(py, &mut stack[from - 1], &mut memo, items.into_iter())?;
+                extend_list(
+                    &mut stack[from - 1],
+                    &mut memo,
+                    items.into_iter(),
+                    |items| Ok(PyList::new(py, items)?.into_any()),
+                )?;
             }
             op @ (SETITEM | SETITEMS) => {
                 let from = if op == SETITEM {
@@ -404,16 +403,17 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyAny
 }
 
 /// Appends `items` to the exact list `slot`: where nothing else refers to it yet (an empty
-/// list just made, maybe stored in the memo's last slot), it is replaced by a list made at
-/// their number, in the stack and the memo alike; otherwise they are appended one by one.
-fn extend_list<'py>(
-    py: Python<'py>,
+/// list just made, maybe stored in the memo's last slot), it is replaced by the list `whole`
+/// makes of them at their number, in the stack and the memo alike; otherwise they are
+/// appended one by one.
+fn extend_list<'py, I: ExactSizeIterator<Item = Bound<'py, PyAny>>>(
     slot: &mut Bound<'py, PyAny>,
     memo: &mut Memo<'py>,
-    items: impl ExactSizeIterator<Item = Bound<'py, PyAny>>,
+    items: I,
+    whole: impl FnOnce(I) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<()> {
     if memo.replaceable(slot) {
-        let made = PyList::new(py, items)?.into_any();
+        let made = whole(items)?;
         memo.replace(slot, &made);
         *slot = made;
         return Ok(());

@@ -115,6 +115,7 @@ class Item:
     # ``rows.objects_batch``. ``nbytes``: the size of what came through the ring.
     objs: list[Any] | None = None
     nbytes: int = 0
+    pickled: bool = False  # ``batch`` is a frame of pickled rows (``rows.pickled_frames``)
     unpickle_s: float = 0.0  # the seconds get() took to make ``objs`` (not waiting for input)
     ahead: bool = False  # unpickled by a hub thread while the trainer was away
 
@@ -220,7 +221,7 @@ class Hub:
                 return None
             if item.ahead:
                 self._ahead.release()
-            if item.kind != "batch" or item.batch is None or not _rows.is_pickled(item.batch):
+            if not item.pickled or item.objs is not None:
                 return item
             if self._unpickle(item):
                 return item
@@ -435,7 +436,7 @@ class Hub:
                 # A frame of pickled rows is queued as it is (a view of its ring slot): the
                 # trainer's get() unpickles it and counts its rows then.
                 pickled = _rows.is_pickled(rb)
-                item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes)
+                item = Item("batch", conn_id, rb, infer=mode == "infer", nbytes=rb.nbytes, pickled=pickled)
                 with c.lock:
                     if pickled:
                         c.pickled += 1
