@@ -86,7 +86,7 @@ test-rust: venv ## Rust tests (unit, conformance, multi-process, loom)
 # The release extension and binary: the ones `make demo` and `make bench` use (a debug build
 # here would replace the release extension in .venv).
 test-python: venv build develop krb5-tools ## Python tests against the release build (pytest, strict; exit code 5, no tests collected, fails)
-	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest python/tests tests
+	HYDROFEED_BIN=$(BIN) PATH=$(VENV)/bin:$$PATH $(PY) -m pytest --durations=25 python/tests tests
 
 # On CI the Rust test builds (debug, loom, vendored crates, integration tests' scratch) are
 # removed once they have run: the Python tests need only the release build, and several GB of
@@ -156,12 +156,16 @@ fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS
 	  if [ $$rc -ne 0 ] || [ $$crashes -ne 0 ]; then fail=1; echo "  see $$log and fuzz/artifacts/$$t/"; fi; \
 	done; exit $$fail
 
+# `make test`'s steps, each followed by a line saying how long it took (.ci/run repeats them in
+# its summary: what to look at when CI nears its time limit).
+timed = @s=$$(date +%s); $(MAKE) $(1); rc=$$?; echo "==== make $(1): $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
+
 test: venv ## All tests, and the static checks (make check)
-	$(MAKE) check-rust
-	$(MAKE) test-rust
+	$(call timed,check-rust)
+	$(call timed,test-rust)
 	$(if $(filter true,$(CI)),$(MAKE) ci-free-disk)
-	$(MAKE) test-python
-	$(MAKE) check-python
+	$(call timed,test-python)
+	$(call timed,check-python)
 
 check: check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
 

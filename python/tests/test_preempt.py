@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -291,3 +292,55 @@ def test_a_trainer_attaching_first_to_a_restarted_feeder(
     assert p.returncode == 0, err[-3000:]
     ids = [i for k in range(2) for s in steps_of(records(out, k)) for i in s["ids"]]
     assert len(ids) == len(set(ids)) == WIDE_TOTAL - dropped(err)
+
+
+def test_a_directory_left_by_a_sigkilled_launch_is_removed_by_the_next(
+    hf_bin: str, data7: Path, tmp_path: Path
+) -> None:
+    """A `launch` killed with SIGKILL runs no handler: its socket directory stays. The next
+    `launch` under the same directory removes it, and only it: the directory of a live launch
+    (its trainers holding before their first batch) is kept, and that job then ends 0. Before,
+    every later test that checks for leftovers failed on one such directory."""
+    base = Path(tempfile.mkdtemp(prefix="hfrun", dir="/tmp"))  # short: sockets live under it
+    env = dict(os.environ, TMPDIR=str(base))
+    env.pop("XDG_RUNTIME_DIR", None)
+
+    def start(out: Path, **more: str) -> subprocess.Popen:
+        out.mkdir()
+        return subprocess.Popen(
+            [hf_bin, "launch", "--workers", "1", "--input", str(data7), "--batch-size",
+             str(BATCH), "--", sys.executable, TRAINER],
+            env=dict(env, OUT=str(out), **more), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+
+    def run_dir(p: subprocess.Popen) -> list[Path]:
+        return list(base.glob(f"hydrofeed-launch-{p.pid}-*"))
+
+    go = tmp_path / "go"
+    live = start(tmp_path / "live", WAIT_FOR=str(go))
+    killed = start(tmp_path / "killed", WAIT_FOR=str(go))
+    try:
+        for p in (live, killed):
+            wait_for(lambda p=p: (run_dir(p) or [Path("/")])[0].joinpath("rank-0.sock").exists(),
+                     "the trainer's socket", p)
+        killed.kill()
+        killed.communicate(timeout=30)
+        left = run_dir(killed)
+        assert len(left) == 1, left  # no handler ran
+
+        r = launch(hf_bin, data7, tmp_path / "next", 1, env={"TMPDIR": str(base)})
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not left[0].exists(), "the killed launch's directory was kept"
+        assert len(run_dir(live)) == 1, "the live launch's directory was removed"
+
+        go.touch()
+        _, err = live.communicate(timeout=120)
+        assert live.returncode == 0, err[-3000:]
+        ids = all_ids(tmp_path / "live", 1)
+        assert len(ids) == len(set(ids)) and len(ids) + dropped(err) == TOTAL, "the live job lost rows"
+    finally:
+        for p in (live, killed):
+            p.kill()
+    assert list(base.iterdir()) == []
+    base.rmdir()
+    no_leftovers(str(tmp_path))

@@ -1,18 +1,17 @@
 //! The job's child processes: a [`ChildProc`] (the feeder, or a trainer) is started in its own
 //! process group, dies with `launch`, has its output prefixed and its last lines kept for the
-//! error that names it; [`kill_all`] kills and reaps them on every exit path. Also the private
-//! socket directory ([`RunDir`], removed on every exit) and the trainers' TF server ports.
+//! error that names it; [`kill_all`] kills and reaps them on every exit path. Also the trainers'
+//! TF server ports.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::ProgressBar;
 
 /// Children get SIGKILL when `launch` dies, whatever kills it.
@@ -151,27 +150,6 @@ pub(super) fn kill_all(children: &mut [&mut ChildProc]) {
     }
 }
 
-/// The job's private directory ([`private_run_dir`]), removed on every exit.
-pub(super) struct RunDir(PathBuf);
-
-impl RunDir {
-    /// Creates a private directory named after `prefix`.
-    pub(super) fn create(prefix: &str) -> anyhow::Result<Self> {
-        private_run_dir(prefix).map(Self)
-    }
-
-    /// Where it is.
-    pub(super) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn signal_name(sig: i32) -> Option<&'static str> {
     Some(match sig {
         libc::SIGHUP => "SIGHUP",
@@ -234,45 +212,6 @@ fn pipe_lines(
             }
         })
         .ok()
-}
-
-/// A private directory for the job's sockets: `hydrofeed-launch-<pid>-<random>` under
-/// `$XDG_RUNTIME_DIR` (else the temporary directory), created 0700 by this call: a directory
-/// someone else made beforehand, at a predictable name, is never used.
-pub fn private_run_dir(prefix: &str) -> anyhow::Result<PathBuf> {
-    use rand::RngCore;
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    for _ in 0..16 {
-        let dir = base.join(format!(
-            "{prefix}-{}-{:08x}",
-            std::process::id(),
-            rand::rng().next_u32()
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {
-                let m = std::fs::symlink_metadata(&dir)
-                    .with_context(|| format!("{}", dir.display()))?;
-                // SAFETY: getuid never fails and has no preconditions.
-                let uid = unsafe { libc::getuid() };
-                anyhow::ensure!(
-                    m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0,
-                    "{}: not a private directory of this user",
-                    dir.display()
-                );
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    bail!(
-        "could not create a private directory under {}",
-        base.display()
-    )
 }
 
 pub(super) fn free_ports(n: u32) -> anyhow::Result<Vec<u32>> {

@@ -50,13 +50,13 @@ mod children;
 mod feeder;
 mod gpus;
 mod nodes;
+mod run_dir;
 mod supervisor;
 
 use certs::JobTls;
 pub use certs::TlsMode;
-pub use children::private_run_dir;
-use children::RunDir;
 use nodes::{Coord, NodePlan};
+use run_dir::RunDir;
 use supervisor::{Job, Supervisor};
 
 /// Seconds a trainer waits for a restarted feeder (`hydrofeed.DataFeed` reads it).

@@ -34,8 +34,8 @@ use hydrofeed_coord::token::Token;
 use hydrofeed_coord::{Config, Machine, SplitInfo, Stage};
 use indicatif::ProgressBar;
 
-use super::children::RunDir;
 use super::gpus::RankGpu;
+use super::run_dir::RunDir;
 use super::supervisor::{Job, Supervisor};
 use super::{Args, Ended};
 
