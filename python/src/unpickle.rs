@@ -473,14 +473,19 @@ fn new_float(py: Python<'_>, v: f64) -> *mut ffi::PyObject {
     }
 }
 
-/// A new list of the `BINFLOAT`s `floats` (9 bytes each), its items written in place.
+/// A new list of the `BINFLOAT`s `floats` (9 bytes each), its items written in place. Its
+/// `0.0`s (the bits of positive zero; `-0.0` is another value) are one float object: images
+/// and one-hot vectors fed as lists are mostly zeros, and each float costs an allocation to
+/// make and a free to drop. Floats are immutable; only `is` and `id()` tell the difference, as
+/// they do for the small values CPython shares itself.
 fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let n = floats.len() / 9;
     // SAFETY: the GIL is held. `PyList_New(n)` makes a list of `n` null items, which its
     // traversal and deallocation skip, so the list is sound at every step: on an error it is
     // dropped with the items set so far. Each item is set once, to a new reference the list
-    // then owns; no code runs in between that could see the list (floats are not tracked by
-    // the collector, so making one starts no collection).
+    // then owns (the shared zero gains one per item after the first, which owns the one it
+    // was made with); no code runs in between that could see the list (floats are not tracked
+    // by the collector, so making one starts no collection).
     unsafe {
         let list = ffi::PyList_New(n as ffi::Py_ssize_t);
         if list.is_null() {
@@ -488,11 +493,22 @@ fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>
         }
         let list = Bound::from_owned_ptr(py, list);
         let items = (*list.as_ptr().cast::<ListObject>()).ob_item;
+        let mut zero: *mut ffi::PyObject = std::ptr::null_mut();
         for (i, f) in floats.chunks_exact(9).enumerate() {
-            let v = new_float(py, be_f64(&f[1..]));
-            if v.is_null() {
-                return Err(PyErr::fetch(py));
-            }
+            let bits = u64::from_be_bytes(f[1..].try_into().expect("8 bytes"));
+            let v = if bits == 0 && !zero.is_null() {
+                ffi::Py_INCREF(zero);
+                zero
+            } else {
+                let v = new_float(py, f64::from_bits(bits));
+                if v.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                if bits == 0 {
+                    zero = v;
+                }
+                v
+            };
             *items.add(i) = v;
         }
         Ok(list)

@@ -265,3 +265,38 @@ def test_the_floats_it_makes_are_counted_freed_and_traced_as_any(monkeypatch):
     finally:
         tracemalloc.stop()
     assert sys.getallocatedblocks() - blocks < 200 * 784 // 100  # what they held came back
+
+
+def test_the_zeros_of_a_list_of_floats_are_one_object(monkeypatch):
+    """Images and one-hot vectors fed as lists are mostly ``0.0``: a list's zeros are one
+    float object, held once per item (as CPython shares its own small values). ``-0.0`` and
+    every other value stay objects of their own; the values, their bits and the pickle of the
+    rows are those of ``pickle.loads``; the shared zero is freed with the last list holding it."""
+    import gc
+    import sys
+
+    rng = random.Random(5)
+    image = [0.0 if rng.random() < 0.8 else rng.randrange(1, 256) / 255.0 for _ in range(784)]
+    image[3], image[4] = -0.0, 0.0
+    batch = [(list(image), i) for i in range(50)]
+    blob = pickle.dumps(batch, protocol=5)
+    _no_pickle_loads(monkeypatch)
+    gc.collect()
+    blocks = sys.getallocatedblocks()
+    got = _native.unpickle_frame(_frame([blob]), True)
+    row = got[7][0]
+    zeros = [x for x in row if x == 0.0 and math.copysign(1.0, x) > 0]
+    assert len(zeros) > 500 and all(z is zeros[0] for z in zeros)
+    assert row[3] is not row[4] and math.copysign(1.0, row[3]) < 0
+    others = [x for x in row if x != 0.0]
+    assert len({id(x) for x in others}) == len(others)
+    count, first = len(zeros), zeros[0]
+    del zeros
+    refs = sys.getrefcount(first)
+    assert refs == count + 2  # the row's items, `first`, the call's
+    assert _same(got, batch) and pickle.dumps(got, protocol=5) == blob
+    # 50 rows of ~160 other values each, not 50 x 784 floats
+    assert sys.getallocatedblocks() - blocks < 50 * 784 // 3
+    del got, row, first, others
+    gc.collect()
+    assert sys.getallocatedblocks() - blocks < 100
