@@ -158,7 +158,7 @@ fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS
 
 # `make test`'s steps, each followed by a line saying how long it took (.ci/run repeats them in
 # its summary: what to look at when CI nears its time limit).
-timed = @s=$$(date +%s); $(MAKE) $(1); rc=$$?; echo "==== make $(1): $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
+timed = @s=$$(date +%s); rc=0; $(MAKE) $(1) || rc=$$?; echo "==== make $(1): $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
 
 test: venv ## All tests, and the static checks (make check)
 	$(call timed,check-rust)

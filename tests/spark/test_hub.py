@@ -383,7 +383,7 @@ def _feed(hub, batches, partition=0):
 
 
 def test_many_partitions_pass_through_rings_whose_space_comes_back(hub):
-    """3 partitions of 200 batches of 100 KB each: 20 MB a partition through its 16 MiB ring
+    """3 partitions of 200 batches of 100 KB each: 20 MB a partition through its 4 MiB ring
     (its space is reused), every pixel as sent."""
     for partition in range(3):
         t, out = _feed(hub, _image_batches(200, start=200 * partition), partition)
@@ -416,7 +416,7 @@ def test_batches_the_trainer_keeps_do_not_stop_the_feed(hub):
 
 
 def test_a_batch_larger_than_the_ring_takes_is_split_by_rows(hub):
-    """A 41 MB batch (more than the largest ring's largest frame, 32 MiB) arrives as smaller
+    """A 41 MB batch (more than the largest ring's largest frame, 8 MiB) arrives as smaller
     batches holding every row once, in order."""
     t, out = _feed(hub, _image_batches(1, rows_per_batch=13000))
     got, rows_in = [], 0

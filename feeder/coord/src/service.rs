@@ -363,6 +363,12 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The sessions' requests held now (told to wait, not answered yet).
+    #[cfg(test)]
+    pub(crate) fn held_requests(&self) -> usize {
+        self.lock().held.waiting()
+    }
+
     /// Runs `f` on the machine (metrics, state, tests).
     pub fn with_machine<T>(&self, f: impl FnOnce(&Machine) -> T) -> T {
         f(&self.lock().m)

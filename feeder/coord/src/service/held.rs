@@ -41,6 +41,14 @@ pub(super) struct HeldRequests {
     swept: usize,
 }
 
+impl HeldRequests {
+    /// The requests held now.
+    #[cfg(test)]
+    pub(super) fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+}
+
 impl Inner {
     /// Holds `req` (told to wait) until work may come free; the receiver gets its answer. A
     /// request whose session stopped waiting (the hold's time passed, the stream broke) is

@@ -471,6 +471,17 @@ fn requests_held_at_the_barrier_are_granted_together_and_journaled_after_the_ack
                 })
             })
             .collect();
+        // Held from when the coordinator has them, which a loaded machine may delay past any
+        // fixed sleep after they were sent: wait until all five are held, then hold on.
+        let t = std::time::Instant::now();
+        while svc.shared.held_requests() < 5 {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{} of 5 requests held",
+                svc.shared.held_requests()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(
             waiting.iter().all(|w| !w.is_finished()),
