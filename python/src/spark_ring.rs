@@ -41,15 +41,19 @@ use crate::blocking::{self, Owner, Step, TICK};
 use crate::error::{self, PeerLostError};
 
 /// A ring holds this many frames the size of its first batch, within [`MIN_RING`] and
-/// [`MAX_RING`] bytes (frames up to half of it; a larger batch is split by rows). Each
-/// partition makes its own ring, its pages allocated and cleared by the kernel when it is
-/// made: 48 frames of up to 64 MiB cost a feeding task ~0.1 s before its first batch (a
-/// DataFrame's 10,000-row Arrow batches, 1,024 numpy rows), in the feeding workers' CPU.
-const RING_FRAMES: usize = 16;
+/// [`MAX_RING`] bytes (frames up to half of it; a larger batch is split by rows).
+const RING_FRAMES: usize = 48;
 /// The smallest ring (an empty partition's, or one of small batches).
 const MIN_RING: usize = 4 << 20;
-/// The largest ring.
+/// The largest ring of Arrow columns. Each partition makes its own, its pages allocated and
+/// cleared by the kernel when it is made: at 64 MiB (a DataFrame's 10,000-row Arrow batches,
+/// 1,024 numpy rows) that cost a feeding task ~0.1 s before its first batch, in the feeding
+/// workers' CPU; at 16 MiB those feeds ran 1.1-1.3x the rows a second.
 const MAX_RING: usize = 16 << 20;
+/// The largest ring of forwarded pickled rows (schema metadata `hf.row` = `pickled`): their
+/// frames wait in the ring until the trainer's thread makes their objects, and the list RDD's
+/// feed read 0.58-0.72 of its ceiling with 4-8 MiB rings against 0.82-0.83 with 32 MiB.
+const MAX_PICKLED_RING: usize = 64 << 20;
 
 /// When the slots the trainer holds pin more than this share of the ring, the hub reads no
 /// further ahead; if they still do after [`PATIENCE`], they are copied out of it.
@@ -98,6 +102,8 @@ fn frame_err(e: FrameError) -> PyErr {
 struct Writer {
     /// The socket, until the ring is offered on it.
     sock: Option<OwnedFd>,
+    /// The largest ring this partition's frames may have ([`MAX_RING`] or [`MAX_PICKLED_RING`]).
+    max_ring: usize,
     producer: Option<Producer>,
     enc: Option<FrameEncoder>,
     seq: u64,
@@ -114,7 +120,7 @@ impl Writer {
             let cfg = RingConfig {
                 capacity: len
                     .saturating_mul(RING_FRAMES)
-                    .clamp(MIN_RING, MAX_RING)
+                    .clamp(MIN_RING, self.max_ring)
                     .next_power_of_two(),
                 max_frame: None,
             };
@@ -200,6 +206,7 @@ impl RingWriter {
             owner: Owner::here(),
             inner: Mutex::new(Some(Writer {
                 sock: Some(dup(fd)?),
+                max_ring: MAX_RING,
                 producer: None,
                 enc: None,
                 seq: 0,
@@ -219,16 +226,20 @@ impl RingWriter {
             // are encoded before either is put.
             let mut schema = None;
             if w.enc.as_ref().is_none_or(|e| e.schema() != &rb.schema()) {
+                if w.producer.is_none() {
+                    let pickled =
+                        rb.schema().metadata().get("hf.row").map(String::as_str) == Some("pickled");
+                    w.max_ring = if pickled { MAX_PICKLED_RING } else { MAX_RING };
+                }
                 let mut enc = FrameEncoder::new(rb.schema()).map_err(frame_err)?;
                 schema = Some(enc.schema_frame(w.meta()).map_err(frame_err)?);
                 w.enc = Some(enc);
             }
             let mut meta = w.meta();
             meta.seq += u64::from(schema.is_some());
+            let max_frame = w.max_ring / 2;
             let enc = w.enc.as_mut().expect("set above");
-            let f = enc
-                .batch_within(&rb, meta, MAX_RING / 2)
-                .map_err(frame_err)?;
+            let f = enc.batch_within(&rb, meta, max_frame).map_err(frame_err)?;
             let mut put = || -> PyResult<bool> {
                 if f.len() > w.ring(py, f.len(), timeout)?.max_frame() {
                     return Ok(false);

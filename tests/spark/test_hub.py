@@ -383,7 +383,7 @@ def _feed(hub, batches, partition=0):
 
 
 def test_many_partitions_pass_through_rings_whose_space_comes_back(hub):
-    """3 partitions of 200 batches of 100 KB each: 20 MB a partition through its 4 MiB ring
+    """3 partitions of 200 batches of 100 KB each: 20 MB a partition through its 8 MiB ring
     (its space is reused), every pixel as sent."""
     for partition in range(3):
         t, out = _feed(hub, _image_batches(200, start=200 * partition), partition)
