@@ -54,6 +54,9 @@ const MAX_RING: usize = 16 << 20;
 /// frames wait in the ring until the trainer's thread makes their objects, and the list RDD's
 /// feed read 0.58-0.72 of its ceiling with 4-8 MiB rings against 0.82-0.83 with 32 MiB.
 const MAX_PICKLED_RING: usize = 64 << 20;
+/// The schema metadata key saying what a frame's rows are, and its value for forwarded pickled
+/// rows (`ROW_KIND` in `hydrofeed/spark/rows.py`).
+const ROW_KIND: (&str, &str) = ("hf.row", "pickled");
 
 /// When the slots the trainer holds pin more than this share of the ring, the hub reads no
 /// further ahead; if they still do after [`PATIENCE`], they are copied out of it.
@@ -227,8 +230,8 @@ impl RingWriter {
             let mut schema = None;
             if w.enc.as_ref().is_none_or(|e| e.schema() != &rb.schema()) {
                 if w.producer.is_none() {
-                    let pickled =
-                        rb.schema().metadata().get("hf.row").map(String::as_str) == Some("pickled");
+                    let pickled = rb.schema().metadata().get(ROW_KIND.0).map(String::as_str)
+                        == Some(ROW_KIND.1);
                     w.max_ring = if pickled { MAX_PICKLED_RING } else { MAX_RING };
                 }
                 let mut enc = FrameEncoder::new(rb.schema()).map_err(frame_err)?;
