@@ -27,6 +27,7 @@ __all__ = [
     "SOCKET_ENV",
     "tf_config",
     "unpickle_frame",
+    "arena_cache",
     "NoCudaDeviceError",
     "CudaTensor",
     "CudaRagged",
@@ -49,6 +50,11 @@ def unpickle_frame(column: Any, batched: bool) -> list[Any]:
     """The objects of a frame of pickled elements (a pyarrow ``binary`` or ``large_binary``
     array, one pickle a value): what ``pickle.loads`` makes of each, the items of each list
     where ``batched``."""
+
+def arena_cache() -> tuple[bool, int]:
+    """``(installed, kept_bytes)``: whether the cache of freed object arenas that
+    ``unpickle_frame`` puts in front of the interpreter's allocator is in place
+    (``HYDROFEED_ARENA_CACHE_MB``, 0: never), and the bytes it holds now."""
 
 class HydrofeedError(Exception): ...
 class DataError(HydrofeedError): ...

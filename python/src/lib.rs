@@ -7,7 +7,8 @@
 //!   GPU discovery and the H2D measurement of `bench gpu`.
 //! - [`spark_ring`]: the ring a Spark feeding task feeds a trainer through.
 //! - [`rebatch::Rebatcher`]: the cutter of `DataFeed.next_batch(n)`.
-//! - [`unpickle::unpickle_frame`]: rows Spark holds pickled, made into objects in the trainer.
+//! - [`unpickle::unpickle_frame`]: rows Spark holds pickled, made into objects in the trainer;
+//!   [`arena`]: the cache of freed object memory that making them batch after batch reuses.
 //! - [`error`]: the exception tree; [`blocking`]: the one chokepoint for blocking calls (GIL
 //!   released, Ctrl-C answered every 100 ms, overall deadline, fork refused).
 //!
@@ -15,6 +16,7 @@
 
 use pyo3::prelude::*;
 
+pub mod arena;
 pub mod blocking;
 pub mod error;
 pub mod feed;
@@ -66,6 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     m.add_function(wrap_pyfunction!(tf_config, m)?)?;
     m.add_function(wrap_pyfunction!(unpickle::unpickle_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(unpickle::arena_cache, m)?)?;
     m.add_class::<gpu::DeviceFeed>()?;
     m.add_class::<gpu::DeviceBatch>()?;
     m.add_class::<gpu::CudaTensor>()?;

@@ -27,6 +27,7 @@ pub fn unpickle_frame<'py>(
     column: PyArray,
     batched: bool,
 ) -> PyResult<Bound<'py, PyList>> {
+    crate::arena::install();
     let array = column.array();
     let out = PyList::empty(py);
     let mut each = |blob: &[u8]| -> PyResult<()> {
@@ -513,6 +514,14 @@ fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>
         }
         Ok(list)
     }
+}
+
+/// `(installed, kept_bytes)`: whether the cache of freed arenas that `unpickle_frame` puts in
+/// front of the interpreter's allocator is in place, and the bytes it holds now
+/// (`crate::arena`).
+#[pyfunction]
+pub fn arena_cache() -> (bool, usize) {
+    (crate::arena::installed(), crate::arena::kept_bytes())
 }
 
 /// Where the items of the innermost open mark begin: pickle reaches no further down.
