@@ -21,7 +21,8 @@ def procs():
             rest = open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()
             cmd = open(f"/proc/{name}/cmdline").read().replace("\0", " ")
         except OSError: continue
-        out[int(name)] = (sum(int(x) for x in rest[11:15]) / tick, cmd)
+        # CPU s (user + system, with reaped children), the command, minor page faults, system s
+        out[int(name)] = (sum(int(x) for x in rest[11:15]) / tick, cmd, int(rest[7]), int(rest[12]) / tick)
     return out
 
 
@@ -36,9 +37,12 @@ def kind(cmd, pid):
 
 def delta(a, b):
     d = {}
-    for pid, (c, cmd) in b.items():
-        c0 = a[pid][0] if pid in a else 0.0
+    for pid, (c, cmd, flt, sys_s) in b.items():
+        c0, _, f0, s0 = a.get(pid, (0.0, "", 0, 0.0))
         k = kind(cmd, pid); d[k] = round(d.get(k, 0) + c - c0, 2)
+        if k == "trainer":  # where its time goes: minor page faults and system time
+            d["trainer_faults"] = d.get("trainer_faults", 0) + flt - f0
+            d["trainer_sys"] = round(d.get("trainer_sys", 0) + sys_s - s0, 2)
     return {k: v for k, v in d.items() if abs(v) > 0.005}
 
 

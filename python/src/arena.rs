@@ -4,9 +4,9 @@
 //!
 //! CPython's small-object allocator takes its memory in arenas (1 MiB since 3.10) and hands an
 //! arena back to the kernel (`munmap`) as soon as every object in it is freed, keeping one empty
-//! arena at most. A trainer that makes a batch of list rows (100 rows of 784 floats: ~2 MB of
-//! float objects), uses it and drops it, so maps, faults in (zeroed by the kernel) and unmaps
-//! ~500 pages for every batch: about a third of the time to make and drop such rows
+//! arena at most. A trainer that takes batches of list rows (1,024 rows of 784 floats: 19 MB of
+//! float objects), dropping each as it makes the next, so maps, faults in (zeroed by the kernel)
+//! and unmaps two pages a row: about a quarter of the time to make such rows
 //! (`benches/results/spark_arena`). [`install`] puts a cache in front of the interpreter's arena
 //! allocator (`PyObject_SetArenaAllocator`, the documented hook): a freed arena is kept, up to
 //! [`cache_bytes`], and handed out again before a new one is asked for. What the cache keeps

@@ -145,7 +145,10 @@ public final class MiniDfs {
                     stopped.add(dfs.stopDataNode(0));
                 } else if (cmd[0].equals("restart-datanodes")) {
                     for (MiniDFSCluster.DataNodeProperties p : stopped) {
-                        dfs.restartDataNode(p, true);
+                        // On new ports: the old ones may have been taken meanwhile (a client's
+                        // ephemeral port; "BindException: Address already in use"). Clients
+                        // learn the new addresses from the NameNode's block locations.
+                        dfs.restartDataNode(p, false);
                     }
                     stopped.clear();
                     dfs.waitActive();
