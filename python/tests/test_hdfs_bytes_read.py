@@ -44,9 +44,11 @@ def _jmx(url: str) -> list[dict]:
 
 
 def datanode_bytes_read() -> int:
-    """The sum of every live DataNode's ``BytesRead``, once the metrics' JMX cache (10 s)
-    shows everything read before the call."""
-    time.sleep(11)
+    """The sum of every live DataNode's ``BytesRead``, once the metrics' JMX cache shows
+    everything read before the call: it holds a source's values for one metrics period, 1 s in
+    the harness's MiniDFS (``tests/minidfs/src/main/resources/hadoop-metrics2.properties``;
+    10 s by default)."""
+    time.sleep(2.5)
     info = _jmx(f"{NN_HTTP}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")[0]
     # The DataNodes of a MiniDFS share one JVM: each one's /jmx shows every one's bean.
     seen: dict[str, int] = {}
