@@ -344,7 +344,7 @@ def test_rows_made_batch_after_batch_reuse_the_memory_of_the_dropped_ones():
     first, *later = on["faults"]
     assert first > 300 * 784 * 24 // 4096 // 2, on  # the first batch takes its pages
     assert max(later) < first // 2, on  # the next ones reuse them
-    assert on["cache"][0] and on["cache"][1] >= 4 << 20, on
+    assert on["cache"][0] and on["cache"][1] > 0, on  # it holds the last batch's arenas
     off = _rounds({"HYDROFEED_ARENA_CACHE_MB": "0"})
     assert off["cache"] == [False, 0], off
     assert min(off["faults"][1:]) > off["faults"][0] // 2, off  # without it every batch faults
