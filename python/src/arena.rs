@@ -53,7 +53,7 @@ unsafe impl Send for Cache {}
 static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 static INSTALL: Once = Once::new();
 
-/// The cache's size in bytes: [`ENV`] in MiB, or [`DEFAULT_MB`].
+/// The cache's size in bytes: [`ENV`] in MiB, or 64 MiB.
 pub fn cache_bytes() -> usize {
     std::env::var(ENV)
         .ok()
