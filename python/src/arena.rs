@@ -20,13 +20,17 @@
 use std::ffi::c_void;
 use std::sync::{Mutex, Once};
 
+use pyo3::prelude::*;
+
+type AllocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize);
+
 /// `PyObjectArenaAllocator` (CPython's `cpython/objimpl.h`, unchanged since 3.4).
 #[repr(C)]
-#[derive(Clone, Copy)]
 struct ArenaAllocator {
     ctx: *mut c_void,
-    alloc: Option<unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void>,
-    free: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, usize)>,
+    alloc: Option<AllocFn>,
+    free: Option<FreeFn>,
 }
 
 type GetSet = unsafe extern "C" fn(*mut ArenaAllocator);
@@ -38,8 +42,11 @@ pub const ENV: &str = "HYDROFEED_ARENA_CACHE_MB";
 const DEFAULT_MB: usize = 64;
 
 struct Cache {
-    /// The allocator the cache wraps: every arena is made and freed by it.
-    inner: ArenaAllocator,
+    /// The allocator the cache wraps (its context and functions): every arena is made and
+    /// freed by it.
+    ctx: *mut c_void,
+    alloc: AllocFn,
+    free: FreeFn,
     /// Freed arenas kept, with their sizes.
     kept: Vec<(usize, usize)>,
     kept_bytes: usize,
@@ -72,11 +79,8 @@ unsafe extern "C" fn alloc(_ctx: *mut c_void, size: usize) -> *mut c_void {
         c.kept_bytes -= size;
         return addr as *mut c_void;
     }
-    match c.inner.alloc {
-        // SAFETY: the wrapped allocator's own function and context, as CPython would call it.
-        Some(f) => unsafe { f(c.inner.ctx, size) },
-        None => std::ptr::null_mut(),
-    }
+    // SAFETY: the wrapped allocator's own function and context, as CPython would call it.
+    unsafe { (c.alloc)(c.ctx, size) }
 }
 
 unsafe extern "C" fn free(_ctx: *mut c_void, ptr: *mut c_void, size: usize) {
@@ -89,10 +93,8 @@ unsafe extern "C" fn free(_ctx: *mut c_void, ptr: *mut c_void, size: usize) {
         c.kept_bytes += size;
         return;
     }
-    if let Some(f) = c.inner.free {
-        // SAFETY: `ptr` was made by the wrapped allocator (the cache makes none of its own).
-        unsafe { f(c.inner.ctx, ptr, size) }
-    }
+    // SAFETY: `ptr` was made by the wrapped allocator (the cache makes none of its own).
+    unsafe { (c.free)(c.ctx, ptr, size) }
 }
 
 /// Looks up one of the interpreter's functions by name; None where it has none.
@@ -105,9 +107,8 @@ fn symbol(name: &std::ffi::CStr) -> Option<GetSet> {
 }
 
 /// Puts the cache in front of the interpreter's arena allocator, once per process (a later call
-/// does nothing). The caller holds the GIL, as the allocator's hooks require. Returns whether the
-/// cache is in place.
-pub fn install() -> bool {
+/// does nothing). The caller holds the GIL, as the allocator's hooks require.
+pub fn install() {
     INSTALL.call_once(|| {
         let cap_bytes = cache_bytes();
         if cap_bytes == 0 {
@@ -126,11 +127,13 @@ pub fn install() -> bool {
         };
         // SAFETY: the GIL is held; CPython fills the struct with its current allocator.
         unsafe { get(&mut inner) };
-        if inner.alloc.is_none() || inner.free.is_none() {
+        let (Some(alloc_inner), Some(free_inner)) = (inner.alloc, inner.free) else {
             return;
-        }
+        };
         *CACHE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cache {
-            inner,
+            ctx: inner.ctx,
+            alloc: alloc_inner,
+            free: free_inner,
             kept: Vec::with_capacity(cap_bytes >> 18),
             kept_bytes: 0,
             cap_bytes,
@@ -144,19 +147,12 @@ pub fn install() -> bool {
         // freed through `free`, which keeps them or hands them to the allocator that made them.
         unsafe { set(&mut ours) };
     });
-    installed()
 }
 
-/// Whether the cache is in place.
-pub fn installed() -> bool {
-    CACHE.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-}
-
-/// The bytes of freed arenas the cache holds now.
-pub fn kept_bytes() -> usize {
-    CACHE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map_or(0, |c| c.kept_bytes)
+/// `(installed, kept_bytes)`: whether the cache that `unpickle_frame` puts in front of the
+/// interpreter's arena allocator is in place, and the bytes of freed arenas it holds now.
+#[pyfunction]
+pub fn arena_cache() -> (bool, usize) {
+    let guard = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    (guard.is_some(), guard.as_ref().map_or(0, |c| c.kept_bytes))
 }

@@ -68,7 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOCKET_ENV", hydrofeed_tfbridge::SOCKET_ENV)?;
     m.add_function(wrap_pyfunction!(tf_config, m)?)?;
     m.add_function(wrap_pyfunction!(unpickle::unpickle_frame, m)?)?;
-    m.add_function(wrap_pyfunction!(unpickle::arena_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(arena::arena_cache, m)?)?;
     m.add_class::<gpu::DeviceFeed>()?;
     m.add_class::<gpu::DeviceBatch>()?;
     m.add_class::<gpu::CudaTensor>()?;

@@ -516,14 +516,6 @@ fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>
     }
 }
 
-/// `(installed, kept_bytes)`: whether the cache of freed arenas that `unpickle_frame` puts in
-/// front of the interpreter's allocator is in place, and the bytes it holds now
-/// (`crate::arena`).
-#[pyfunction]
-pub fn arena_cache() -> (bool, usize) {
-    (crate::arena::installed(), crate::arena::kept_bytes())
-}
-
 /// Where the items of the innermost open mark begin: pickle reaches no further down.
 fn floor(marks: &[usize]) -> usize {
     marks.last().copied().unwrap_or(0)
