@@ -169,8 +169,9 @@ test: venv ## All tests, and the static checks (make check)
 
 check: check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
 
-check-rust: venv ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind
+check-rust: venv ## fmt, one feature set for the two release builds, clippy -D warnings, docs -D warnings, ring tests under valgrind
 	$(CARGO) fmt --all --check
+	$(PY) hack/feature_diff.py
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	$(MAKE) valgrind
