@@ -48,17 +48,24 @@ RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
 DV_DELETE = ("java.lang.String", "long", "org.apache.iceberg.PartitionSpec", "org.apache.iceberg.StructLike")
 
 
-def invoke(gateway: Any, obj: Any, name: str, types: tuple[str, ...], *args: Any) -> Any:
-    """Calls `obj.name(*args)`, the method of parameter types `types`, through Java reflection,
-    which widens an ``Integer`` to a ``long`` parameter (py4j hands a small Python int over as an
-    ``Integer`` and finds no method taking a ``long``)."""
+def method(obj: Any, name: str, types: tuple[str, ...]) -> Any:
+    """The Java method `name` of parameter types `types` of `obj`'s class, to call with
+    `invoke`: looked up once per call site, not per row (the lookup walks every method of the
+    class over the gateway)."""
     for m in obj.getClass().getMethods():
         if m.getName() == name and tuple(t.getName() for t in m.getParameterTypes()) == types:
-            a = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
-            for i, v in enumerate(args):
-                a[i] = v
-            return m.invoke(obj, a)
+            return m
     raise AttributeError(f"{obj.getClass().getName()} has no method {name}{types}")
+
+
+def invoke(gateway: Any, m: Any, obj: Any, *args: Any) -> Any:
+    """Calls the Java method `m` (from `method`) on `obj` through reflection, which widens an
+    ``Integer`` to a ``long`` parameter (py4j hands a small Python int over as an ``Integer``
+    and finds no method taking a ``long``)."""
+    a = gateway.new_array(gateway.jvm.java.lang.Object, len(args))
+    for i, v in enumerate(args):
+        a[i] = v
+    return m.invoke(obj, a)
 
 
 class Writer:
@@ -154,12 +161,14 @@ class Writer:
             out = self._out().newOutputFile(self.spec, part) if part is not None \
                 else self._out().newOutputFile()
             w = self.writers.newDataWriter(out, self.spec, part)
+            # each row a copy of one holding the column all rows share: fewer gateway calls
+            template = self.ice.data.GenericRecord.create(self.schema)
+            template.setField("pad", "p" * 40)
             for i in ids:
-                r = self.ice.data.GenericRecord.create(self.schema)
+                r = template.copy()
                 r.setField("id", i)
                 r.setField("k", i % 3)
                 r.setField("x", float(i) / 3)
-                r.setField("pad", "p" * 40)
                 w.write(r)
             w.close()
             df = w.toDataFile()
@@ -185,10 +194,12 @@ class Writer:
             out = self._out().newOutputFile(self.spec, part) if part is not None \
                 else self._out().newOutputFile()
             w = self.writers.newPositionDeleteWriter(out, self.spec, part)
+            create = self.ice.deletes.PositionDelete.create
+            set_ = method(create(), "set", ("java.lang.CharSequence", "long"))
             for path in sorted(g):
                 for pos in g[path]:
-                    d = self.ice.deletes.PositionDelete.create()
-                    invoke(self.gateway, d, "set", ("java.lang.CharSequence", "long"), path, pos)
+                    d = create()
+                    invoke(self.gateway, set_, d, path, pos)
                     w.write(d)
             w.close()
             delta.addDeletes(w.toDeleteFile())
@@ -209,10 +220,12 @@ class Writer:
                 implements = ["java.util.function.Function"]
 
         w = self.ice.deletes.BaseDVFileWriter(self._out(self.ice.FileFormat.PUFFIN), NoPrevious())
+        delete = method(w, "delete", DV_DELETE)
         for path in sorted(g):
             df = self.data_files[path]
+            part = df.partition()
             for pos in g[path]:
-                invoke(self.gateway, w, "delete", DV_DELETE, path, pos, self.spec, df.partition())
+                invoke(self.gateway, delete, w, path, pos, self.spec, part)
         w.close()
         new = list(w.result().deleteFiles())
         delta = self.table.newRowDelta()

@@ -31,6 +31,18 @@ def wheel() -> Path:
     return Path(built[-1])
 
 
+@pytest.fixture(scope="module")
+def packed_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """make-env.sh's archive of a venv with the wheel (and no extra), packed once for the tests
+    that unpack or ship it: each takes it read-only."""
+    archive = tmp_path_factory.mktemp("packed") / "hydrofeed-env.tar.gz"
+    r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
+                       env={**os.environ, "OUT": str(archive)}, capture_output=True, text=True,
+                       timeout=900, cwd=archive.parent)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return archive
+
+
 def test_the_wheel_is_abi3_manylinux_and_carries_the_binary(wheel: Path) -> None:
     assert re.search(r"-cp311-abi3-manylinux_2_34_x86_64\.whl$", wheel.name), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
@@ -97,21 +109,16 @@ def test_the_cluster_recipes_parse_and_name_what_exists() -> None:
     assert re.search(r"^kind: Pod$", pod, re.M) and "spark-kubernetes-executor" in pod
 
 
-def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(wheel: Path,
+def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(packed_env: Path,
                                                                  tmp_path: Path) -> None:
     """make-env.sh packs a venv with the wheel (venv-pack), as a YARN job ships it with
     `--archives hydrofeed-env.tar.gz#env`; unpacked elsewhere, its python finds its own
     hydrofeed binary, with nothing set."""
     import tarfile
 
-    archive = tmp_path / "hydrofeed-env.tar.gz"
-    r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
-                       env={**os.environ, "OUT": str(archive)}, capture_output=True, text=True,
-                       timeout=900, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
     env_dir = tmp_path / "container" / "env"  # where YARN unpacks `#env` in the container
     env_dir.mkdir(parents=True)
-    with tarfile.open(archive) as t:
+    with tarfile.open(packed_env) as t:
         t.extractall(env_dir, filter="fully_trusted")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     p = subprocess.run(["./env/bin/python", "-c",
@@ -128,8 +135,8 @@ def test_a_packed_env_runs_hydrofeed_from_where_spark_unpacks_it(wheel: Path,
 
 @pytest.mark.spark
 @pytest.mark.parametrize("spark", ["dev", "3.5"])
-def test_spark_executors_run_from_a_shipped_environment(wheel: Path, tmp_path: Path,
-                                                       spark: str) -> None:
+def test_spark_executors_run_from_a_shipped_environment(wheel: Path, packed_env: Path,
+                                                       tmp_path: Path, spark: str) -> None:
     """File mode on local-cluster with executors whose Python and hydrofeed binary come from a
     venv-pack archive (`spark.archives ...#env`, `spark.pyspark.python=./env/bin/python`), as
     YARN users ship them; the test's own PYTHONPATH and HYDROFEED_BIN are not passed on. On the
@@ -145,11 +152,6 @@ def test_spark_executors_run_from_a_shipped_environment(wheel: Path, tmp_path: P
                             str(wheel)], capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr[-3000:]
 
-    archive = tmp_path / "hydrofeed-env.tar.gz"
-    r = subprocess.run(["bash", str(CLUSTER / "make-env.sh"), str(wheel), ""],
-                       env={**os.environ, "OUT": str(archive)}, capture_output=True, text=True,
-                       timeout=900, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
     data, out = tmp_path / "data", tmp_path / "out"
     out.mkdir()
     subprocess.run([sys.executable, "-c", f"""
@@ -160,7 +162,7 @@ subprocess.run([hydrofeed_bin(), 'gen', '--format', 'parquet', '--rows', '2000',
 """], check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDROFEED_BIN")}
     p = subprocess.run([driver, str(Path(__file__).parent / "archive_job.py"),
-                        str(archive), str(data), str(out)], capture_output=True, text=True,
+                        str(packed_env), str(data), str(out)], capture_output=True, text=True,
                        env=env, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])
