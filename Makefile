@@ -16,7 +16,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 CARGO := cargo
 
-PHONY_EXTRA := ci-free-disk krb5-tools build-tools test-secure develop-debug valgrind check-rust check-python
+PHONY_EXTRA := ci-free-disk venv-wait krb5-tools build-tools test-secure develop-debug valgrind check-rust check-python
 .PHONY: help venv venv-demo build develop demo wheel $(PHONY_EXTRA) test test-rust test-python test-hdfs fuzz-diff fuzz check bench clean
 BIN := $(CARGO_TARGET_DIR)/release/hydrofeed
 
@@ -160,8 +160,14 @@ fuzz: ## Coverage-guided fuzzing (stable): each of FUZZ_TARGETS for FUZZ_SECONDS
 # its summary: what to look at when CI nears its time limit).
 timed = @s=$$(date +%s); rc=0; $(MAKE) $(1) || rc=$$?; echo "==== make $(1): $$(( $$(date +%s) - s )) s, exit $$rc"; exit $$rc
 
-test: venv ## All tests, and the static checks (make check)
+# The venv's installs (TensorFlow, torch, JAX, PySpark: mostly download and unpacking) run in
+# the background while check-rust compiles, which needs no venv; its log is printed once it ends.
+VENV_LOG := $(CARGO_TARGET_DIR)/venv-install.log
+test: build-tools ## All tests, and the static checks (make check)
+	@mkdir -p $(CARGO_TARGET_DIR) && rm -f $(VENV_LOG).rc && \
+	  { $(MAKE) venv > $(VENV_LOG) 2>&1; echo $$? > $(VENV_LOG).rc; } </dev/null >/dev/null 2>&1 &
 	$(call timed,check-rust)
+	$(call timed,venv-wait)
 	$(call timed,test-rust)
 	$(if $(filter true,$(CI)),$(MAKE) ci-free-disk)
 	$(call timed,test-python)
@@ -169,16 +175,20 @@ test: venv ## All tests, and the static checks (make check)
 
 check: check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
 
-check-rust: venv ## fmt, one feature set for the two release builds, clippy -D warnings, docs -D warnings, ring tests under valgrind
+# The venv waited for: what `make test` started in the background.
+venv-wait:
+	@while [ ! -f $(VENV_LOG).rc ]; do sleep 2; done; cat $(VENV_LOG); exit "$$(cat $(VENV_LOG).rc)"
+
+check-rust: build-tools ## fmt, one feature set for the two release builds, clippy -D warnings, docs -D warnings, ring tests under valgrind
 	$(CARGO) fmt --all --check
-	$(PY) hack/feature_diff.py
+	python3 hack/feature_diff.py
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	$(MAKE) valgrind
 
 valgrind: ## ipc ring tests under valgrind memcheck
 	$(CARGO) test -p hydrofeed-ipc --no-run --message-format=json 2>/dev/null \
-	  | $(PY) -c 'import sys,json;[print(m["executable"]) for m in map(json.loads,sys.stdin) if m.get("executable") and m["target"]["name"] in ("conformance",)]' \
+	  | python3 -c 'import sys,json;[print(m["executable"]) for m in map(json.loads,sys.stdin) if m.get("executable") and m["target"]["name"] in ("conformance",)]' \
 	  | while read -r t; do valgrind --error-exitcode=1 --leak-check=full -q "$$t" --test-threads=1; done
 
 bench: venv build develop ## Benchmarks: ring, decode, feed (release build)
