@@ -173,10 +173,11 @@ test: build-tools ## All tests, and the static checks (make check)
 	$(call timed,test-python)
 	$(call timed,check-python)
 
-check: check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
+check: venv check-rust check-python ## fmt, clippy -D warnings, docs -D warnings, ring tests under valgrind, mypy --strict, stubtest
 
 # The venv waited for: what `make test` started in the background.
 venv-wait:
+	@test -f $(VENV_LOG) || { echo "venv-wait: no venv install was started (make test starts one)" >&2; exit 1; }
 	@while [ ! -f $(VENV_LOG).rc ]; do sleep 2; done; cat $(VENV_LOG); exit "$$(cat $(VENV_LOG).rc)"
 
 check-rust: build-tools ## fmt, one feature set for the two release builds, clippy -D warnings, docs -D warnings, ring tests under valgrind
