@@ -14,7 +14,7 @@
 use crate::layout::{LAYOUT_VERSION, MAX_CAPACITY, MIN_CAPACITY, SLOT_HEADER_SIZE};
 use crate::peer::Peer;
 use crate::ring::{RingConsumer, RingProducer, Shared};
-use crate::segment::{create_memfd, open_memfd, MemfdSegment};
+use crate::segment::{create_memfd, open_memfd, MemfdSegment, Pages};
 use crate::{AttachError, AttachStage, Consumer, Producer, RingConfig};
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::net::{
@@ -268,7 +268,7 @@ impl Listener {
     pub fn prepare(&self) -> Result<(), AttachError> {
         let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
         if ready.is_none() {
-            *ready = Some(create_memfd(self.cap, self.max_frame)?);
+            *ready = Some(create_memfd(self.cap, self.max_frame, Pages::Now)?);
         }
         Ok(())
     }
@@ -306,7 +306,7 @@ impl Listener {
         let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).take();
         match ready {
             Some(f) => Ok(f),
-            None => create_memfd(self.cap, self.max_frame),
+            None => create_memfd(self.cap, self.max_frame, Pages::Now),
         }
     }
 }
@@ -315,12 +315,14 @@ impl Listener {
 /// already connected, whichever side connected: a producer that dials its consumer (a Spark
 /// feeding task dialling the trainer's socket) makes the ring and offers it, as
 /// [`Listener::accept`] does for the consumer that dialled it. The consumer answers with
-/// [`take`]. The socket stays the ring's control channel.
+/// [`take`]. The socket stays the ring's control channel. The ring is made here, on the way
+/// of the first frame, so its pages are allocated as the producer first writes them, not
+/// all before it offers the ring.
 pub fn offer(sock: OwnedFd, cfg: RingConfig, timeout: Duration) -> Result<Producer, AttachError> {
     let (cap, max_frame) = geometry(&cfg)?;
     offer_on(
         sock,
-        || create_memfd(cap, max_frame),
+        || create_memfd(cap, max_frame, Pages::OnUse),
         crate::ring::deadline_after(timeout),
     )
 }
@@ -424,16 +426,19 @@ pub fn connect(path: &Path, timeout: Duration) -> Result<Consumer, AttachError> 
             Err(e) => return Err(conn_err(e)),
         }
     };
-    take_on(sock, deadline)
+    take_on(sock, deadline, Pages::Now)
 }
 
 /// The consumer's half of the handshake over a stream socket that is already connected: takes
 /// the ring a producer [`offer`]s on it (a trainer's socket that Spark feeding tasks dial).
 pub fn take(sock: OwnedFd, timeout: Duration) -> Result<Consumer, AttachError> {
-    take_on(sock, crate::ring::deadline_after(timeout))
+    take_on(sock, crate::ring::deadline_after(timeout), Pages::OnUse)
 }
 
-fn take_on(sock: OwnedFd, deadline: Instant) -> Result<Consumer, AttachError> {
+/// `pages`: when the consumer's mapping faults its pages in ([`Pages::OnUse`] for a ring
+/// [`offer`]ed, whose producer allocates them as it writes: populating it here would allocate
+/// and clear all of it).
+fn take_on(sock: OwnedFd, deadline: Instant, pages: Pages) -> Result<Consumer, AttachError> {
     let pid = check_uid(&sock)?;
     wait_readable(sock.as_fd(), deadline)?;
     let mut hello = [0u8; wire::HELLO_LEN];
@@ -468,7 +473,7 @@ fn take_on(sock: OwnedFd, deadline: Instant) -> Result<Consumer, AttachError> {
             found: hello.version,
         });
     }
-    let seg = open_memfd(memfd.as_fd(), Some(hello.capacity))?;
+    let seg = open_memfd(memfd.as_fd(), Some(hello.capacity), pages)?;
     drop(memfd);
     let sh = Shared::new(Box::new(seg))?;
     let me = std::process::id();

@@ -4,7 +4,7 @@
 
 use crate::layout::{Header, SlotHeader, KIND_DATA, KIND_PAD, SLOT_HEADER_SIZE};
 use crate::ring::{Lost, RingConsumer, RingProducer, Shared};
-use crate::segment::{create_memfd, open_memfd, HeapSegment, Segment};
+use crate::segment::{create_memfd, open_memfd, HeapSegment, Pages, Segment};
 use proptest::prelude::*;
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering;
@@ -38,8 +38,8 @@ fn producer_of(seg: Box<dyn Segment>) -> RingProducer {
 /// (capacity 1 TiB: the consumer would read far outside its mapping) changes nothing.
 #[test]
 fn geometry_is_read_once() {
-    let (fd, prod) = create_memfd(CAP, MAX).unwrap();
-    let cons = open_memfd(fd.as_fd(), Some(CAP as u64)).unwrap();
+    let (fd, prod) = create_memfd(CAP, MAX, Pages::Now).unwrap();
+    let cons = open_memfd(fd.as_fd(), Some(CAP as u64), Pages::Now).unwrap();
     let base = prod.base();
     // SAFETY: offsets 16 and 24 (capacity, max_frame) of the header page.
     unsafe {
@@ -55,14 +55,14 @@ fn geometry_is_read_once() {
 #[test]
 fn initial_positions_are_checked() {
     for (tail, head) in [(8, 8), (0, 8), (64, 0), (0, 2 * CAP as u64)] {
-        let (fd, prod) = create_memfd(CAP, MAX).unwrap();
+        let (fd, prod) = create_memfd(CAP, MAX, Pages::Now).unwrap();
         let base = prod.base();
         // SAFETY: offsets 64 (head) and 128 (tail) of the header page.
         unsafe {
             poke(base, 64, head);
             poke(base, 128, tail);
         }
-        let refused = match open_memfd(fd.as_fd(), Some(CAP as u64)) {
+        let refused = match open_memfd(fd.as_fd(), Some(CAP as u64), Pages::Now) {
             Err(_) => true,
             Ok(seg) => consumer_of(Box::new(seg)).is_none(),
         };
@@ -179,7 +179,7 @@ fn big_announced_ring_is_not_populated() {
     };
     rustix::io::pwrite(&fd, bytes, 0).unwrap();
     rustix::fs::fcntl_add_seals(&fd, crate::segment::required_seals()).unwrap();
-    let seg = open_memfd(fd.as_fd(), Some(cap as u64)).unwrap();
+    let seg = open_memfd(fd.as_fd(), Some(cap as u64), Pages::Now).unwrap();
     let len = crate::layout::HEADER_SIZE + cap;
     let mut vec = vec![0u8; len / 4096];
     // SAFETY: the mapping is `len` bytes at `base`, page aligned; `vec` has one byte per page.

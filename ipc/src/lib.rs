@@ -419,8 +419,8 @@ pub fn heap_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> {
 pub fn memfd_pair(cfg: RingConfig) -> Result<(Producer, Consumer), AttachError> {
     use std::os::fd::AsFd;
     let (cap, max_frame) = attach_geometry(&cfg)?;
-    let (fd, seg) = segment::create_memfd(cap, max_frame)?;
-    let cseg = segment::open_memfd(fd.as_fd(), Some(cap as u64))?;
+    let (fd, seg) = segment::create_memfd(cap, max_frame, segment::Pages::Now)?;
+    let cseg = segment::open_memfd(fd.as_fd(), Some(cap as u64), segment::Pages::Now)?;
     drop(fd);
     Ok((
         Producer::from_parts(RingProducer::new(Shared::new(Box::new(seg))?), None),

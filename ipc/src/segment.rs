@@ -346,6 +346,19 @@ pub(crate) fn required_seals() -> rustix::fs::SealFlags {
     SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL
 }
 
+/// When a ring mapping's pages are faulted in.
+#[cfg(not(loom))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// When it is mapped (`MAP_POPULATE`, up to [`POPULATE_MAX`]): a ring made ahead of its
+    /// consumer (a feeder's `Listener::prepare`), whose first pass then takes no faults.
+    Now,
+    /// As they are first touched: a ring made on the way of its first frame (a Spark feeding
+    /// task's [`offer`](crate::offer)), where allocating and clearing all of it up front
+    /// (64 MiB: ~65 ms) would hold that frame back while its consumer waits.
+    OnUse,
+}
+
 /// Largest mapping faulted in whole at attach (`MAP_POPULATE`). A bigger ring faults in page
 /// by page on first use: populating a peer-announced size would let the peer make us allocate
 /// up to 1 TiB, and would outlast the attach timeout.
@@ -353,13 +366,17 @@ pub(crate) fn required_seals() -> rustix::fs::SealFlags {
 pub(crate) const POPULATE_MAX: usize = 128 << 20;
 
 #[cfg(not(loom))]
-fn map_fd(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> Result<memmap2::MmapRaw, AttachError> {
+fn map_fd(
+    fd: std::os::fd::BorrowedFd<'_>,
+    len: usize,
+    pages: Pages,
+) -> Result<memmap2::MmapRaw, AttachError> {
     use std::os::fd::AsRawFd;
     // MAP_POPULATE: fault the ring in at attach, not one page at a time on the first pass of
     // the hot path (the ring is meant to be used whole anyway), up to POPULATE_MAX.
     let mut opts = memmap2::MmapOptions::new();
     opts.len(len);
-    if len <= POPULATE_MAX {
+    if pages == Pages::Now && len <= POPULATE_MAX {
         opts.populate();
     }
     opts.map_raw(fd.as_raw_fd()).map_err(|e| AttachError::Io {
@@ -373,6 +390,7 @@ fn map_fd(fd: std::os::fd::BorrowedFd<'_>, len: usize) -> Result<memmap2::MmapRa
 pub(crate) fn create_memfd(
     capacity: usize,
     max_frame: usize,
+    pages: Pages,
 ) -> Result<(std::os::fd::OwnedFd, MemfdSegment), AttachError> {
     use crate::AttachStage::Memfd;
     use rustix::fs::{memfd_create, MemfdFlags};
@@ -385,7 +403,7 @@ pub(crate) fn create_memfd(
     let size = (HEADER_SIZE + capacity) as u64;
     rustix::fs::ftruncate(&fd, size).map_err(|e| AttachError::io(Memfd, e))?;
     rustix::fs::fcntl_add_seals(&fd, required_seals()).map_err(|e| AttachError::io(Memfd, e))?;
-    let map = map_fd(fd.as_fd(), HEADER_SIZE + capacity)?;
+    let map = map_fd(fd.as_fd(), HEADER_SIZE + capacity, pages)?;
     // SAFETY: the mapping is fresh, ours alone (the fd was not shared yet), HEADER_SIZE >=
     // size_of::<Header>() bytes, page aligned.
     unsafe {
@@ -403,6 +421,7 @@ pub(crate) fn create_memfd(
 pub(crate) fn open_memfd(
     fd: std::os::fd::BorrowedFd<'_>,
     expect_capacity: Option<u64>,
+    pages: Pages,
 ) -> Result<MemfdSegment, AttachError> {
     let seals = rustix::fs::fcntl_get_seals(fd).map_err(|_| AttachError::BadSeals)?;
     if !seals.contains(required_seals()) {
@@ -417,7 +436,7 @@ pub(crate) fn open_memfd(
     if expect_capacity.is_some_and(|c| c.checked_add(HEADER_SIZE as u64) != Some(size)) {
         return Err(AttachError::BadGeometry);
     }
-    let map = map_fd(fd, size as usize)?;
+    let map = map_fd(fd, size as usize, pages)?;
     // SAFETY: offset 0 of a mapping of more than HEADER_SIZE bytes; `Meta` is plain integers,
     // read by value with a volatile read because another process could be writing it. This is
     // the one read of the geometry: the ring uses the validated copy from here on.

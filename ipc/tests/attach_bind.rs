@@ -184,3 +184,48 @@ fn a_prepared_ring_goes_to_the_next_consumer_alone() {
         assert_eq!(t.join().unwrap(), vec![word.to_vec()]);
     }
 }
+
+/// A ring made by `offer` is made on the way of its first frame (a Spark feeding task's): its
+/// pages are allocated as the producer first writes them, not all before the offer (64 MiB:
+/// tens of milliseconds while the consumer waits), and `take` does not fault in the rest.
+#[test]
+fn an_offered_ring_allocates_its_pages_as_they_are_written() {
+    use std::os::fd::OwnedFd;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trainer.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let before = rss_shmem_kib();
+    let trainer = std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        hydrofeed_ipc::take(OwnedFd::from(s), Duration::from_secs(5)).unwrap()
+    });
+    let s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let big = RingConfig {
+        capacity: 64 << 20,
+        max_frame: None,
+    };
+    let mut p = hydrofeed_ipc::offer(OwnedFd::from(s), big, Duration::from_secs(5)).unwrap();
+    let mut c = trainer.join().unwrap();
+    let attached = rss_shmem_kib() - before;
+    assert!(
+        attached < 1024,
+        "{attached} KiB of shared memory resident after the attach"
+    );
+    let frame = vec![7u8; 1 << 20];
+    for _ in 0..4 {
+        let mut r = p.reserve(frame.len(), Duration::from_secs(5)).unwrap();
+        r.copy_from_slice(&frame);
+        r.commit();
+    }
+    for _ in 0..4 {
+        let slot = c.next(Duration::from_secs(5)).unwrap().expect("a frame");
+        assert!(slot.iter().all(|b| *b == 7));
+    }
+    // Both mappings are in this process: each 4 MiB written is resident twice.
+    let used = rss_shmem_kib() - before;
+    assert!(
+        (8 << 10..16 << 10).contains(&used),
+        "{used} KiB resident after 4 MiB of frames"
+    );
+}

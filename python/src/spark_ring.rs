@@ -20,11 +20,14 @@
 //! ([`hydrofeed_ipc::Consumer::detach_held`]: same addresses, private memory), as the feeder's
 //! `DataFeed` does for batches its trainer keeps.
 
+use std::collections::HashMap;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use arrow_buffer::Buffer;
+use arrow_array::{BinaryArray, RecordBatch};
+use arrow_buffer::{Buffer, MutableBuffer, OffsetBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hydrofeed_ipc::{
     Consumer, ControlError, NextError, Producer, ReserveError, RingConfig, CONTROL_SEND_TIMEOUT,
 };
@@ -34,6 +37,7 @@ use hydrofeed_tfbridge::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyString};
 use pyo3_arrow::PyRecordBatch;
 
@@ -57,6 +61,9 @@ const MAX_PICKLED_RING: usize = 64 << 20;
 /// The schema metadata key saying what a frame's rows are, and its value for forwarded pickled
 /// rows (`ROW_KIND` in `hydrofeed/spark/rows.py`).
 const ROW_KIND: (&str, &str) = ("hf.row", "pickled");
+/// The field metadata key of a frame of forwarded pickled rows saying whether each value is a
+/// pickled list of rows (`BATCHED` in `hydrofeed/spark/rows.py`).
+const BATCHED: &str = "hf.batched";
 
 /// When the slots the trainer holds pin more than this share of the ring, the hub reads no
 /// further ahead; if they still do after [`PATIENCE`], they are copied out of it.
@@ -102,6 +109,29 @@ fn frame_err(e: FrameError) -> PyErr {
     PyValueError::new_err(format!("encoding a batch for the trainer: {e}"))
 }
 
+/// Asked for each payload part of a frame being put: writes it into the slot itself
+/// (`Ok(true)`) or leaves it to be copied; `Send`, as the put runs with the GIL released.
+type Fill<'a> = dyn FnMut(usize, &mut [u8]) -> Result<bool, FrameError> + Send + 'a;
+
+/// A column whose values a batch holds as a placeholder (`values`: zeros, never read), and
+/// the bytes that are its values in order, written into the ring slot from where they are.
+struct Placed<'a> {
+    values: Buffer,
+    blobs: &'a [PyBackedBytes],
+}
+
+/// The schema of a frame of forwarded pickled rows (`pickled_frames` in
+/// `hydrofeed/spark/rows.py`): one binary column `pickled`, `hf.batched` saying whether each
+/// value is a pickled list of rows.
+fn pickled_schema(batched: bool) -> SchemaRef {
+    let field = Field::new("pickled", DataType::Binary, true).with_metadata(HashMap::from([(
+        BATCHED.to_string(),
+        if batched { "1" } else { "0" }.to_string(),
+    )]));
+    let meta = HashMap::from([(ROW_KIND.0.to_string(), ROW_KIND.1.to_string())]);
+    Arc::new(Schema::new_with_metadata(vec![field], meta))
+}
+
 struct Writer {
     /// The socket, until the ring is offered on it.
     sock: Option<OwnedFd>,
@@ -110,6 +140,8 @@ struct Writer {
     producer: Option<Producer>,
     enc: Option<FrameEncoder>,
     seq: u64,
+    /// The placeholder values of [`RingWriter::send_pickled`]'s frames, never touched.
+    zeros: Buffer,
 }
 
 impl Writer {
@@ -138,6 +170,18 @@ impl Writer {
 
     /// Puts `f` into the ring, waiting up to `timeout` for room (the GIL released).
     fn put(&mut self, py: Python<'_>, f: &Encoded, timeout: Duration) -> PyResult<()> {
+        self.put_filling(py, f, timeout, &mut |_, _| Ok(false))
+    }
+
+    /// [`Writer::put`], asking `fill` first for each payload part of `f` to write it into the
+    /// slot itself ([`Encoded::write_filling`]).
+    fn put_filling(
+        &mut self,
+        py: Python<'_>,
+        f: &Encoded,
+        timeout: Duration,
+        fill: &mut Fill<'_>,
+    ) -> PyResult<()> {
         let producer = self.ring(py, f.len(), timeout)?;
         let peer = producer.peer_pid();
         let r = blocking::wait(
@@ -145,7 +189,7 @@ impl Writer {
             timeout,
             "the trainer to take earlier batches",
             || match producer.reserve(f.len(), TICK) {
-                Ok(mut slot) => match f.write_to(&mut slot) {
+                Ok(mut slot) => match f.write_filling(&mut slot, &mut *fill) {
                     Ok(()) => {
                         slot.commit();
                         Step::Ready(())
@@ -169,6 +213,85 @@ impl Writer {
             Err(Ok(e)) => Err(PeerLostError::new_err(format!(
                 "trainer (pid {peer}) went away while being fed: {e}"
             ))),
+        }
+    }
+
+    /// Puts `rb` into the ring, its schema frame first where it is new; `placed`: a column's
+    /// values that `rb` holds as a placeholder, written into the slot from where they are.
+    /// False where the frame is larger than the ring's largest.
+    fn send(
+        &mut self,
+        py: Python<'_>,
+        rb: &RecordBatch,
+        timeout: Duration,
+        placed: Option<Placed<'_>>,
+    ) -> PyResult<bool> {
+        // The schema first when it is new; the ring is sized by the batch frame, so both
+        // are encoded before either is put.
+        let mut schema = None;
+        if self.enc.as_ref().is_none_or(|e| e.schema() != &rb.schema()) {
+            if self.producer.is_none() {
+                let pickled =
+                    rb.schema().metadata().get(ROW_KIND.0).map(String::as_str) == Some(ROW_KIND.1);
+                self.max_ring = if pickled { MAX_PICKLED_RING } else { MAX_RING };
+            }
+            let mut enc = FrameEncoder::new(rb.schema()).map_err(frame_err)?;
+            schema = Some(enc.schema_frame(self.meta()).map_err(frame_err)?);
+            self.enc = Some(enc);
+        }
+        let mut meta = self.meta();
+        meta.seq += u64::from(schema.is_some());
+        let max_frame = self.max_ring / 2;
+        let enc = self.enc.as_mut().expect("set above");
+        let f = enc.batch_within(rb, meta, max_frame).map_err(frame_err)?;
+        // The payload part that is the placeholder (the encoder passes a column's values on
+        // as they are; were it ever to copy them, the frame would carry the zeros: refused).
+        let part = match &placed {
+            Some(p) if !p.values.is_empty() => {
+                let same =
+                    |b: &Buffer| b.as_ptr() == p.values.as_ptr() && b.len() == p.values.len();
+                Some(f.parts().iter().position(same).ok_or_else(|| {
+                    error::internal("the frame encoder copied a placeholder column")
+                })?)
+            }
+            _ => None,
+        };
+        let mut fill = |i: usize, slot: &mut [u8]| -> Result<bool, FrameError> {
+            let (Some(p), Some(blobs)) = (part, placed.as_ref().map(|p| p.blobs)) else {
+                return Ok(false);
+            };
+            if i != p {
+                return Ok(false);
+            }
+            let mut at = 0;
+            for b in blobs {
+                slot[at..at + b.len()].copy_from_slice(b);
+                at += b.len();
+            }
+            Ok(true)
+        };
+        let mut put = || -> PyResult<bool> {
+            if f.len() > self.ring(py, f.len(), timeout)?.max_frame() {
+                return Ok(false);
+            }
+            if let Some(sf) = &schema {
+                self.put(py, sf, timeout)?;
+            }
+            self.put_filling(py, &f, timeout, &mut fill)?;
+            Ok(true)
+        };
+        match put() {
+            Ok(true) => {
+                let enc = self.enc.as_mut().expect("set above");
+                enc.commit(&f).map_err(frame_err)?;
+                Ok(true)
+            }
+            other => {
+                if schema.is_some() {
+                    self.enc = None; // its schema frame is not in the ring: send it again
+                }
+                other
+            }
         }
     }
 
@@ -213,6 +336,7 @@ impl RingWriter {
                 producer: None,
                 enc: None,
                 seq: 0,
+                zeros: Buffer::from_vec(Vec::<u8>::new()),
             })),
         })
     }
@@ -223,50 +347,53 @@ impl RingWriter {
     #[pyo3(signature = (batch, timeout=600.0))]
     fn send(&self, py: Python<'_>, batch: PyRecordBatch, timeout: f64) -> PyResult<bool> {
         let timeout = secs(timeout)?;
-        let rb = batch.into_inner();
+        self.with(|w| w.send(py, &batch.into_inner(), timeout, None))
+    }
+
+    /// Puts a frame of forwarded pickled rows into the ring: `blobs`, Spark's pickled
+    /// elements (each a list of rows where `batched`), as the binary column
+    /// `hydrofeed.spark.rows.pickled_frames` makes of them, their bytes copied once, from the
+    /// `bytes` objects straight into the ring slot. False where the frame is larger than the
+    /// ring's largest (the caller splits `blobs`).
+    #[pyo3(signature = (blobs, batched, timeout=600.0))]
+    fn send_pickled(
+        &self,
+        py: Python<'_>,
+        blobs: Vec<PyBackedBytes>,
+        batched: bool,
+        timeout: f64,
+    ) -> PyResult<bool> {
+        let timeout = secs(timeout)?;
+        let mut offsets = Vec::with_capacity(blobs.len() + 1);
+        offsets.push(0i32);
+        let mut total = 0usize;
+        for b in &blobs {
+            total += b.len();
+            match i32::try_from(total) {
+                Ok(o) => offsets.push(o),
+                Err(_) => return Ok(false), // past any ring: the caller splits
+            }
+        }
         self.with(|w| {
-            // The schema first when it is new; the ring is sized by the batch frame, so both
-            // are encoded before either is put.
-            let mut schema = None;
-            if w.enc.as_ref().is_none_or(|e| e.schema() != &rb.schema()) {
-                if w.producer.is_none() {
-                    let pickled = rb.schema().metadata().get(ROW_KIND.0).map(String::as_str)
-                        == Some(ROW_KIND.1);
-                    w.max_ring = if pickled { MAX_PICKLED_RING } else { MAX_RING };
-                }
-                let mut enc = FrameEncoder::new(rb.schema()).map_err(frame_err)?;
-                schema = Some(enc.schema_frame(w.meta()).map_err(frame_err)?);
-                w.enc = Some(enc);
+            if w.zeros.len() < total {
+                // Zeroed pages that nothing writes or reads: address space, not memory.
+                w.zeros = MutableBuffer::from_len_zeroed(total.next_power_of_two()).into();
             }
-            let mut meta = w.meta();
-            meta.seq += u64::from(schema.is_some());
-            let max_frame = w.max_ring / 2;
-            let enc = w.enc.as_mut().expect("set above");
-            let f = enc.batch_within(&rb, meta, max_frame).map_err(frame_err)?;
-            let mut put = || -> PyResult<bool> {
-                if f.len() > w.ring(py, f.len(), timeout)?.max_frame() {
-                    return Ok(false);
-                }
-                if let Some(sf) = &schema {
-                    w.put(py, sf, timeout)?;
-                }
-                w.put(py, &f, timeout)?;
-                Ok(true)
-            };
-            let sent = put();
-            match sent {
-                Ok(true) => {
-                    let enc = w.enc.as_mut().expect("set above");
-                    enc.commit(&f).map_err(frame_err)?;
-                    Ok(true)
-                }
-                other => {
-                    if schema.is_some() {
-                        w.enc = None; // its schema frame is not in the ring: send it again
-                    }
-                    other
-                }
-            }
+            let values = w.zeros.slice_with_length(0, total);
+            let column =
+                BinaryArray::try_new(OffsetBuffer::new(offsets.into()), values.clone(), None)
+                    .map_err(|e| frame_err(FrameError::Arrow(e)))?;
+            let batch = RecordBatch::try_new(pickled_schema(batched), vec![Arc::new(column)])
+                .map_err(|e| frame_err(FrameError::Arrow(e)))?;
+            w.send(
+                py,
+                &batch,
+                timeout,
+                Some(Placed {
+                    values,
+                    blobs: &blobs,
+                }),
+            )
         })
     }
 

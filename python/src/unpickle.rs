@@ -431,9 +431,9 @@ fn extend_list<'py, I: ExactSizeIterator<Item = Bound<'py, PyAny>>>(
 struct ListObject {
     _ob_refcnt: ffi::Py_ssize_t,
     _ob_type: *mut ffi::PyTypeObject,
-    _ob_size: ffi::Py_ssize_t,
+    ob_size: ffi::Py_ssize_t,
     ob_item: *mut *mut ffi::PyObject,
-    _allocated: ffi::Py_ssize_t,
+    allocated: ffi::Py_ssize_t,
 }
 
 /// A float object of CPython's default builds (`Include/cpython/floatobject.h`).
@@ -481,19 +481,33 @@ fn new_float(py: Python<'_>, v: f64) -> *mut ffi::PyObject {
 /// they do for the small values CPython shares itself.
 fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let n = floats.len() / 9;
-    // SAFETY: the GIL is held. `PyList_New(n)` makes a list of `n` null items, which its
-    // traversal and deallocation skip, so the list is sound at every step: on an error it is
-    // dropped with the items set so far. Each item is set once, to a new reference the list
-    // then owns (the shared zero gains one per item after the first, which owns the one it
-    // was made with); no code runs in between that could see the list (floats are not tracked
-    // by the collector, so making one starts no collection).
+    // SAFETY: the GIL is held. The list is made empty, then given an item array of `n` slots
+    // from `PyMem_Malloc` (what `list_dealloc` frees with `PyMem_Free`; `PyList_New(n)` would
+    // clear it with `calloc` first, only for every slot to be written next), its `allocated`
+    // set to `n` and its size kept at the items set so far: the list is sound at every step,
+    // and on an error it is dropped with those. Each item is set once, to a new reference the
+    // list then owns (the shared zero gains one per item after the first, which owns the one
+    // it was made with); no code runs in between that could see the list (floats are not
+    // tracked by the collector, so making one starts no collection).
     unsafe {
-        let list = ffi::PyList_New(n as ffi::Py_ssize_t);
+        let list = ffi::PyList_New(0);
         if list.is_null() {
             return Err(PyErr::fetch(py));
         }
         let list = Bound::from_owned_ptr(py, list);
-        let items = (*list.as_ptr().cast::<ListObject>()).ob_item;
+        if n == 0 {
+            return Ok(list);
+        }
+        let obj = list.as_ptr().cast::<ListObject>();
+        let items = ffi::PyMem_Malloc(n * std::mem::size_of::<*mut ffi::PyObject>())
+            .cast::<*mut ffi::PyObject>();
+        if items.is_null() {
+            return Err(pyo3::exceptions::PyMemoryError::new_err(format!(
+                "no memory for a list of {n} floats"
+            )));
+        }
+        (*obj).ob_item = items;
+        (*obj).allocated = n as ffi::Py_ssize_t;
         let mut zero: *mut ffi::PyObject = std::ptr::null_mut();
         for (i, f) in floats.chunks_exact(9).enumerate() {
             let bits = u64::from_be_bytes(f[1..].try_into().expect("8 bytes"));
@@ -503,6 +517,7 @@ fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>
             } else {
                 let v = new_float(py, f64::from_bits(bits));
                 if v.is_null() {
+                    (*obj).ob_size = i as ffi::Py_ssize_t;
                     return Err(PyErr::fetch(py));
                 }
                 if bits == 0 {
@@ -512,6 +527,7 @@ fn float_list<'py>(py: Python<'py>, floats: &[u8]) -> PyResult<Bound<'py, PyAny>
             };
             *items.add(i) = v;
         }
+        (*obj).ob_size = n as ffi::Py_ssize_t;
         Ok(list)
     }
 }

@@ -721,3 +721,48 @@ def test_time_spent_making_objects_of_pickled_rows_is_not_waiting_for_input(hub,
     line = capsys.readouterr().err
     waited = int(re.search(r"waited for input (\d+)% of the time", line).group(1))
     assert waited < 30 and re.search(r"[12]\.\d s making objects of pickled rows", line), line
+
+
+def test_pickled_chunks_go_into_the_ring_as_the_frames_of_their_batches_and_split_where_too_large(hub, monkeypatch):
+    """A feeding task forwards Spark's pickled elements as chunks whose bytes go from the
+    ``bytes`` objects straight into the ring slot: the trainer reads the same record batch as
+    ``PickledChunk.to_batch()`` (values, schema and its metadata), and its rows as fed. A chunk
+    larger than the ring's largest frame is split by elements; one element that is larger fails
+    its feeding task, naming its size."""
+    seen = []
+    unpickle = rows.unpickle_frame
+
+    def recorded(rb):
+        seen.append(rb)
+        return unpickle(rb)
+
+    monkeypatch.setattr(rows, "unpickle_frame", recorded)
+    fed = [([float(i)] * (i % 7), i, f"r{i}") for i in range(60)]
+    small = [rows.PickledChunk([pickle.dumps(fed[k : k + 3], protocol=5) for k in range(0, 30, 3)], True),
+             rows.PickledChunk([pickle.dumps(r, protocol=5) for r in fed[30:40]], False)]
+    # Then a chunk of ~6 MB (the ring, sized by the first frame, holds frames up to ~2 MiB).
+    pad = [float(j) for j in range(100_000)]
+    big_rows = [(pad, 100 + k) for k in range(7)]
+    big = rows.PickledChunk([pickle.dumps([r], protocol=5) for r in big_rows], True)
+    t, out = _feed(hub, [*small, big])
+    got = []
+    while len(got) < 30 + 10 + 7:
+        item = hub.get(10)
+        assert item is not None and item.kind == "batch", item
+        got.extend(item.objs)
+        hub.ack(item.conn_id, len(item.objs))
+    t.join(10)
+    assert out == {"sent": 10 + 10 + 7}, out
+    assert got == fed[:40] + big_rows
+    assert seen[0].equals(small[0].to_batch(), check_metadata=True)
+    assert seen[1].equals(small[1].to_batch(), check_metadata=True)
+    assert seen[1].schema.field(0).metadata == {b"hf.batched": b"0"} and rows.is_pickled(seen[1])
+    assert len(seen) > 3 and sum(rb.num_rows for rb in seen[2:]) == 7  # the big chunk, split
+
+    one = rows.PickledChunk([pickle.dumps([pad * 30], protocol=5)], True)
+    t, out = _feed(hub, [small[0], one], partition=1)
+    item = hub.get(10)
+    assert item is not None and len(item.objs) == 30
+    hub.ack(item.conn_id, 30)
+    t.join(10)
+    assert re.search(r"one row of [\d,]+ bytes is larger than the ring", str(out.get("error"))), out

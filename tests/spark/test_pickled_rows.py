@@ -102,7 +102,7 @@ def test_pickled_rows_go_as_they_are_only_where_arrow_would_cost_more(objects):
     objs = [(i, [float(i)] * 4, f"r{i}") for i in range(10)]
     for data, forwarded in ((numeric, False), (objs, objects)):
         blobs = [pickle.dumps(data[:6]), pickle.dumps(data[6:])]
-        frames = [rb for rb, _ in tasks._pickled_batches(iter(blobs), True, objects, 4)]
+        frames = [rb.to_batch() if isinstance(rb, rows.PickledChunk) else rb for rb, _ in tasks._pickled_batches(iter(blobs), True, objects, 4)]
         assert all(rows.is_pickled(rb) for rb in frames) is forwarded
         got = [r for rb in frames for r in (rows.unpickle_frame(rb) if forwarded else rows.batch_to_rows(rb))]
         assert len(got) == 10 and [r[0] for r in got] == list(range(10))

@@ -504,14 +504,17 @@ class Channel:
             sock.close()  # the ring holds its own copy of the connection
         self.sent = 0
 
-    def send(self, batch: pa.RecordBatch, ipc: pa.Buffer | None = None) -> None:
-        """Puts one record batch into the ring (split by rows where it is larger than the
-        ring's largest frame). ``ipc``: the batch's Arrow IPC message where the caller has it
-        (Spark-encoded DataFrame batches); unused, the batch's buffers are copied into the
-        ring either way."""
+    def send(self, batch: pa.RecordBatch | _rows.PickledChunk, ipc: pa.Buffer | None = None) -> None:
+        """Puts one record batch, or a chunk of pickled elements forwarded as they are, into
+        the ring (split by rows where it is larger than the ring's largest frame). ``ipc``: the
+        batch's Arrow IPC message where the caller has it (Spark-encoded DataFrame batches);
+        unused, the batch's buffers are copied into the ring either way."""
         del ipc
         try:
-            fits = self._ring.send(batch)
+            if isinstance(batch, _rows.PickledChunk):
+                fits = self._ring.send_pickled(batch.blobs, batch.batched)
+            else:
+                fits = self._ring.send(batch)
         except (PeerLostError, FeedTimeoutError) as e:
             raise TransportError(self._peer_error(f"trainer rank {self.rank} went away while feeding: {e}")) from e
         if fits:
@@ -519,9 +522,13 @@ class Channel:
             return
         if batch.num_rows < 2:
             raise TransportError(
-                f"one row of {batch.nbytes:,} bytes is larger than the ring to trainer rank {self.rank} holds"
+                f"one row of {_nbytes(batch):,} bytes is larger than the ring to trainer rank {self.rank} holds"
             )
         half = batch.num_rows // 2
+        if isinstance(batch, _rows.PickledChunk):
+            self.send(_rows.PickledChunk(batch.blobs[:half], batch.batched))
+            self.send(_rows.PickledChunk(batch.blobs[half:], batch.batched))
+            return
         self.send(batch.slice(0, half))
         self.send(batch.slice(half))
 
@@ -574,6 +581,10 @@ class Channel:
     def close(self) -> None:
         """Closes the ring."""
         self._ring.close()
+
+
+def _nbytes(batch: pa.RecordBatch | _rows.PickledChunk) -> int:
+    return sum(map(len, batch.blobs)) if isinstance(batch, _rows.PickledChunk) else int(batch.nbytes)
 
 
 def open_channel(path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> Channel:

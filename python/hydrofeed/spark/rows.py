@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -32,29 +32,53 @@ PICKLED = b"hf.pickled"
 OBJ = b"hf.obj"
 
 
-# Rows forwarded as Spark pickled them (see :func:`pickled_frames`): one binary column, each
+# Rows forwarded as Spark pickled them (see :func:`pickled_chunks`): one binary column, each
 # value one element of the RDD as Spark stores it; ``hf.batched`` says it is a pickled list of
 # rows (Spark's batched serializers), else one pickled row.
 BATCHED = b"hf.batched"
 _FRAME_BYTES = 1 << 20  # pickled bytes per ring frame (256 KiB before: the trainer's CPU ~15% more)
 
 
-def pickled_frames(blobs: Iterable[bytes], batched: bool) -> Iterator[pa.RecordBatch]:
+class PickledChunk(NamedTuple):
+    """About 1 MiB of Spark's pickled elements, as a feeding task forwards them (see
+    :func:`pickled_chunks`): the ring writer puts them into its slot as the one binary column
+    of :func:`pickled_frames`, copying each ``bytes`` object's bytes once, from where it is."""
+
+    blobs: list[bytes]
+    batched: bool
+
+    @property
+    def num_rows(self) -> int:
+        """The elements it holds (lists of rows where ``batched``)."""
+        return len(self.blobs)
+
+    def to_batch(self) -> pa.RecordBatch:
+        """The frame's record batch, as the trainer reads it from the ring."""
+        field = pa.field("pickled", pa.binary(), metadata={BATCHED: b"1" if self.batched else b"0"})
+        schema = pa.schema([field], metadata={ROW_KIND: b"pickled"})
+        return pa.RecordBatch.from_arrays([pa.array(self.blobs, pa.binary())], schema=schema)
+
+
+def pickled_chunks(blobs: Iterable[bytes], batched: bool) -> Iterator[PickledChunk]:
     """A feeding task's frames of an RDD whose elements Spark hands over still pickled
-    (:func:`hydrofeed.spark.tasks.pickled_source`): about 1 MiB of them per record batch, each
-    element one binary value, never unpickled here."""
-    field = pa.field("pickled", pa.binary(), metadata={BATCHED: b"1" if batched else b"0"})
-    schema = pa.schema([field], metadata={ROW_KIND: b"pickled"})
+    (:func:`hydrofeed.spark.tasks.pickled_source`): about 1 MiB of them a frame, never
+    unpickled here."""
     chunk: list[bytes] = []
     size = 0
     for b in blobs:
         chunk.append(b)
         size += len(b)
         if size >= _FRAME_BYTES:
-            yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
+            yield PickledChunk(chunk, batched)
             chunk, size = [], 0
     if chunk:
-        yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary())], schema=schema)
+        yield PickledChunk(chunk, batched)
+
+
+def pickled_frames(blobs: Iterable[bytes], batched: bool) -> Iterator[pa.RecordBatch]:
+    """The record batches of :func:`pickled_chunks`: one binary column, each value one
+    element; ``hf.batched`` in its field's metadata, ``hf.row`` = ``pickled`` in the schema's."""
+    return (c.to_batch() for c in pickled_chunks(blobs, batched))
 
 
 def unpickled(blobs: Iterable[Any], batched: bool) -> Iterator[Any]:

@@ -104,8 +104,8 @@ ARROW, ROWS, PICKLED_LISTS, PICKLED_ROWS = "arrow", "rows", "pickled-lists", "pi
 
 
 def _pickled_batches(it: Any, batched: bool, objects: bool, batch_size: int) -> Any:
-    """A partition of Spark's pickled elements as (record batch, None) pairs: forwarded as they
-    are where the trainer takes rows as objects and they hold more than numbers and numpy
+    """A partition of Spark's pickled elements as (record batch or
+    :class:`~hydrofeed.spark.rows.PickledChunk`, None) pairs: forwarded as they are where the trainer takes rows as objects and they hold more than numbers and numpy
     arrays (:func:`hydrofeed.spark.rows.numeric_row`, judged on the first row); otherwise
     unpickled here and sent as Arrow columns."""
     from hydrofeed.spark import rows as _rows
@@ -115,7 +115,7 @@ def _pickled_batches(it: Any, batched: bool, objects: bool, batch_size: int) -> 
         return iter(())
     head = list(_rows.unpickled([first], batched))
     if objects and head and not _rows.numeric_row(head[0]):
-        frames = _rows.pickled_frames(itertools.chain([first], it), batched)
+        frames: Any = _rows.pickled_chunks(itertools.chain([first], it), batched)
     else:
         rows = itertools.chain(head, _rows.unpickled(it, batched))
         frames = _rows.batches_from_rows(rows, batch_size)
