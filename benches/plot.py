@@ -82,7 +82,7 @@ def collect(results: Path) -> dict[str, float]:
     extra = ["peers/peers.json", "gpu/bench_gpu_h200.json", "gpu/bench_images_gpu_h200.json",
              "spark_transport/*.json", "images/images.json", "decode_v3/*.json",
              "decode_v4/*.json", "decode_v5/*.json", "order/gather/ab_new_2.json",
-             "spark_arena/spark_100k_frames1mib.json", "spark_ring_pages/spark_100k*.json"]
+             "spark_arena/spark_100k_frames1mib.json", "spark_ring_pages/spark_100k_*.json"]
     for path in sorted(results.glob("*.json")) + [p for e in extra for p in sorted(results.glob(e))]:
         data = json.loads(path.read_text())
         # The GPU run was on another machine: its bars say so.
