@@ -522,13 +522,9 @@ class Channel:
             return
         if batch.num_rows < 2:
             raise TransportError(
-                f"one row of {_nbytes(batch):,} bytes is larger than the ring to trainer rank {self.rank} holds"
+                f"one row of {batch.nbytes:,} bytes is larger than the ring to trainer rank {self.rank} holds"
             )
         half = batch.num_rows // 2
-        if isinstance(batch, _rows.PickledChunk):
-            self.send(_rows.PickledChunk(batch.blobs[:half], batch.batched))
-            self.send(_rows.PickledChunk(batch.blobs[half:], batch.batched))
-            return
         self.send(batch.slice(0, half))
         self.send(batch.slice(half))
 
@@ -581,10 +577,6 @@ class Channel:
     def close(self) -> None:
         """Closes the ring."""
         self._ring.close()
-
-
-def _nbytes(batch: pa.RecordBatch | _rows.PickledChunk) -> int:
-    return sum(map(len, batch.blobs)) if isinstance(batch, _rows.PickledChunk) else int(batch.nbytes)
 
 
 def open_channel(path: str, mode: str, partition: int, connect_timeout: float = 30.0) -> Channel:

@@ -52,6 +52,17 @@ class PickledChunk(NamedTuple):
         """The elements it holds (lists of rows where ``batched``)."""
         return len(self.blobs)
 
+    @property
+    def nbytes(self) -> int:
+        """The pickled bytes it holds."""
+        return sum(map(len, self.blobs))
+
+    def slice(self, offset: int, length: int | None = None) -> PickledChunk:
+        """Its elements ``offset`` to ``offset + length`` (to the end by default), as
+        ``RecordBatch.slice`` cuts rows: a chunk too large for the ring is split like a batch."""
+        end = None if length is None else offset + length
+        return PickledChunk(self.blobs[offset:end], self.batched)
+
     def to_batch(self) -> pa.RecordBatch:
         """The frame's record batch, as the trainer reads it from the ring."""
         field = pa.field("pickled", pa.binary(), metadata={BATCHED: b"1" if self.batched else b"0"})

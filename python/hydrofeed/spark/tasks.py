@@ -105,9 +105,10 @@ ARROW, ROWS, PICKLED_LISTS, PICKLED_ROWS = "arrow", "rows", "pickled-lists", "pi
 
 def _pickled_batches(it: Any, batched: bool, objects: bool, batch_size: int) -> Any:
     """A partition of Spark's pickled elements as (record batch or
-    :class:`~hydrofeed.spark.rows.PickledChunk`, None) pairs: forwarded as they are where the trainer takes rows as objects and they hold more than numbers and numpy
-    arrays (:func:`hydrofeed.spark.rows.numeric_row`, judged on the first row); otherwise
-    unpickled here and sent as Arrow columns."""
+    :class:`~hydrofeed.spark.rows.PickledChunk`, None) pairs: forwarded as they are where the
+    trainer takes rows as objects and they hold more than numbers and numpy arrays
+    (:func:`hydrofeed.spark.rows.numeric_row`, judged on the first row); otherwise unpickled
+    here and sent as Arrow columns."""
     from hydrofeed.spark import rows as _rows
 
     first = next(it, None)
