@@ -134,6 +134,17 @@ fn a_producer_that_dials_offers_its_ring() {
     assert!(matches!(second, Err(AttachError::PeerLost)), "{second:?}");
 }
 
+/// Held by each test that counts `RssShmem`: the count is the whole process's, and the tests of
+/// this file run in threads beside each other; one's 8 MiB ring in the other's count failed
+/// the latter in most runs. The other tests make rings of 64 KiB, which the bounds allow for.
+static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn counting() -> std::sync::MutexGuard<'static, ()> {
+    COUNTING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Shared memory resident in this process, in KiB (`RssShmem` of /proc/self/status).
 fn rss_shmem_kib() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -146,6 +157,7 @@ fn rss_shmem_kib() -> u64 {
 #[test]
 fn a_prepared_ring_goes_to_the_next_consumer_alone() {
     use std::time::Duration;
+    let _counting = counting();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.sock");
     let big = RingConfig {
@@ -192,6 +204,7 @@ fn a_prepared_ring_goes_to_the_next_consumer_alone() {
 fn an_offered_ring_allocates_its_pages_as_they_are_written() {
     use std::os::fd::OwnedFd;
     use std::time::Duration;
+    let _counting = counting();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trainer.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
