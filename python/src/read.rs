@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use hydrofeed_format::split::Format;
 use hydrofeed_format::{
-    open_split, plan, OnError, OrcTimestamps, Plan, ReadOptions, Rebatcher, SplitReader,
+    open_split, plan, OnError, OrcTimestamps, Plan, ReadOptions, Rebatcher, SkipStats, SkippedRows,
+    SplitReader,
 };
 use hydrofeed_storage::{open_storage, Storage};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pyo3_arrow::PyRecordBatch;
 
 use crate::blocking::{self, Owner, Pending};
@@ -23,8 +25,47 @@ use crate::error;
 struct State {
     next_split: usize,
     current: Option<Box<dyn SplitReader>>,
+    /// How many of `current`'s skipped ranges are in `skipped` already.
+    current_seen: usize,
     /// `batch_size`: rows carried over between splits.
     pending: Rebatcher,
+    /// Every range of rows `on_error="skip"` left out so far, with the split it was in.
+    skipped: Vec<(u32, String, SkippedRows)>,
+    /// What the splits read to their end skipped (the current one's is its reader's).
+    skip_totals: SkipStats,
+}
+
+impl State {
+    /// Takes the current split's skipped ranges not yet taken into `skipped`.
+    /// What was skipped so far: the splits read to their end, and the current one.
+    fn skip_stats(&self) -> SkipStats {
+        let now = self
+            .current
+            .as_ref()
+            .map(|r| r.skipped())
+            .unwrap_or_default();
+        SkipStats {
+            records: self.skip_totals.records + now.records,
+            blocks: self.skip_totals.blocks + now.blocks,
+        }
+    }
+
+    /// Ends the current split, its skip counts kept.
+    fn end_split(&mut self) {
+        self.skip_totals = self.skip_stats();
+        self.current = None;
+    }
+
+    fn take_skips(&mut self, split: Option<&hydrofeed_format::split::Split>) {
+        let (Some(r), Some(split)) = (self.current.as_ref(), split) else {
+            return;
+        };
+        let all = r.skipped_rows();
+        for s in &all[self.current_seen.min(all.len())..] {
+            self.skipped.push((split.id, split.path.clone(), s.clone()));
+        }
+        self.current_seen = all.len();
+    }
 }
 
 /// What a reader reads and where it stands: shared with the thread that reads a batch.
@@ -92,15 +133,18 @@ impl Source {
     fn next_read(&self, st: &mut State) -> hydrofeed_error::Result<Option<RecordBatch>> {
         loop {
             if let Some(r) = st.current.as_mut() {
-                match r.next() {
+                let next = r.next();
+                let split = st.next_split.checked_sub(1).map(|i| &self.plan.splits[i]);
+                st.take_skips(split);
+                match next {
                     Some(Ok(b)) if b.num_rows() == 0 => continue,
                     Some(Ok(b)) => return Ok(Some(b)),
                     Some(Err(e)) => {
-                        st.current = None;
+                        st.end_split();
                         st.next_split = self.plan.splits.len();
                         return Err(e);
                     }
-                    None => st.current = None,
+                    None => st.end_split(),
                 }
             }
             let Some(split) = self.plan.splits.get(st.next_split) else {
@@ -108,6 +152,7 @@ impl Source {
             };
             st.next_split += 1;
             st.current = Some(open_split(&self.storage, &self.plan, split, &self.opts)?);
+            st.current_seen = 0;
         }
     }
 
@@ -143,6 +188,18 @@ impl Source {
 }
 
 impl Reader {
+    /// `f` of the reader's state; a read in flight holds it, so it is waited for without the
+    /// GIL.
+    fn with_state<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&State) -> T + Send,
+    ) -> PyResult<T> {
+        let source = &self.source;
+        py.detach(|| source.state.lock().map(|st| f(&st)).map_err(|_| ()))
+            .map_err(|_| PyRuntimeError::new_err("reader poisoned by an earlier panic"))
+    }
+
     /// The next batch. It is read on a thread of its own, so Ctrl-C is answered while it
     /// reads (a read from HDFS may wait up to its deadline); a read that a signal interrupted
     /// goes on, and the next call returns its batch.
@@ -248,7 +305,10 @@ impl Reader {
                 state: Mutex::new(State {
                     next_split: 0,
                     current: None,
+                    current_seen: 0,
                     pending: Rebatcher::default(),
+                    skipped: Vec::new(),
+                    skip_totals: SkipStats::default(),
                 }),
             }),
             interrupted: Mutex::new(VecDeque::new()),
@@ -272,6 +332,42 @@ impl Reader {
     #[getter]
     fn num_splits(&self) -> usize {
         self.source.plan.splits.len()
+    }
+
+    /// The rows `on_error="skip"` left out so far, a dict a range of them: `path`, `split` (its
+    /// index in the plan), `start` and `end` (positions in the split as the plan counts its
+    /// rows, `end` one past the last) and `reason` (the unit, its byte offset where known, and
+    /// what was wrong with it). Records the plan could not count hold no position and are not
+    /// here (an Avro block that cannot be framed, a TFRecord record with a bad CRC): they are
+    /// in `skipped_blocks` and `skipped_records`. Empty under `on_error="raise"`.
+    #[getter]
+    fn skipped<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let ranges = self.with_state(py, |st| st.skipped.clone())?;
+        ranges
+            .into_iter()
+            .map(|(split, path, r)| {
+                let d = PyDict::new(py);
+                d.set_item("path", path)?;
+                d.set_item("split", split)?;
+                d.set_item("start", r.start)?;
+                d.set_item("end", r.end)?;
+                d.set_item("reason", r.reason)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Records (rows, TFRecord records) `on_error="skip"` left out so far, those of `skipped`
+    /// and those the plan could not count.
+    #[getter]
+    fn skipped_records(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_state(py, |st| st.skip_stats().records)
+    }
+
+    /// Units (row groups, stripes, Avro blocks) `on_error="skip"` left out so far.
+    #[getter]
+    fn skipped_blocks(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_state(py, |st| st.skip_stats().blocks)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

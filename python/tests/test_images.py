@@ -8,6 +8,7 @@ of Pillow's same filter; the kinds refused by name; bad input as ``DataError`` o
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 import struct
 import zlib
 from pathlib import Path
@@ -49,8 +50,12 @@ def _parquet(tmp: Path, images: list[bytes], name: str = "images.parquet") -> st
 
 def _read(path: str, spec: str, **kw: object) -> tuple[np.ndarray, np.ndarray]:
     """(ids, pixels (N, H, W, 3)) of every batch."""
+    return _batches(hydrofeed.read(path, images=spec, **kw))
+
+
+def _batches(reader: Iterable[pa.RecordBatch]) -> tuple[np.ndarray, np.ndarray]:
     ids, pixels = [], []
-    for b in hydrofeed.read(path, images=spec, **kw):
+    for b in reader:
         col = b.column(b.schema.get_field_index("image"))
         t = col.type
         h, w = t.list_size, t.value_type.list_size
@@ -205,8 +210,13 @@ def test_bad_images_are_data_errors_naming_file_row_and_column(tmp_path: Path) -
         if bad.startswith(b"\x89PNG"):
             assert "60000x60000" in msg and "over the limit" in msg, msg
         for _ in range(3):
-            ids, px = _read(path, "image=crop:16", on_error="skip")
-            assert list(ids) == [0, 1, 3], f"bad image {i} ({bad[:300].hex()}...): {msg}"
+            reader = hydrofeed.read(path, images="image=crop:16", on_error="skip")
+            ids, px = _batches(reader)
+            skipped = [(s["path"], s["split"], s["start"], s["end"]) for s in reader.skipped]
+            why = f"bad image {i} ({bad[:300].hex()}...): {msg}; skipped {reader.skipped}"
+            assert list(ids) == [0, 1, 3], why
+            assert skipped == [(path, 0, 2, 3)], why
+            assert '"image"' in reader.skipped[0]["reason"], why
             assert px.shape == (3, 16, 16, 3)
 
 

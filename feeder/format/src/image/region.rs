@@ -56,12 +56,22 @@ impl Decoder {
 
     /// Reads `data`'s header; `None` for what a region decode leaves to the whole decode, which
     /// refuses or names it: a bad header, CMYK or YCCK, lossless JPEG, an unknown subsampling.
+    ///
+    /// A header that fails leaves the handle mid-header (`tj3DecompressHeader` returns from its
+    /// error without aborting the decompression), where every later header read on it fails
+    /// too: the handle is made anew then, or the thread's images after one bad one would all
+    /// take the whole decode.
     pub fn header(&mut self, data: &[u8]) -> Option<Header> {
         // SAFETY: `data` is a live slice of `data.len()` bytes.
         let rc = unsafe { raw::tj3DecompressHeader(self.0, data.as_ptr(), data.len() as _) };
+        if rc != 0 {
+            if let Ok(fresh) = Self::new() {
+                *self = fresh;
+            }
+            return None;
+        }
         let colorspace = self.get(raw::TJPARAM_TJPARAM_COLORSPACE);
-        if rc != 0
-            || colorspace == raw::TJCS_TJCS_CMYK as i32
+        if colorspace == raw::TJCS_TJCS_CMYK as i32
             || colorspace == raw::TJCS_TJCS_YCCK as i32
             || self.get(raw::TJPARAM_TJPARAM_LOSSLESS) != 0
         {

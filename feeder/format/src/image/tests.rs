@@ -433,3 +433,31 @@ fn a_jpeg_cut_short_below_the_region_is_an_error() {
     }
     assert!(cut_rows > 0, "no row took the region decode");
 }
+
+/// A decode thread keeps its region decoder from one image to the next: a bad image before a
+/// good one on the same thread must not fail the good one (a truncated JPEG left its warning
+/// on the handle, and the next row of the batch that fell on that thread was refused, or
+/// skipped as bad under `skip`).
+#[test]
+fn a_bad_jpeg_does_not_fail_the_next_one_on_its_thread() {
+    let spec = ImageSpec::parse("x=crop:16").unwrap();
+    let good = jpeg(32, 32);
+    let (oh, ow) = spec.out_size();
+    let mut want = vec![0u8; oh as usize * ow as usize * 3];
+    assert!(super::decode::region_crop(&spec, &good, 0, &mut want).unwrap());
+    let sos = good.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+    let no_scan = &good[..sos];
+    let truncated = &good[..good.len() * 3 / 4];
+    let mut noise = good.clone();
+    for (i, b) in noise[200..264].iter_mut().enumerate() {
+        *b = (i * 37 % 251) as u8;
+    }
+    for bad in [no_scan, truncated, &noise[..], b"\xFF\xD8\xFFnot a jpeg"] {
+        let mut out = vec![0u8; want.len()];
+        assert!(process(&spec, bad, 0, 0, &mut out).is_err());
+        let mut again = vec![7u8; want.len()];
+        let got = super::decode::region_crop(&spec, &good, 0, &mut again);
+        assert!(got == Ok(true), "after {:?}: {got:?}", &bad[..8]);
+        assert!(again == want);
+    }
+}
