@@ -35,6 +35,10 @@ struct State {
     skip_totals: SkipStats,
 }
 
+/// The most ranges `Reader.skipped` lists (an input whose every row is bad would otherwise keep
+/// a range a row); the rest are counted in `skipped_records` only.
+const LISTED_SKIPS: usize = 10_000;
+
 impl State {
     /// Takes the current split's skipped ranges not yet taken into `skipped`.
     /// What was skipped so far: the splits read to their end, and the current one.
@@ -62,7 +66,9 @@ impl State {
         };
         let all = r.skipped_rows();
         for s in &all[self.current_seen.min(all.len())..] {
-            self.skipped.push((split.id, split.path.clone(), s.clone()));
+            if self.skipped.len() < LISTED_SKIPS {
+                self.skipped.push((split.id, split.path.clone(), s.clone()));
+            }
         }
         self.current_seen = all.len();
     }
@@ -339,7 +345,8 @@ impl Reader {
     /// rows, `end` one past the last) and `reason` (the unit, its byte offset where known, and
     /// what was wrong with it). Records the plan could not count hold no position and are not
     /// here (an Avro block that cannot be framed, a TFRecord record with a bad CRC): they are
-    /// in `skipped_blocks` and `skipped_records`. Empty under `on_error="raise"`.
+    /// in `skipped_blocks` and `skipped_records`. The first 10,000 ranges are listed, the rest
+    /// only counted there. Empty under `on_error="raise"`.
     #[getter]
     fn skipped<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let ranges = self.with_state(py, |st| st.skipped.clone())?;

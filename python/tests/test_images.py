@@ -238,3 +238,15 @@ def test_jpeg_crop_decoded_from_its_region_is_pillows_resize_and_crop(tmp_path: 
     top, left = (120 - 64) // 2, (182 - 80) // 2
     want = resized[top : top + 64, left : left + 80]
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
+def test_an_input_of_bad_images_lists_its_first_ten_thousand_skips_and_counts_them_all(tmp_path: Path) -> None:
+    good = _encode(Image.fromarray(_picture(8, 8)), "PNG")
+    images = [b"not an image"] * 10_050 + [good]
+    reader = hydrofeed.read(_parquet(tmp_path, images), images="image=crop:8", on_error="skip")
+    ids, _ = _batches(reader)
+    assert list(ids) == [10_050]
+    assert reader.skipped_records == 10_050
+    assert len(reader.skipped) == 10_000
+    assert [(s["start"], s["end"]) for s in reader.skipped[:2]] == [(0, 1), (1, 2)]
+    assert "not a JPEG, PNG or WebP" in reader.skipped[-1]["reason"]
