@@ -38,10 +38,10 @@ def read(
     tell. ``on_error="raise"`` stops at corrupt input with :class:`hydrofeed.DataError` naming
     file and byte offset; ``"skip"`` skips bad records: the reader's ``skipped`` lists each
     range of rows left out so far (``path``, ``split``, ``start``, ``end``, ``reason``; the
-    first 10,000), and
-    ``skipped_records`` and ``skipped_blocks`` count them with those the plan could not count
-    (an Avro block that cannot be framed, a TFRecord record with a bad CRC). Decoding runs with
-    the GIL released. The batches are handed over through the Arrow C data interface without a copy.
+    first 10,000), and ``skipped_records`` and ``skipped_blocks`` count them with those the
+    plan could not count (an Avro block that cannot be framed, a TFRecord record with a bad
+    CRC). Decoding runs with the GIL released. The batches are handed over through the Arrow C
+    data interface without a copy.
 
     ``orc_timestamps`` says how ORC ``timestamp`` columns written in a zone other than UTC are
     read (docs/formats.md): ``"instant"`` (default) the instants the writer's zone gives their

@@ -40,7 +40,6 @@ struct State {
 const LISTED_SKIPS: usize = 10_000;
 
 impl State {
-    /// Takes the current split's skipped ranges not yet taken into `skipped`.
     /// What was skipped so far: the splits read to their end, and the current one.
     fn skip_stats(&self) -> SkipStats {
         let now = self
@@ -60,6 +59,7 @@ impl State {
         self.current = None;
     }
 
+    /// Takes the current split's (`split`'s) skipped ranges not yet taken into `skipped`.
     fn take_skips(&mut self, split: Option<&hydrofeed_format::split::Split>) {
         let (Some(r), Some(split)) = (self.current.as_ref(), split) else {
             return;
